@@ -1,0 +1,1 @@
+"""Object model shared by every component: served resources, metadata, selectors, patches, Status errors."""

@@ -1,0 +1,79 @@
+"""The resources tinykube serves, described once; discovery, routing, storage keys and OpenAPI read this table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+READ_VERBS = ("get", "list", "watch")
+WRITE_VERBS = ("create", "delete", "deletecollection", "patch", "update")
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceInfo:
+    group: str
+    version: str
+    kind: str
+    plural: str
+    singular: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    subresources: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+
+    @property
+    def group_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    api_version = group_version
+
+    @property
+    def list_kind(self) -> str:
+        return f"{self.kind}List"
+
+    @property
+    def verbs(self) -> tuple[str, ...]:
+        return tuple(sorted(READ_VERBS + WRITE_VERBS))
+
+    @property
+    def storage_segment(self) -> str:
+        """Key segment under the storage prefix, as upstream (`/registry/services/specs/...`)."""
+        if self.plural == "services":
+            return "services/specs"
+        if self.plural == "nodes":
+            return "minions"
+        return self.plural if not self.group or self.group == "discovery.k8s.io" else f"{self.group}/{self.plural}"
+
+
+RESOURCES: tuple[ResourceInfo, ...] = (
+    ResourceInfo("", "v1", "Namespace", "namespaces", "namespace", False, ("ns",), ("status", "finalize")),
+    ResourceInfo("", "v1", "Service", "services", "service", True, ("svc",), ("status",), ("all",)),
+    ResourceInfo("", "v1", "Endpoints", "endpoints", "endpoints", True, ("ep",)),
+    ResourceInfo("", "v1", "Pod", "pods", "pod", True, ("po",), ("status",), ("all",)),
+    ResourceInfo("", "v1", "Node", "nodes", "node", False, ("no",), ("status",)),
+    ResourceInfo("", "v1", "Event", "events", "event", True, ("ev",)),
+    ResourceInfo("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", "endpointslice", True),
+)
+
+_BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
+_BY_KIND = {(r.group_version, r.kind): r for r in RESOURCES}
+
+
+def by_path(group: str, version: str, plural: str) -> ResourceInfo | None:
+    return _BY_PATH.get((group, version, plural))
+
+
+def by_kind(api_version: str, kind: str) -> ResourceInfo | None:
+    return _BY_KIND.get((api_version, kind))
+
+
+def group_versions() -> list[tuple[str, str]]:
+    """(group, version) pairs in serving order, core first."""
+    seen: list[tuple[str, str]] = []
+    for r in RESOURCES:
+        if (r.group, r.version) not in seen:
+            seen.append((r.group, r.version))
+    return seen
+
+
+def in_group_version(group: str, version: str) -> list[ResourceInfo]:
+    return [r for r in RESOURCES if r.group == group and r.version == version]

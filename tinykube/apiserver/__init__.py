@@ -1,0 +1,1 @@
+"""The Kubernetes-compatible REST apiserver: routing, registry strategies, watch cache, discovery, printing."""

@@ -1,0 +1,1 @@
+"""ClusterIP / NodePort / LoadBalancer IP allocators on etcd, and their repair loops. Built in the Services issue."""

@@ -1,0 +1,126 @@
+"""Discovery documents built from the resource table: legacy (`APIVersions`, `APIGroupList`, `APIResourceList`)
+and the aggregated `apidiscovery.k8s.io` form kubectl 1.32 asks for first."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from tinykube import __version__
+from tinykube.api.resources import RESOURCES, ResourceInfo, group_versions, in_group_version
+
+KUBE_VERSION = (1, 32, 0)
+SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "finalize": ["update"]}
+
+
+def version_info() -> dict[str, str]:
+    major, minor, patch = KUBE_VERSION
+    return {
+        "major": str(major),
+        "minor": str(minor),
+        "gitVersion": f"v{major}.{minor}.{patch}+tinykube.{__version__}",
+        "gitCommit": "",
+        "gitTreeState": "clean",
+        "buildDate": "1970-01-01T00:00:00Z",
+        "goVersion": "python",
+        "compiler": "cpython",
+        "platform": "linux/amd64",
+    }
+
+
+def api_versions(server_address: str) -> dict[str, Any]:
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
+    }
+
+
+def _group_version(group: str, version: str) -> dict[str, str]:
+    return {"groupVersion": f"{group}/{version}", "version": version}
+
+
+def api_group_list() -> dict[str, Any]:
+    groups = []
+    for group, version in group_versions():
+        if group:
+            gv = _group_version(group, version)
+            groups.append({"name": group, "versions": [gv], "preferredVersion": gv})
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+
+def _resource_entry(r: ResourceInfo) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "name": r.plural,
+        "singularName": r.singular,
+        "namespaced": r.namespaced,
+        "kind": r.kind,
+        "verbs": list(r.verbs),
+    }
+    if r.short_names:
+        entry["shortNames"] = list(r.short_names)
+    if r.categories:
+        entry["categories"] = list(r.categories)
+    return entry
+
+
+@cache
+def api_resource_list(group: str, version: str) -> dict[str, Any] | None:
+    members = in_group_version(group, version)
+    if not members:
+        return None
+    resources: list[dict[str, Any]] = []
+    for r in members:
+        resources.append(_resource_entry(r))
+        for sub in r.subresources:
+            resources.append(
+                {"name": f"{r.plural}/{sub}", "singularName": "", "namespaced": r.namespaced, "kind": r.kind,
+                 "verbs": SUBRESOURCE_VERBS[sub]}
+            )
+    gv = f"{group}/{version}" if group else version
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}
+
+
+def _aggregated_resource(r: ResourceInfo) -> dict[str, Any]:
+    kind = {"group": r.group, "version": r.version, "kind": r.kind}
+    entry: dict[str, Any] = {
+        "resource": r.plural,
+        "responseKind": kind,
+        "scope": "Namespaced" if r.namespaced else "Cluster",
+        "singularResource": r.singular,
+        "verbs": list(r.verbs),
+    }
+    if r.short_names:
+        entry["shortNames"] = list(r.short_names)
+    if r.categories:
+        entry["categories"] = list(r.categories)
+    if r.subresources:
+        entry["subresources"] = [
+            {"subresource": s, "responseKind": kind, "verbs": SUBRESOURCE_VERBS[s]} for s in r.subresources
+        ]
+    return entry
+
+
+@cache
+def aggregated(core: bool, api_version: str) -> dict[str, Any]:
+    """`/api` (core=True) or `/apis` as an APIGroupDiscoveryList of `api_version` (v2 or v2beta1)."""
+    items = []
+    for group, version in group_versions():
+        if (group == "") != core:
+            continue
+        resources = [_aggregated_resource(r) for r in RESOURCES if r.group == group and r.version == version]
+        items.append(
+            {"metadata": {"name": group, "creationTimestamp": None},
+             "versions": [{"version": version, "resources": resources, "freshness": "Current"}]}
+        )
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": api_version, "metadata": {}, "items": items}
+
+
+def aggregated_version(accept: str) -> str | None:
+    """The apidiscovery version the client accepts, in its order of preference, if any."""
+    for part in accept.split(","):
+        params = dict(p.strip().split("=", 1) for p in part.split(";")[1:] if "=" in p)
+        if params.get("g") == "apidiscovery.k8s.io" and params.get("as") == "APIGroupDiscoveryList":
+            if params.get("v") in ("v2", "v2beta1"):
+                return params["v"]
+    return None

@@ -1,0 +1,239 @@
+"""The REST verbs for every served resource, behind one route: parse the path, then get/list/watch/write.
+
+Routing is done here rather than with one framework route per resource and verb: the URL shapes are the same
+for every resource (`/api/v1/namespaces/{ns}/{plural}/{name}/{sub}`, `/apis/{group}/{version}/...`), and one
+parser keeps the hot GET path short.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+
+from tinykube.api import errors
+from tinykube.api.resources import ResourceInfo, by_path
+from tinykube.apiserver import listing
+from tinykube.apiserver.negotiation import (
+    MAX_BODY,
+    Rendering,
+    decode_object,
+    decode_options,
+    partial_metadata,
+    rendering,
+)
+from tinykube.apiserver.printers import table
+from tinykube.apiserver.registry import Registry
+from tinykube.apiserver.registry import Request as RegistryRequest
+from tinykube.apiserver.watch import watch_response
+
+JSON = "application/json"
+PATCH_TYPES = (
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    resource: ResourceInfo
+    namespace: str = ""
+    name: str = ""
+    subresource: str = ""
+
+    def registry_request(self, dry_run: bool = False) -> RegistryRequest:
+        return RegistryRequest(self.resource, self.namespace, self.name, self.subresource, dry_run)
+
+
+def parse_path(path: str) -> Target:
+    """`/api/v1/...` or `/apis/<group>/<version>/...` into the resource, namespace, name and subresource."""
+    parts = [p for p in path.split("/") if p]
+    if parts[:1] == ["api"] and len(parts) >= 3:
+        group, version, rest = "", parts[1], parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 4:
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        raise errors.resource_not_found()
+    namespace = ""
+    if rest[0] == "namespaces" and len(rest) >= 3 and by_path(group, version, rest[2]) is not None:
+        namespace, rest = rest[1], rest[2:]
+    resource = by_path(group, version, rest[0])
+    if resource is None or len(rest) > 3 or (namespace and not resource.namespaced):
+        raise errors.resource_not_found()
+    name = rest[1] if len(rest) > 1 else ""
+    subresource = rest[2] if len(rest) > 2 else ""
+    if subresource and subresource not in resource.subresources:
+        raise errors.resource_not_found()
+    return Target(resource, namespace, name, subresource)
+
+
+def json_response(body: Any, status: int = 200) -> Response:
+    raw = body if isinstance(body, bytes) else orjson.dumps(body)
+    return Response(raw, status_code=status, media_type=JSON)
+
+
+def _dry_run(request: Request) -> bool:
+    values = request.query_params.getlist("dryRun")
+    for value in values:
+        if value != "All":
+            raise errors.BadRequest(f'unsupported dry run option "{value}": only "All" is supported')
+    return bool(values)
+
+
+class ResourceHandler:
+    """Starlette endpoint for every resource URL."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+
+    async def __call__(self, request: Request) -> Response:
+        target = parse_path(request.url.path)
+        method = request.method
+        if method == "GET":
+            return await self._read(request, target)
+        if method == "POST" and not target.name:
+            return await self._create(request, target)
+        if method == "PUT" and target.name:
+            return await self._update(request, target)
+        if method == "PATCH" and target.name:
+            return await self._patch(request, target)
+        if method == "DELETE":
+            if target.name:
+                return await self._delete(request, target)
+            return await self._delete_collection(request, target)
+        raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
+
+    # ---- reads -----------------------------------------------------------------------------------------------
+
+    async def _read(self, request: Request, target: Target) -> Response:
+        params = request.query_params
+        view = rendering(request.headers.get("accept", ""), params.get("includeObject"))
+        if params.get("watch") in ("true", "1"):
+            return await watch_response(request, self.registry, target.resource, target.namespace, view, target.name)
+        if not target.name:
+            return await self._list(request, target, view)
+        cached = self.registry.get(target.registry_request())
+        if view.table:
+            return json_response(table(target.resource, [cached.obj], include_object=view.include_object))
+        if view.metadata_only:
+            return json_response(partial_metadata(cached.obj))
+        return json_response(cached.raw)
+
+    async def _list(self, request: Request, target: Target, view: Rendering) -> Response:
+        page = await listing.list_objects(
+            self.registry, target.resource, target.namespace, request.query_params
+        )
+        if view.table:
+            return json_response(
+                table(
+                    target.resource,
+                    [o.obj for o in page.items],
+                    include_object=view.include_object,
+                    resource_version=str(page.revision),
+                    continue_token=page.continue_token,
+                    remaining=page.remaining,
+                )
+            )
+        if view.metadata_only:
+            body = listing.list_body(
+                "PartialObjectMetadataList", "meta.k8s.io/v1", page,
+                [orjson.dumps(partial_metadata(o.obj)) for o in page.items],
+            )
+            return json_response(body)
+        return json_response(
+            listing.list_body(target.resource.list_kind, target.resource.api_version, page,
+                              [o.raw for o in page.items])
+        )
+
+    # ---- writes ----------------------------------------------------------------------------------------------
+
+    async def _body(self, request: Request) -> bytes:
+        length = request.headers.get("content-length")
+        if length and length.isdigit() and int(length) > MAX_BODY:
+            raise errors.RequestEntityTooLarge(f"Request entity too large: limit is {MAX_BODY}")
+        return await request.body()
+
+    async def _create(self, request: Request, target: Target) -> Response:
+        obj = decode_object(await self._body(request), request.headers.get("content-type", JSON), target.resource)
+        self._check_namespace(obj, target)
+        from tinykube.apiserver.fieldvalidation import check_fields  # noqa: PLC0415 - loads OpenAPI lazily
+
+        warnings = check_fields(request, target.resource, obj)
+        created = await self.registry.create(target.registry_request(_dry_run(request)), obj)
+        return _with_warnings(json_response(created, 201), warnings)
+
+    async def _update(self, request: Request, target: Target) -> Response:
+        obj = decode_object(await self._body(request), request.headers.get("content-type", JSON), target.resource)
+        self._check_namespace(obj, target)
+        from tinykube.apiserver.fieldvalidation import check_fields  # noqa: PLC0415
+
+        warnings = check_fields(request, target.resource, obj)
+        updated, created = await self.registry.update(target.registry_request(_dry_run(request)), obj)
+        return _with_warnings(json_response(updated, 201 if created else 200), warnings)
+
+    async def _patch(self, request: Request, target: Target) -> Response:
+        content_type = request.headers.get("content-type", "").split(";")[0].strip()
+        body = await self._body(request)
+        patched = await self.registry.patch(target.registry_request(_dry_run(request)), body, content_type)
+        return json_response(patched)
+
+    async def _delete(self, request: Request, target: Target) -> Response:
+        options = decode_options(await self._body(request), request.headers.get("content-type", JSON))
+        req = target.registry_request(_dry_run(request) or options.get("dryRun") == ["All"])
+        obj, gone = await self.registry.delete(req, options)
+        strategy = self.registry.strategies[target.resource.plural]
+        if not gone or strategy.return_deleted_object:
+            return json_response(obj, 200 if gone or not req.dry_run else 202)
+        return json_response(_success_status(target, obj))
+
+    async def _delete_collection(self, request: Request, target: Target) -> Response:
+        if not target.resource.namespaced and target.namespace:
+            raise errors.resource_not_found()
+        options = decode_options(await self._body(request), request.headers.get("content-type", JSON))
+        page = await listing.list_objects(self.registry, target.resource, target.namespace, request.query_params)
+        deleted = []
+        for item in page.items:
+            meta = item.obj["metadata"]
+            one = Target(target.resource, meta.get("namespace", ""), meta["name"])
+            try:
+                obj, _ = await self.registry.delete(one.registry_request(_dry_run(request)), options)
+            except errors.NotFound:
+                continue
+            deleted.append(orjson.dumps(obj))
+        page = listing.Page(page.items, page.revision, "", None)
+        return json_response(
+            listing.list_body(target.resource.list_kind, target.resource.api_version, page, deleted)
+        )
+
+    @staticmethod
+    def _check_namespace(obj: dict[str, Any], target: Target) -> None:
+        namespace = obj["metadata"].get("namespace")
+        if target.resource.namespaced and namespace and namespace != target.namespace:
+            raise errors.BadRequest(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+
+
+def _with_warnings(response: Response, warnings: list[str]) -> Response:
+    for warning in warnings:
+        response.headers.append("Warning", f'299 - "{warning}"')
+    return response
+
+
+def _success_status(target: Target, obj: dict[str, Any]) -> dict[str, Any]:
+    details: dict[str, Any] = {"name": target.name}
+    if target.resource.group:
+        details["group"] = target.resource.group
+    details["kind"] = target.resource.plural
+    details["uid"] = obj["metadata"].get("uid", "")
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+
+
+def now_ms() -> float:
+    return time.monotonic() * 1000

@@ -1,0 +1,93 @@
+"""Request decoding and response encoding: JSON or YAML bodies in, JSON (plain, Table or metadata-only) out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import yaml
+
+from tinykube.api import errors
+from tinykube.api.resources import ResourceInfo
+
+MAX_BODY = 3 * 1024 * 1024  # upstream's default limit on request bodies
+
+
+@dataclass(frozen=True, slots=True)
+class Rendering:
+    """How the client asked to see objects: `as=Table`, `as=PartialObjectMetadata[List]`, or the objects."""
+
+    table: bool = False
+    metadata_only: bool = False
+    include_object: str = "Metadata"
+
+
+def rendering(accept: str, include_object: str | None) -> Rendering:
+    for part in accept.split(","):
+        params = dict(
+            p.strip().split("=", 1) for p in part.split(";")[1:] if "=" in p
+        )
+        if params.get("g") != "meta.k8s.io":
+            continue
+        if params.get("as") == "Table":
+            return Rendering(table=True, include_object=include_object or "Metadata")
+        if params.get("as", "").startswith("PartialObjectMetadata"):
+            return Rendering(metadata_only=True)
+    return Rendering()
+
+
+def partial_metadata(obj: dict[str, Any]) -> dict[str, Any]:
+    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata", {})}
+
+
+def decode_body(body: bytes, content_type: str) -> Any:
+    if len(body) > MAX_BODY:
+        raise errors.RequestEntityTooLarge(f"Request entity too large: limit is {MAX_BODY}")
+    if not body.strip():
+        raise errors.BadRequest("the request body is empty")
+    if "protobuf" in content_type:
+        raise errors.UnsupportedMediaType(
+            f'the body of the request was in an unknown format - accepted media types include: '
+            f'application/json, application/yaml'
+        )
+    if "yaml" in content_type:
+        try:
+            return yaml.safe_load(body)
+        except yaml.YAMLError as err:
+            raise errors.BadRequest(f"couldn't get version/kind; yaml parse error: {err}") from err
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as err:
+        raise errors.BadRequest(f"couldn't get version/kind; json parse error: {err}") from err
+
+
+def decode_object(body: bytes, content_type: str, resource: ResourceInfo) -> dict[str, Any]:
+    """A request body as an object of `resource`'s kind: a missing kind/apiVersion is taken from the URL."""
+    obj = decode_body(body, content_type)
+    if not isinstance(obj, dict):
+        raise errors.BadRequest(f"the body of the request must be a JSON object, not {type(obj).__name__}")
+    kind = obj.setdefault("kind", resource.kind)
+    api_version = obj.setdefault("apiVersion", resource.api_version)
+    if kind != resource.kind or api_version != resource.api_version:
+        raise errors.BadRequest(
+            f'{kind} in version "{api_version}" cannot be handled as a {resource.kind}: '
+            f"the object is not a {resource.api_version} {resource.kind}"
+        )
+    meta = obj.setdefault("metadata", {})
+    if not isinstance(meta, dict):
+        raise errors.BadRequest("metadata must be an object")
+    for field in ("name", "namespace", "generateName", "resourceVersion"):
+        if field in meta and not isinstance(meta[field], str):
+            raise errors.BadRequest(f"metadata.{field} must be a string")
+    return obj
+
+
+def decode_options(body: bytes, content_type: str) -> dict[str, Any]:
+    """DeleteOptions from a DELETE body (optional)."""
+    if not body.strip():
+        return {}
+    options = decode_body(body, content_type)
+    if not isinstance(options, dict):
+        raise errors.BadRequest("DeleteOptions must be a JSON object")
+    return options

@@ -1,0 +1,85 @@
+"""The cluster CA and the apiserver's serving certificate, generated on first start and kept in the data dir."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+SERVING_NAMES = ("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+                 "kubernetes.default.svc.cluster.local")
+SERVING_IPS = ("127.0.0.1", "::1")
+
+
+@dataclass(frozen=True, slots=True)
+class Pki:
+    ca_cert: Path
+    cert: Path
+    key: Path
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
+def _name(common_name: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def _builder(subject: x509.Name, issuer: x509.Name, public_key: ec.EllipticCurvePublicKey, years: int
+             ) -> x509.CertificateBuilder:
+    start = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(start + datetime.timedelta(days=365 * years))
+    )
+
+
+def ensure_pki(directory: Path, extra_ips: tuple[str, ...] = ()) -> Pki:
+    """Create the CA and serving certificate unless they exist; the CA is never regenerated."""
+    directory.mkdir(parents=True, exist_ok=True)
+    pki = Pki(directory / "ca.crt", directory / "apiserver.crt", directory / "apiserver.key")
+    if pki.ca_cert.exists() and pki.cert.exists() and pki.key.exists():
+        return pki
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = _name("tinykube-ca")
+    ca = (
+        _builder(ca_name, ca_name, ca_key.public_key(), 10)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.KeyUsage(True, False, False, False, False, True, True, False, False), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    sans: list[x509.GeneralName] = [x509.DNSName(n) for n in SERVING_NAMES]
+    sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in (*SERVING_IPS, *extra_ips)]
+    cert = (
+        _builder(_name("kube-apiserver"), ca_name, key.public_key(), 5)
+        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    _write_private(directory / "ca.key", _key_pem(ca_key))
+    _write_private(pki.key, _key_pem(key))
+    pki.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    pki.ca_cert.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    return pki

@@ -1,0 +1,149 @@
+"""Strategies for the core/v1 and discovery.k8s.io/v1 kinds: upstream v1 defaulting and the validation that keeps
+stored objects well-formed. Service allocation and full Service validation belong to the Service allocator work."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tinykube.api.errors import FieldError, not_supported, required
+from tinykube.api.meta import dns1035_label, dns1123_label, now
+from tinykube.apiserver.registry.generic import Strategy
+
+
+class NamespaceStrategy(Strategy):
+    name_rule = staticmethod(dns1123_label)
+    has_status = True
+    return_deleted_object = True
+
+    def default(self, obj: dict[str, Any]) -> None:
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("finalizers", ["kubernetes"])
+        obj.setdefault("status", {}).setdefault("phase", "Active")
+        labels = obj["metadata"].setdefault("labels", {})
+        labels["kubernetes.io/metadata.name"] = obj["metadata"].get("name", "")
+
+    def finalizing(self, obj: dict[str, Any]) -> bool:
+        return bool(obj["metadata"].get("finalizers") or (obj.get("spec") or {}).get("finalizers"))
+
+    def mark_deleting(self, obj: dict[str, Any]) -> None:
+        super().mark_deleting(obj)
+        obj.setdefault("status", {})["phase"] = "Terminating"
+
+
+class ServiceStrategy(Strategy):
+    name_rule = staticmethod(dns1035_label)
+    has_status = True
+    return_deleted_object = True
+
+    def default(self, obj: dict[str, Any]) -> None:
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("type", "ClusterIP")
+        if spec.get("sessionAffinity", "") == "":
+            spec["sessionAffinity"] = "None"
+        for port in spec.get("ports") or []:
+            if isinstance(port, dict):
+                port.setdefault("protocol", "TCP")
+                if port.get("targetPort") in (None, 0, ""):
+                    port["targetPort"] = port.get("port")
+        if spec["type"] != "ExternalName":
+            spec.setdefault("internalTrafficPolicy", "Cluster")
+        if spec["type"] in ("NodePort", "LoadBalancer") and not spec.get("externalTrafficPolicy"):
+            spec["externalTrafficPolicy"] = "Cluster"
+        if spec["type"] == "LoadBalancer":
+            spec.setdefault("allocateLoadBalancerNodePorts", True)
+        obj.setdefault("status", {}).setdefault("loadBalancer", {})
+
+    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+        kinds = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
+        kind = obj["spec"].get("type")
+        return [] if kind in kinds else [not_supported("spec.type", kind, kinds)]
+
+
+class PodStrategy(Strategy):
+    has_status = True
+    return_deleted_object = True
+
+    def prepare_create(self, obj: dict[str, Any]) -> None:
+        super().prepare_create(obj)
+        obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+
+    def default(self, obj: dict[str, Any]) -> None:
+        spec = obj.setdefault("spec", {})
+        for field, value in (
+            ("restartPolicy", "Always"),
+            ("dnsPolicy", "ClusterFirst"),
+            ("schedulerName", "default-scheduler"),
+            ("terminationGracePeriodSeconds", 30),
+            ("enableServiceLinks", True),
+            ("securityContext", {}),
+        ):
+            spec.setdefault(field, value)
+        for container in spec.get("containers") or []:
+            if isinstance(container, dict):
+                _default_container(container)
+
+    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+        containers = obj["spec"].get("containers")
+        if not containers:
+            return [required("spec.containers")]
+        errs: list[FieldError] = []
+        for i, container in enumerate(containers):
+            if not container.get("name"):
+                errs.append(required(f"spec.containers[{i}].name"))
+            if not container.get("image"):
+                errs.append(required(f"spec.containers[{i}].image"))
+        return errs
+
+
+def _default_container(container: dict[str, Any]) -> None:
+    image = str(container.get("image", ""))
+    tagged = ":" in image.rsplit("/", 1)[-1] or "@" in image
+    latest = not tagged or image.endswith(":latest")
+    container.setdefault("imagePullPolicy", "Always" if latest else "IfNotPresent")
+    container.setdefault("terminationMessagePath", "/dev/termination-log")
+    container.setdefault("terminationMessagePolicy", "File")
+    container.setdefault("resources", {})
+    for port in container.get("ports") or []:
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+
+
+class NodeStrategy(Strategy):
+    has_status = True
+
+
+class EndpointsStrategy(Strategy):
+    allow_create_on_update = True
+
+
+class EventStrategy(Strategy):
+    allow_create_on_update = True
+
+    def default(self, obj: dict[str, Any]) -> None:
+        obj.setdefault("firstTimestamp", None)
+        obj.setdefault("lastTimestamp", None)
+        obj.setdefault("reportingComponent", "")
+        obj.setdefault("reportingInstance", "")
+        obj.setdefault("source", {})
+        if not obj.get("eventTime") and not obj.get("firstTimestamp"):
+            obj["firstTimestamp"] = obj["lastTimestamp"] = now()
+
+
+class EndpointSliceStrategy(Strategy):
+    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+        families = ["FQDN", "IPv4", "IPv6"]
+        family = obj.get("addressType")
+        if not family:
+            return [required("addressType")]
+        return [] if family in families else [not_supported("addressType", family, families)]
+
+
+STRATEGIES: dict[str, type[Strategy]] = {
+    "namespaces": NamespaceStrategy,
+    "services": ServiceStrategy,
+    "pods": PodStrategy,
+    "nodes": NodeStrategy,
+    "endpoints": EndpointsStrategy,
+    "events": EventStrategy,
+    "endpointslices": EndpointSliceStrategy,
+}

@@ -1,0 +1,373 @@
+"""HTTP-free storage logic shared by every resource: create, get, list, update, patch, delete.
+
+Per-resource behaviour (defaulting, validation, status handling, what DELETE returns) lives in a `Strategy`;
+this module owns what is common: system metadata, optimistic concurrency on the etcd mod revision,
+generateName, finalizers and deletionTimestamp, dry-run, and reading from the watch cache.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from tinykube.api import errors
+from tinykube.api.errors import FieldError, invalid
+from tinykube.api.meta import dns1123_subdomain, generate_name, new_uid, now, validate_object_meta
+from tinykube.api.meta import NameValidator
+from tinykube.api.patch import apply_patch
+from tinykube.api.resources import ResourceInfo
+from tinykube.apiserver.watchcache import CachedObject, WatchCache
+from tinykube.store.errors import KeyExists, KeyNotFound, RevisionConflict, StoreUnavailable
+from tinykube.store.etcd import EtcdStore
+
+SYSTEM_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
+_GENERATE_NAME_ATTEMPTS = 8
+_UPDATE_ATTEMPTS = 16
+
+
+class Strategy:
+    """Defaults and validation for one resource; subclasses override what differs from upstream's generic store."""
+
+    name_rule: NameValidator = staticmethod(dns1123_subdomain)  # type: ignore[assignment]
+    allow_create_on_update = False
+    return_deleted_object = False
+    has_status = False
+    tracks_generation = False
+
+    def __init__(self, resource: ResourceInfo) -> None:
+        self.resource = resource
+
+    def prepare_create(self, obj: dict[str, Any]) -> None:
+        """Defaulting before validation; status is cleared for resources with a status subresource."""
+        if self.has_status:
+            obj.pop("status", None)
+        self.default(obj)
+
+    def prepare_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        if self.has_status:
+            _copy_field(old, new, "status")
+        self.default(new)
+
+    def prepare_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        """Status writes change status only: spec and metadata come from the stored object."""
+        status = new.get("status")
+        new.clear()
+        new.update(copy.deepcopy(old))
+        if status is not None:
+            new["status"] = status
+
+    def default(self, obj: dict[str, Any]) -> None:
+        """v1 defaulting, applied on every write."""
+
+    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+        """Kind-specific validation; metadata is validated by the registry."""
+        return []
+
+    def finalizing(self, obj: dict[str, Any]) -> bool:
+        """True while something must happen before a deleted object may go away."""
+        return bool(obj["metadata"].get("finalizers"))
+
+    def mark_deleting(self, obj: dict[str, Any]) -> None:
+        obj["metadata"].setdefault("deletionTimestamp", now())
+        obj["metadata"].setdefault("deletionGracePeriodSeconds", 0)
+
+
+def _copy_field(src: dict[str, Any], dst: dict[str, Any], field: str) -> None:
+    if field in src:
+        dst[field] = copy.deepcopy(src[field])
+    else:
+        dst.pop(field, None)
+
+
+def _strip_for_storage(obj: dict[str, Any]) -> bytes:
+    """What goes into etcd: the object without its resourceVersion (the key's mod revision is the truth)."""
+    meta = obj["metadata"]
+    rv = meta.pop("resourceVersion", None)
+    try:
+        return orjson.dumps(obj)
+    finally:
+        if rv is not None:
+            meta["resourceVersion"] = rv
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """The parts of an API request the registry needs; `namespace` is "" for cluster-scoped resources."""
+
+    resource: ResourceInfo
+    namespace: str = ""
+    name: str = ""
+    subresource: str = ""
+    dry_run: bool = False
+
+
+class Registry:
+    def __init__(self, store: EtcdStore, caches: dict[str, WatchCache], strategies: dict[str, Strategy]) -> None:
+        self.store = store
+        self.caches = caches
+        self.strategies = strategies
+
+    # ---- keys and reads -------------------------------------------------------------------------------------
+
+    @staticmethod
+    def cache_key(namespace: str, name: str) -> str:
+        return f"{namespace}/{name}" if namespace else name
+
+    def key(self, req: Request, name: str | None = None) -> str:
+        return req.resource.storage_segment + "/" + self.cache_key(req.namespace, name or req.name)
+
+    def cache(self, resource: ResourceInfo) -> WatchCache:
+        return self.caches[resource.plural]
+
+    def get(self, req: Request) -> CachedObject:
+        found = self.cache(req.resource).get(self.cache_key(req.namespace, req.name))
+        if found is None:
+            raise errors.not_found(req.resource.plural, req.name, req.resource.group)
+        return found
+
+    async def _read(self, req: Request) -> tuple[dict[str, Any], int]:
+        """The stored object (from etcd, not the cache: writes must start from the latest state)."""
+        kv = await self._store_call(self.store.get(self.key(req)))
+        if kv is None:
+            raise errors.not_found(req.resource.plural, req.name, req.resource.group)
+        obj = orjson.loads(kv.value)
+        obj["metadata"]["resourceVersion"] = str(kv.mod_revision)
+        return obj, kv.mod_revision
+
+    @staticmethod
+    async def _store_call(awaitable: Any) -> Any:
+        try:
+            return await awaitable
+        except StoreUnavailable as err:
+            raise errors.ServiceUnavailable(f"etcd is unavailable: {err}") from err
+
+    async def _settle(self, req: Request, revision: int) -> None:
+        """Let the watch cache catch up with our own write, so the client can read it back at once."""
+        await self.cache(req.resource).wait_for(revision)
+
+    # ---- create ----------------------------------------------------------------------------------------------
+
+    def _check_namespace(self, req: Request, name: str) -> None:
+        if not req.resource.namespaced:
+            return
+        ns = self.caches["namespaces"].get(req.namespace)
+        if ns is None:
+            raise errors.not_found("namespaces", req.namespace)
+        if ns.obj["metadata"].get("deletionTimestamp"):
+            raise errors.namespace_terminating(req.resource.plural, name, req.namespace, req.resource.group)
+
+    def _invalid(self, req: Request, obj: dict[str, Any], errs: list[FieldError]) -> errors.Invalid:
+        name = obj["metadata"].get("name") or obj["metadata"].get("generateName", "")
+        return errors.invalid_object(req.resource.kind, name, errs, req.resource.group)
+
+    def _validate(self, req: Request, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        strategy = self.strategies[req.resource.plural]
+        errs = validate_object_meta(obj["metadata"], namespaced=req.resource.namespaced, name_rule=strategy.name_rule)
+        if old is not None:
+            errs += _immutable_meta(obj, old)
+        errs += strategy.validate(obj, old)
+        if errs:
+            raise self._invalid(req, obj, errs)
+
+    async def create(self, req: Request, obj: dict[str, Any]) -> dict[str, Any]:
+        meta = obj.setdefault("metadata", {})
+        if req.resource.namespaced:
+            meta["namespace"] = req.namespace
+        strategy = self.strategies[req.resource.plural]
+        generated = not meta.get("name") and bool(meta.get("generateName"))
+        for field in ("resourceVersion", *SYSTEM_FIELDS):
+            meta.pop(field, None)
+        strategy.prepare_create(obj)
+        for _attempt in range(_GENERATE_NAME_ATTEMPTS):
+            if generated:
+                meta["name"] = generate_name(meta["generateName"])
+            self._check_namespace(req, meta.get("name", ""))
+            self._validate(req, obj, None)
+            meta["uid"] = new_uid()
+            meta["creationTimestamp"] = now()
+            if strategy.tracks_generation:
+                meta["generation"] = 1
+            if req.dry_run:
+                return obj
+            named = Request(req.resource, req.namespace, meta["name"])
+            try:
+                revision = await self._store_call(self.store.create(self.key(named), _strip_for_storage(obj)))
+            except KeyExists:
+                if generated:
+                    continue
+                raise errors.already_exists(req.resource.plural, meta["name"], req.resource.group) from None
+            meta["resourceVersion"] = str(revision)
+            await self._settle(req, revision)
+            return obj
+        raise errors.already_exists(req.resource.plural, meta["name"], req.resource.group)
+
+    # ---- update and patch ------------------------------------------------------------------------------------
+
+    async def update(self, req: Request, body: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """PUT: returns (object, created)."""
+        strategy = self.strategies[req.resource.plural]
+        try:
+            old, revision = await self._read(req)
+        except errors.NotFound:
+            if not strategy.allow_create_on_update or req.subresource:
+                raise
+            return await self.create(req, body), True
+        wanted = body["metadata"].get("resourceVersion")
+        if wanted and wanted != old["metadata"]["resourceVersion"]:
+            raise errors.conflict(req.resource.plural, req.name, req.resource.group)
+        return await self._write(req, body, old, revision), False
+
+    async def patch(self, req: Request, patch: bytes, content_type: str) -> dict[str, Any]:
+        """PATCH: apply to the latest stored object; retry when someone else wrote in between."""
+        for _attempt in range(_UPDATE_ATTEMPTS):
+            old, revision = await self._read(req)
+            new = apply_patch(old, patch, content_type, kind=req.resource.kind)
+            if not isinstance(new.get("metadata"), dict):
+                raise errors.BadRequest("metadata must be an object")
+            wanted = new["metadata"].get("resourceVersion")
+            if wanted and wanted != old["metadata"]["resourceVersion"]:
+                raise errors.conflict(req.resource.plural, req.name, req.resource.group)
+            try:
+                return await self._write(req, new, old, revision, retry_on_conflict=True)
+            except RevisionConflict:
+                continue
+        raise errors.conflict(req.resource.plural, req.name, req.resource.group)
+
+    async def _write(
+        self,
+        req: Request,
+        new: dict[str, Any],
+        old: dict[str, Any],
+        revision: int,
+        *,
+        retry_on_conflict: bool = False,
+    ) -> dict[str, Any]:
+        strategy = self.strategies[req.resource.plural]
+        self._keep_identity(req, new, old)
+        if req.subresource == "status":
+            strategy.prepare_status_update(new, old)
+        elif req.subresource:
+            self.prepare_subresource(req, new, old)
+        else:
+            strategy.prepare_update(new, old)
+            _keep_system_meta(new, old, strategy)
+        self._validate(req, new, old)
+        if _same(new, old):
+            return old
+        if req.dry_run:
+            return new
+        if old["metadata"].get("deletionTimestamp") and not strategy.finalizing(new):
+            return await self._delete_stored(req, new, revision)
+        try:
+            return await self._store_update(req, new, revision)
+        except RevisionConflict:
+            if retry_on_conflict:
+                raise
+            raise errors.conflict(req.resource.plural, req.name, req.resource.group) from None
+
+    async def _store_update(self, req: Request, new: dict[str, Any], revision: int) -> dict[str, Any]:
+        try:
+            written = await self._store_call(
+                self.store.update(self.key(req), _strip_for_storage(new), expected_revision=revision)
+            )
+        except KeyNotFound:
+            raise errors.not_found(req.resource.plural, req.name, req.resource.group) from None
+        new["metadata"]["resourceVersion"] = str(written)
+        await self._settle(req, written)
+        return new
+
+    def prepare_subresource(self, req: Request, new: dict[str, Any], old: dict[str, Any]) -> None:
+        """Subresources other than status: only namespaces' `finalize` (it writes spec.finalizers alone)."""
+        if req.subresource != "finalize":
+            raise errors.resource_not_found()
+        finalizers = (new.get("spec") or {}).get("finalizers") or []
+        new.clear()
+        new.update(copy.deepcopy(old))
+        new.setdefault("spec", {})["finalizers"] = finalizers
+
+    def _keep_identity(self, req: Request, new: dict[str, Any], old: dict[str, Any]) -> None:
+        meta = new.setdefault("metadata", {})
+        body_name = meta.get("name")
+        if body_name and body_name != req.name:
+            raise errors.BadRequest(
+                f"the name of the object ({body_name}) does not match the name on the URL ({req.name})"
+            )
+        meta["name"] = req.name
+        if req.resource.namespaced:
+            meta["namespace"] = req.namespace
+        new["apiVersion"] = old.get("apiVersion", req.resource.api_version)
+        new["kind"] = old.get("kind", req.resource.kind)
+
+    # ---- delete ----------------------------------------------------------------------------------------------
+
+    async def delete(self, req: Request, options: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """DELETE: returns (object to answer with, whether it is gone already)."""
+        strategy = self.strategies[req.resource.plural]
+        for _attempt in range(_UPDATE_ATTEMPTS):
+            old, revision = await self._read(req)
+            _check_preconditions(req, old, options.get("preconditions") or {})
+            pending = copy.deepcopy(old)
+            strategy.mark_deleting(pending)
+            if strategy.finalizing(pending):
+                if req.dry_run or pending == old:
+                    return pending, False
+                try:
+                    return await self._store_update(req, pending, revision), False
+                except RevisionConflict:
+                    continue
+            if req.dry_run:
+                return old, True
+            try:
+                return await self._delete_stored(req, old, revision), True
+            except RevisionConflict:
+                continue
+        raise errors.conflict(req.resource.plural, req.name, req.resource.group)
+
+    async def _delete_stored(self, req: Request, obj: dict[str, Any], revision: int) -> dict[str, Any]:
+        try:
+            _, written = await self._store_call(self.store.delete(self.key(req), expected_revision=revision))
+        except KeyNotFound:
+            raise errors.not_found(req.resource.plural, req.name, req.resource.group) from None
+        obj["metadata"]["resourceVersion"] = str(written)
+        await self._settle(req, written)
+        return obj
+
+
+def _same(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    """An update that changes nothing is not written (upstream skips the etcd write too)."""
+    a = {**new, "metadata": {k: v for k, v in new["metadata"].items() if k != "resourceVersion"}}
+    b = {**old, "metadata": {k: v for k, v in old["metadata"].items() if k != "resourceVersion"}}
+    return a == b
+
+
+def _keep_system_meta(new: dict[str, Any], old: dict[str, Any], strategy: Strategy) -> None:
+    meta, old_meta = new["metadata"], old["metadata"]
+    for field in ("creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
+        _copy_field(old_meta, meta, field)
+    meta.setdefault("uid", old_meta.get("uid"))
+    if strategy.tracks_generation and new.get("spec") != old.get("spec"):
+        meta["generation"] = int(old_meta.get("generation", 0)) + 1
+
+
+def _immutable_meta(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+    uid = new["metadata"].get("uid")
+    if uid != old["metadata"].get("uid"):
+        return [invalid("metadata.uid", uid, "field is immutable")]
+    return []
+
+
+def _check_preconditions(req: Request, obj: dict[str, Any], preconditions: dict[str, Any]) -> None:
+    meta = obj["metadata"]
+    uid, rv = preconditions.get("uid"), preconditions.get("resourceVersion")
+    if uid and uid != meta.get("uid"):
+        message = f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.get('uid')}"
+        raise errors.conflict(req.resource.plural, req.name, req.resource.group, reason=message)
+    if rv and rv != meta.get("resourceVersion"):
+        message = (
+            f"Precondition failed: ResourceVersion in precondition: {rv}, "
+            f"ResourceVersion in object meta: {meta.get('resourceVersion')}"
+        )
+        raise errors.conflict(req.resource.plural, req.name, req.resource.group, reason=message)

@@ -1,0 +1,158 @@
+"""WATCH: stream `{"type": ..., "object": ...}` lines from the watch cache.
+
+Resume semantics as upstream: no resourceVersion → synthetic ADDED for every current object, then changes;
+`resourceVersion=N` → every change after N (410 Expired when N is older than the cache's window);
+bookmarks when asked; the stream ends after `timeoutSeconds`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+
+from tinykube.api import errors
+from tinykube.api.resources import ResourceInfo
+from tinykube.apiserver.listing import object_filter
+from tinykube.apiserver.negotiation import Rendering, partial_metadata
+from tinykube.apiserver.printers import table
+from tinykube.apiserver.registry import Registry
+from tinykube.apiserver.watchcache import CacheEvent, CachedObject, Watcher
+from tinykube.store.errors import Compacted
+
+BOOKMARK_INTERVAL = 10.0  # upstream sends one about every minute; sooner keeps informers' RVs fresh
+DISCONNECT_CHECK = 5.0
+
+
+def _timeout(request: Request) -> float:
+    text = request.query_params.get("timeoutSeconds")
+    if text:
+        try:
+            return max(float(text), 0.0)
+        except ValueError as err:
+            raise errors.BadRequest(f"invalid timeoutSeconds {text!r}") from err
+    return random.uniform(1800, 3600)  # upstream: between min-request-timeout and twice that
+
+
+class _Encoder:
+    def __init__(self, resource: ResourceInfo, view: Rendering) -> None:
+        self.resource = resource
+        self.view = view
+
+    def event(self, kind: str, obj: CachedObject) -> bytes:
+        if self.view.table:
+            body: Any = table(self.resource, [obj.obj], include_object=self.view.include_object)
+        elif self.view.metadata_only:
+            body = partial_metadata(obj.obj)
+        else:
+            return b'{"type":"' + kind.encode() + b'","object":' + obj.raw + b"}\n"
+        return orjson.dumps({"type": kind, "object": body}) + b"\n"
+
+    def bookmark(self, revision: int, initial_end: bool = False) -> bytes:
+        meta: dict[str, Any] = {"resourceVersion": str(revision)}
+        if initial_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        obj = {"kind": self.resource.kind, "apiVersion": self.resource.api_version, "metadata": meta}
+        return orjson.dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
+
+
+async def watch_response(
+    request: Request, registry: Registry, resource: ResourceInfo, namespace: str, view: Rendering, name: str = ""
+) -> StreamingResponse:
+    params = request.query_params
+    keep = object_filter(resource, params)
+    if name:
+        base = keep
+        keep = lambda o: o.obj["metadata"].get("name") == name and base(o)  # noqa: E731
+    if namespace:
+        scoped = keep
+        keep = lambda o: o.namespace == namespace and scoped(o)  # noqa: E731
+    cache = registry.cache(resource)
+    watcher = Watcher(keep)
+    wanted = params.get("resourceVersion", "")
+    initial: list[CachedObject] = []
+    send_initial = params.get("sendInitialEvents") == "true" or wanted in ("", "0")
+    if send_initial:
+        since = cache.revision
+        initial = [obj for _, obj in cache.items(namespace) if keep(obj)]
+    else:
+        since = _parse_revision(wanted)
+        await cache.wait_for(since)
+    try:
+        cache.subscribe(watcher, since)
+    except Compacted as err:
+        raise errors.Expired(f"too old resource version: {since} ({err.compact_revision})") from None
+    encoder = _Encoder(resource, view)
+    bookmarks = params.get("allowWatchBookmarks") == "true"
+    end_marker = params.get("sendInitialEvents") == "true" and bookmarks
+    stream = _stream(request, cache.unsubscribe, watcher, encoder, initial, since, _timeout(request), bookmarks,
+                     end_marker)
+    media = "application/json" if not view.table else "application/json;as=Table;v=v1;g=meta.k8s.io"
+    return StreamingResponse(stream, media_type=media, headers={"Transfer-Encoding": "chunked"})
+
+
+def _parse_revision(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError as err:
+        raise errors.BadRequest(f"invalid resource version: {text}") from err
+
+
+async def _stream(
+    request: Request,
+    unsubscribe: Any,
+    watcher: Watcher,
+    encoder: _Encoder,
+    initial: list[CachedObject],
+    since: int,
+    timeout: float,
+    bookmarks: bool,
+    end_marker: bool,
+) -> AsyncIterator[bytes]:
+    deadline = time.monotonic() + timeout
+    last = since
+    try:
+        if initial:
+            yield b"".join(encoder.event("ADDED", obj) for obj in initial)
+        if end_marker:
+            yield encoder.bookmark(since, initial_end=True)
+        next_bookmark = time.monotonic() + BOOKMARK_INTERVAL
+        while (left := deadline - time.monotonic()) > 0:
+            wait = min(left, DISCONNECT_CHECK, max(next_bookmark - time.monotonic(), 0.01))
+            try:
+                event = await asyncio.wait_for(watcher.queue.get(), wait)
+            except TimeoutError:
+                if await request.is_disconnected():
+                    return
+                if bookmarks and time.monotonic() >= next_bookmark:
+                    yield encoder.bookmark(last)
+                    next_bookmark = time.monotonic() + BOOKMARK_INTERVAL
+                continue
+            if event is None:
+                return
+            chunk, last = _drain(encoder, watcher, event)
+            yield chunk
+        if bookmarks:
+            yield encoder.bookmark(last)
+    finally:
+        unsubscribe(watcher)
+
+
+def _drain(encoder: _Encoder, watcher: Watcher, first: CacheEvent) -> tuple[bytes, int]:
+    """The event plus whatever else is already queued, in one write, and the last revision written."""
+    chunks = [encoder.event(first.type, first.current)]
+    last = first.revision
+    while not watcher.queue.empty():
+        event = watcher.queue.get_nowait()
+        if event is None:
+            watcher.queue.put_nowait(None)
+            break
+        chunks.append(encoder.event(event.type, event.current))
+        last = event.revision
+    return b"".join(chunks), last

@@ -1,0 +1,197 @@
+"""One etcd watch per resource, fanned out to every client watch; GET and LIST are answered from it.
+
+The cache holds every object of one resource (parsed and pre-serialised with its resourceVersion) and a bounded
+window of recent events, so a watch can resume from a recent resourceVersion and a write is serialised once no
+matter how many watchers receive it. Writers wait for `wait_for(revision)` before answering, so a client reads
+its own writes from the cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from tinykube.api.resources import ResourceInfo
+from tinykube.store.errors import Compacted, StoreError
+from tinykube.store.etcd import EtcdStore, WatchEvent
+
+log = logging.getLogger(__name__)
+
+EVENT_WINDOW = 10_000  # events kept per resource for resuming watches
+WATCHER_BACKLOG = 10_000  # a watcher further behind than this is closed, as upstream closes slow watchers
+
+
+@dataclass(frozen=True, slots=True)
+class CachedObject:
+    obj: dict[str, Any]
+    raw: bytes
+    revision: int
+
+    @property
+    def namespace(self) -> str:
+        return str(self.obj["metadata"].get("namespace", ""))
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return dict(self.obj["metadata"].get("labels") or {})
+
+
+@dataclass(frozen=True, slots=True)
+class CacheEvent:
+    type: str  # ADDED, MODIFIED, DELETED
+    revision: int
+    current: CachedObject
+    previous: CachedObject | None
+
+
+def decode(value: bytes, revision: int) -> CachedObject:
+    obj = orjson.loads(value)
+    obj["metadata"]["resourceVersion"] = str(revision)
+    return CachedObject(obj, orjson.dumps(obj), revision)
+
+
+class Watcher:
+    """A client watch: the cache pushes matching events into its queue; None marks the end (closed or too slow)."""
+
+    def __init__(self, matches: Callable[[CachedObject], bool]) -> None:
+        self.matches = matches
+        self.queue: asyncio.Queue[CacheEvent | None] = asyncio.Queue()
+
+    def offer(self, event: CacheEvent) -> None:
+        if self.queue.qsize() > WATCHER_BACKLOG:
+            self.queue.put_nowait(None)
+            return
+        new = self.matches(event.current)
+        old = event.previous is not None and self.matches(event.previous)
+        if event.type == "DELETED":
+            if new:
+                self.queue.put_nowait(event)
+        elif new and old:
+            self.queue.put_nowait(event)
+        elif new:
+            self.queue.put_nowait(CacheEvent("ADDED", event.revision, event.current, event.previous))
+        elif old:
+            self.queue.put_nowait(CacheEvent("DELETED", event.revision, event.current, event.previous))
+
+
+class WatchCache:
+    def __init__(self, store: EtcdStore, resource: ResourceInfo) -> None:
+        self.store = store
+        self.resource = resource
+        self.prefix = resource.storage_segment + "/"
+        self.objects: dict[str, CachedObject] = {}
+        self.revision = 0
+        self.oldest = 0  # watches may resume from any revision >= oldest
+        self.events: deque[CacheEvent] = deque(maxlen=EVENT_WINDOW)
+        self.watchers: set[Watcher] = set()
+        self._advanced = asyncio.Condition()
+        self._task: asyncio.Task[None] | None = None
+        self.ready = asyncio.Event()
+
+    async def start(self) -> None:
+        await self._relist()
+        self._task = asyncio.create_task(self._run(), name=f"watchcache-{self.resource.plural}")
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        for watcher in self.watchers:
+            watcher.queue.put_nowait(None)
+
+    async def _relist(self) -> None:
+        listed = await self.store.list(self.prefix)
+        self.objects = {kv.key[len(self.prefix) :]: decode(kv.value, kv.mod_revision) for kv in listed.items}
+        self.events.clear()
+        self.revision = self.oldest = listed.revision
+        for watcher in self.watchers:  # their view is no longer continuous: make them reconnect
+            watcher.queue.put_nowait(None)
+        self.watchers.clear()
+        self.ready.set()
+
+    async def _run(self) -> None:
+        backoff = 0.1
+        while True:
+            try:
+                async for batch in self.store.watch(self.prefix, self.revision + 1):
+                    await self._apply(batch)
+                    backoff = 0.1
+            except Compacted:
+                log.warning("watch cache for %s fell behind compaction; relisting", self.resource.plural)
+                await self._relist_quietly()
+            except StoreError as err:
+                log.warning("watch cache for %s lost etcd (%s); retrying", self.resource.plural, err)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+
+    async def _relist_quietly(self) -> None:
+        with contextlib.suppress(StoreError):
+            await self._relist()
+
+    async def _apply(self, batch: list[WatchEvent]) -> None:
+        for change in batch:
+            self._apply_one(change)
+        async with self._advanced:
+            self.revision = max(self.revision, batch[-1].revision)
+            self._advanced.notify_all()
+
+    def _apply_one(self, change: WatchEvent) -> None:
+        name = change.key[len(self.prefix) :]
+        previous = self.objects.get(name)
+        if change.type == "DELETE":
+            if previous is None and change.prev_value is None:
+                return
+            last = previous.obj if previous else orjson.loads(change.prev_value or b"{}")
+            current = decode(orjson.dumps(last), change.revision)
+            self.objects.pop(name, None)
+            event = CacheEvent("DELETED", change.revision, current, previous)
+        else:
+            current = decode(change.value, change.revision)
+            self.objects[name] = current
+            event = CacheEvent("MODIFIED" if previous else "ADDED", change.revision, current, previous)
+        if len(self.events) == self.events.maxlen:
+            self.oldest = self.events[0].revision
+        self.events.append(event)
+        for watcher in list(self.watchers):
+            watcher.offer(event)
+
+    async def wait_for(self, revision: int, timeout: float = 3.0) -> bool:
+        """Wait until the cache has seen `revision`; False if it did not within `timeout`."""
+        if self.revision >= revision:
+            return True
+        async with self._advanced:
+            try:
+                await asyncio.wait_for(self._advanced.wait_for(lambda: self.revision >= revision), timeout)
+            except TimeoutError:
+                return False
+        return True
+
+    def get(self, key: str) -> CachedObject | None:
+        return self.objects.get(key)
+
+    def items(self, namespace: str = "") -> Iterator[tuple[str, CachedObject]]:
+        """(key, object) in key order, only `namespace` when given."""
+        if namespace:
+            start = namespace + "/"
+            return ((k, v) for k, v in sorted(self.objects.items()) if k.startswith(start))
+        return iter(sorted(self.objects.items()))
+
+    def subscribe(self, watcher: Watcher, since: int) -> None:
+        """Register `watcher`, first replaying the events after `since`. Raises Compacted if `since` is too old."""
+        if since < self.oldest:
+            raise Compacted(self.oldest)
+        for event in self.events:
+            if event.revision > since:
+                watcher.offer(event)
+        self.watchers.add(watcher)
+
+    def unsubscribe(self, watcher: Watcher) -> None:
+        self.watchers.discard(watcher)

@@ -1,0 +1,123 @@
+"""An asyncio REST client for the Kubernetes API, built on httpx, configured from a kubeconfig.
+
+Errors come back as `tinykube.api.errors.ApiError` rebuilt from the server's `Status`, so callers handle
+`NotFound` or `Conflict` exactly as the apiserver raised them.
+"""
+
+from __future__ import annotations
+
+import ssl
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+
+from tinykube.api import errors
+from tinykube.api.resources import ResourceInfo
+from tinykube.client.kubeconfig import Credentials, load_credentials
+
+_BY_CODE: dict[int, type[errors.ApiError]] = {
+    cls.code: cls
+    for cls in (errors.BadRequest, errors.Unauthorized, errors.Forbidden, errors.NotFound,
+                errors.MethodNotAllowed, errors.Expired, errors.Invalid, errors.InternalError,
+                errors.ServiceUnavailable)
+}
+
+
+def path_for(resource: ResourceInfo, namespace: str = "", name: str = "", subresource: str = "") -> str:
+    base = f"/apis/{resource.group}/{resource.version}" if resource.group else f"/api/{resource.version}"
+    if resource.namespaced and namespace:
+        base += f"/namespaces/{namespace}"
+    base += f"/{resource.plural}"
+    if name:
+        base += f"/{name}"
+    if subresource:
+        base += f"/{subresource}"
+    return base
+
+
+def _raise_for_status(response: httpx.Response) -> None:
+    if response.status_code < 400:
+        return
+    try:
+        status = orjson.loads(response.content)
+        message = status.get("message", response.text)
+        reason = status.get("reason", "")
+    except orjson.JSONDecodeError:
+        status, message, reason = {}, response.text, ""
+    if response.status_code == 409:
+        cls: type[errors.ApiError] = errors.AlreadyExists if reason == "AlreadyExists" else errors.Conflict
+    else:
+        cls = _BY_CODE.get(response.status_code, errors.ApiError)
+    raise cls(message, details=status.get("details"))
+
+
+def _ssl_context(creds: Credentials) -> ssl.SSLContext | bool:
+    if creds.ca_data is None:
+        return False
+    with tempfile.NamedTemporaryFile("wb", suffix=".crt") as f:
+        f.write(creds.ca_data)
+        f.flush()
+        return ssl.create_default_context(cafile=f.name)
+
+
+class RestClient:
+    def __init__(self, creds: Credentials) -> None:
+        headers = {"Authorization": f"Bearer {creds.token}"} if creds.token else {}
+        self._http = httpx.AsyncClient(
+            base_url=creds.server, headers=headers, verify=_ssl_context(creds), timeout=httpx.Timeout(30.0)
+        )
+
+    @classmethod
+    def from_kubeconfig(cls, path: Path, context: str | None = None) -> RestClient:
+        return cls(load_credentials(path, context))
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    async def request(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
+        content = orjson.dumps(body) if body is not None else None
+        headers = {"Content-Type": "application/json"} if content else {}
+        response = await self._http.request(method, path, content=content, params=params or None, headers=headers)
+        _raise_for_status(response)
+        return orjson.loads(response.content) if response.content else None
+
+    async def get(self, resource: ResourceInfo, namespace: str, name: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self.request("GET", path_for(resource, namespace, name))
+        return result
+
+    async def list(self, resource: ResourceInfo, namespace: str = "", **params: Any) -> dict[str, Any]:
+        result: dict[str, Any] = await self.request("GET", path_for(resource, namespace), **params)
+        return result
+
+    async def create(self, resource: ResourceInfo, namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = await self.request("POST", path_for(resource, namespace), obj)
+        return result
+
+    async def update(
+        self, resource: ResourceInfo, namespace: str, obj: dict[str, Any], subresource: str = ""
+    ) -> dict[str, Any]:
+        path = path_for(resource, namespace, obj["metadata"]["name"], subresource)
+        result: dict[str, Any] = await self.request("PUT", path, obj)
+        return result
+
+    async def delete(self, resource: ResourceInfo, namespace: str, name: str) -> Any:
+        return await self.request("DELETE", path_for(resource, namespace, name))
+
+    async def watch(
+        self, resource: ResourceInfo, namespace: str = "", **params: Any
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Watch events as dicts; the stream ends when the server ends it (timeout) or on error."""
+        params = {"watch": "true", **params}
+        async with self._http.stream(
+            "GET", path_for(resource, namespace), params=params, timeout=httpx.Timeout(30.0, read=None)
+        ) as response:
+            if response.status_code >= 400:
+                await response.aread()
+                _raise_for_status(response)
+            async for line in response.aiter_lines():
+                if line:
+                    yield orjson.loads(line)

@@ -1,0 +1,87 @@
+"""Namespace lifecycle: a deleted namespace is emptied, then its `kubernetes` finalizer is removed.
+
+As upstream, deleting a namespace only marks it Terminating; this controller deletes every namespaced object
+in it and then calls the `finalize` subresource, after which the apiserver removes the namespace itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from tinykube.api import errors
+from tinykube.api.resources import RESOURCES, by_path
+from tinykube.client.rest import RestClient
+
+log = logging.getLogger(__name__)
+
+FINALIZER = "kubernetes"
+NAMESPACES = by_path("", "v1", "namespaces")
+
+
+class NamespaceController:
+    def __init__(self, client: RestClient) -> None:
+        self.client = client
+        self.busy: set[str] = set()
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    async def run(self) -> None:
+        assert NAMESPACES is not None
+        backoff = 0.1
+        while True:
+            try:
+                async for event in self.client.watch(NAMESPACES):
+                    self._observe(event["object"])
+                    backoff = 0.1
+            except (errors.ApiError, OSError, Exception) as err:  # noqa: BLE001 - keep reconciling across outages
+                log.debug("namespace watch ended: %s", err)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+
+    def _observe(self, namespace: dict[str, Any]) -> None:
+        name = namespace["metadata"]["name"]
+        terminating = namespace["metadata"].get("deletionTimestamp")
+        if not terminating or FINALIZER not in (namespace.get("spec") or {}).get("finalizers", []):
+            return
+        if name in self.busy:
+            return
+        self.busy.add(name)
+        task = asyncio.create_task(self._finalize(name))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _finalize(self, name: str) -> None:
+        try:
+            for attempt in range(100):
+                if await self._empty(name):
+                    break
+                await asyncio.sleep(min(0.05 * (attempt + 1), 1.0))
+            await self._remove_finalizer(name)
+        except errors.NotFound:
+            pass
+        except Exception as err:  # noqa: BLE001 - logged; the next watch event retries
+            log.warning("finalizing namespace %s: %s", name, err)
+        finally:
+            self.busy.discard(name)
+
+    async def _empty(self, name: str) -> bool:
+        """Delete what is left in the namespace; True once nothing is."""
+        left = 0
+        for resource in RESOURCES:
+            if not resource.namespaced:
+                continue
+            items = (await self.client.list(resource, name))["items"]
+            left += len(items)
+            for item in items:
+                with contextlib.suppress(errors.NotFound):
+                    await self.client.delete(resource, name, item["metadata"]["name"])
+        return left == 0
+
+    async def _remove_finalizer(self, name: str) -> None:
+        assert NAMESPACES is not None
+        namespace = await self.client.get(NAMESPACES, "", name)
+        spec = namespace.setdefault("spec", {})
+        spec["finalizers"] = [f for f in spec.get("finalizers", []) if f != FINALIZER]
+        await self.client.update(NAMESPACES, "", namespace, subresource="finalize")

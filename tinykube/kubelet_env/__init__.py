@@ -1,0 +1,1 @@
+"""kubelet-style service environment variables for a pod. Built in the node issue."""

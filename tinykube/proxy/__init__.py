@@ -1,0 +1,1 @@
+"""Node proxy: nftables / iptables / userspace Service dataplanes. Built in the proxy issue."""

