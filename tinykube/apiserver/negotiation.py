@@ -77,6 +77,7 @@ def decode_object(body: bytes, content_type: str, resource: ResourceInfo) -> dic
     meta = obj.setdefault("metadata", {})
     if not isinstance(meta, dict):
         raise errors.BadRequest("metadata must be an object")
+    obj = {"apiVersion": api_version, "kind": kind, **obj}  # upstream's field order in responses
     for field in ("name", "namespace", "generateName", "resourceVersion"):
         if field in meta and not isinstance(meta[field], str):
             raise errors.BadRequest(f"metadata.{field} must be a string")

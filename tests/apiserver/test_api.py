@@ -1,0 +1,290 @@
+"""The REST API over HTTPS against a real `tinykube up`: Status errors, concurrency, lists, watches, metadata."""
+
+from __future__ import annotations
+
+import json
+import ssl
+import threading
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import RunningCluster
+
+EP = "/api/v1/namespaces/{ns}/endpoints"
+
+
+def endpoints(ns: str, name: str = "", **meta: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": name, **meta} if name else meta}
+
+
+def status(response: httpx.Response, code: int, reason: str) -> dict[str, Any]:
+    assert response.status_code == code, response.text
+    body: dict[str, Any] = response.json()
+    assert body["kind"] == "Status" and body["status"] == "Failure" and body["reason"] == reason
+    assert body["code"] == code
+    return body
+
+
+def test_requests_without_valid_token_are_unauthorized(cluster: RunningCluster) -> None:
+    verify = ssl.create_default_context(cafile=str(cluster.ca_file))
+    with httpx.Client(base_url=cluster.server, verify=verify) as anonymous:
+        status(anonymous.get("/api/v1/namespaces"), 401, "Unauthorized")
+        assert anonymous.get("/readyz").text == "ok"
+    with cluster.http(headers={"Authorization": "Bearer wrong"}) as wrong:
+        status(wrong.get("/api/v1/namespaces"), 401, "Unauthorized")
+        status(wrong.get("/readyz"), 401, "Unauthorized")
+
+
+def test_system_namespaces_exist(api: httpx.Client) -> None:
+    names = {n["metadata"]["name"] for n in api.get("/api/v1/namespaces").json()["items"]}
+    assert {"default", "kube-system", "kube-public"} <= names
+
+
+def test_create_sets_system_metadata(api: httpx.Client, namespace: str) -> None:
+    response = api.post(EP.format(ns=namespace), json=endpoints(namespace, "a", labels={"x": "y"}))
+    assert response.status_code == 201
+    meta = response.json()["metadata"]
+    assert meta["namespace"] == namespace and meta["labels"] == {"x": "y"}
+    assert len(meta["uid"]) == 36 and meta["creationTimestamp"].endswith("Z") and int(meta["resourceVersion"]) > 0
+    got = api.get(f"{EP.format(ns=namespace)}/a").json()
+    assert got["metadata"] == meta
+
+
+def test_generate_name(api: httpx.Client, namespace: str) -> None:
+    made = [api.post(EP.format(ns=namespace), json=endpoints(namespace, generateName="web-")).json() for _ in range(3)]
+    names = {m["metadata"]["name"] for m in made}
+    assert len(names) == 3 and all(n.startswith("web-") and len(n) == 9 for n in names)
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "code", "reason", "message"),
+    [
+        pytest.param(b"{nope", "application/json", 400, "BadRequest", "json parse error", id="malformed-json"),
+        pytest.param(b"a: [", "application/yaml", 400, "BadRequest", "yaml parse error", id="malformed-yaml"),
+        pytest.param(b"[1,2]", "application/json", 400, "BadRequest", "must be a JSON object", id="not-an-object"),
+        pytest.param(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}).encode(),
+                     "application/json", 400, "BadRequest", "cannot be handled as a Endpoints", id="wrong-kind"),
+        pytest.param(json.dumps({"apiVersion": "apps/v1", "kind": "Endpoints", "metadata": {"name": "p"}}).encode(),
+                     "application/json", 400, "BadRequest", "cannot be handled", id="wrong-api-version"),
+        pytest.param(json.dumps({"metadata": {"name": "p", "namespace": "elsewhere"}}).encode(),
+                     "application/json", 400, "BadRequest", "does not match the namespace", id="namespace-mismatch"),
+        pytest.param(json.dumps({"metadata": {}}).encode(), "application/json", 422, "Invalid",
+                     "metadata.name: Required value: name or generateName is required", id="no-name"),
+        pytest.param(b" " * (3 * 1024 * 1024 + 1), "application/json", 413, "RequestEntityTooLarge",
+                     "limit is 3145728", id="too-large"),
+    ],
+)
+def test_bad_create_bodies(api: httpx.Client, namespace: str, body: bytes, content_type: str, code: int,
+                           reason: str, message: str) -> None:
+    before = api.get(EP.format(ns=namespace)).json()["items"]
+    response = api.post(EP.format(ns=namespace), content=body, headers={"Content-Type": content_type})
+    assert message in status(response, code, reason)["message"]
+    assert api.get(EP.format(ns=namespace)).json()["items"] == before
+
+
+def test_invalid_name_gets_upstream_422(api: httpx.Client, namespace: str) -> None:
+    body = status(api.post(EP.format(ns=namespace), json=endpoints(namespace, "Bad_Name")), 422, "Invalid")
+    assert body["message"].startswith('Endpoints "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": ')
+    assert body["details"]["causes"][0]["field"] == "metadata.name"
+    assert body["details"]["causes"][0]["reason"] == "FieldValueInvalid"
+
+
+def test_already_exists_and_not_found(api: httpx.Client, namespace: str) -> None:
+    api.post(EP.format(ns=namespace), json=endpoints(namespace, "dup"))
+    body = status(api.post(EP.format(ns=namespace), json=endpoints(namespace, "dup")), 409, "AlreadyExists")
+    assert body["message"] == 'endpoints "dup" already exists'
+    assert body["details"] == {"name": "dup", "kind": "endpoints"}
+    body = status(api.get(f"{EP.format(ns=namespace)}/nosuch"), 404, "NotFound")
+    assert body["message"] == 'endpoints "nosuch" not found'
+
+
+def test_create_in_missing_namespace_is_refused(api: httpx.Client) -> None:
+    body = status(api.post(EP.format(ns="does-not-exist"), json=endpoints("x", "a")), 404, "NotFound")
+    assert body["message"] == 'namespaces "does-not-exist" not found'
+
+
+def test_stale_update_conflicts_and_keeps_the_stored_object(api: httpx.Client, namespace: str) -> None:
+    created = api.post(EP.format(ns=namespace), json=endpoints(namespace, "c", labels={"v": "1"})).json()
+    fresh = {**created, "metadata": {**created["metadata"], "labels": {"v": "2"}}}
+    assert api.put(f"{EP.format(ns=namespace)}/c", json=fresh).status_code == 200
+    stale = {**created, "metadata": {**created["metadata"], "labels": {"v": "3"}}}
+    body = status(api.put(f"{EP.format(ns=namespace)}/c", json=stale), 409, "Conflict")
+    assert body["message"] == (
+        'Operation cannot be fulfilled on endpoints "c": the object has been modified; '
+        "please apply your changes to the latest version and try again"
+    )
+    assert api.get(f"{EP.format(ns=namespace)}/c").json()["metadata"]["labels"] == {"v": "2"}
+
+
+def test_name_mismatch_between_url_and_body(api: httpx.Client, namespace: str) -> None:
+    api.post(EP.format(ns=namespace), json=endpoints(namespace, "m"))
+    body = status(api.put(f"{EP.format(ns=namespace)}/m", json=endpoints(namespace, "other")), 400, "BadRequest")
+    assert body["message"] == "the name of the object (other) does not match the name on the URL (m)"
+
+
+def test_dry_run_stores_nothing(api: httpx.Client, namespace: str) -> None:
+    response = api.post(EP.format(ns=namespace), params={"dryRun": "All"}, json=endpoints(namespace, "dry"))
+    assert response.status_code == 201 and response.json()["metadata"]["name"] == "dry"
+    status(api.get(f"{EP.format(ns=namespace)}/dry"), 404, "NotFound")
+
+
+def test_finalizers_hold_deletion(api: httpx.Client, namespace: str) -> None:
+    url = f"{EP.format(ns=namespace)}/f"
+    api.post(EP.format(ns=namespace), json=endpoints(namespace, "f", finalizers=["example.com/hold"]))
+    deleting = api.delete(url)
+    assert deleting.status_code in (200, 202)
+    held = api.get(url).json()
+    assert held["metadata"]["deletionTimestamp"] and held["metadata"]["finalizers"] == ["example.com/hold"]
+    released = api.patch(url, json={"metadata": {"finalizers": None}},
+                         headers={"Content-Type": "application/merge-patch+json"})
+    assert released.status_code == 200, released.text
+    status(api.get(url), 404, "NotFound")
+
+
+def test_delete_returns_status_or_object_as_upstream(api: httpx.Client, namespace: str) -> None:
+    api.post(EP.format(ns=namespace), json=endpoints(namespace, "d"))
+    gone = api.delete(f"{EP.format(ns=namespace)}/d").json()
+    assert gone["kind"] == "Status" and gone["status"] == "Success" and gone["details"]["name"] == "d"
+    svc = {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}}
+    api.post(f"/api/v1/namespaces/{namespace}/services", json=svc)
+    deleted = api.delete(f"/api/v1/namespaces/{namespace}/services/s").json()
+    assert deleted["kind"] == "Service" and deleted["metadata"]["name"] == "s"
+
+
+def test_apply_patch_is_unsupported_media_type(api: httpx.Client, namespace: str) -> None:
+    api.post(EP.format(ns=namespace), json=endpoints(namespace, "ap"))
+    response = api.patch(f"{EP.format(ns=namespace)}/ap", content=b"metadata: {}",
+                         headers={"Content-Type": "application/apply-patch+yaml"})
+    status(response, 415, "UnsupportedMediaType")
+
+
+def test_list_selectors_and_pagination(api: httpx.Client, namespace: str) -> None:
+    for i in range(7):
+        api.post(EP.format(ns=namespace), json=endpoints(namespace, f"p{i}", labels={"parity": "odd" if i % 2 else "even"}))
+    url = EP.format(ns=namespace)
+    odd = api.get(url, params={"labelSelector": "parity=odd"}).json()["items"]
+    assert [o["metadata"]["name"] for o in odd] == ["p1", "p3", "p5"]
+    setbased = api.get(url, params={"labelSelector": "parity in (even),parity notin (odd)"}).json()["items"]
+    assert len(setbased) == 4
+    named = api.get(url, params={"fieldSelector": "metadata.name=p2"}).json()["items"]
+    assert [o["metadata"]["name"] for o in named] == ["p2"]
+    status(api.get(url, params={"fieldSelector": "spec.bogus=1"}), 400, "BadRequest")
+    names, token = [], ""
+    while True:
+        page = api.get(url, params={"limit": 3, **({"continue": token} if token else {})}).json()
+        names += [o["metadata"]["name"] for o in page["items"]]
+        token = page["metadata"].get("continue", "")
+        if not token:
+            break
+    assert names == [f"p{i}" for i in range(7)]
+
+
+def test_paginated_list_is_a_consistent_snapshot(api: httpx.Client, namespace: str) -> None:
+    url = EP.format(ns=namespace)
+    for i in range(4):
+        api.post(url, json=endpoints(namespace, f"s{i}"))
+    first = api.get(url, params={"limit": 2}).json()
+    api.delete(f"{url}/s3")
+    api.post(url, json=endpoints(namespace, "s9"))
+    second = api.get(url, params={"limit": 2, "continue": first["metadata"]["continue"]}).json()
+    assert [o["metadata"]["name"] for o in second["items"]] == ["s2", "s3"]
+
+
+def test_cross_namespace_list(api: httpx.Client, namespace: str) -> None:
+    api.post(EP.format(ns=namespace), json=endpoints(namespace, "everywhere"))
+    items = api.get("/api/v1/endpoints").json()["items"]
+    assert any(i["metadata"]["namespace"] == namespace for i in items)
+
+
+def watch_lines(api: httpx.Client, url: str, params: dict[str, str], out: list[dict[str, Any]]) -> threading.Thread:
+    def run() -> None:
+        with api.stream("GET", url, params={"watch": "true", **params}) as response:
+            for line in response.iter_lines():
+                if line:
+                    out.append(json.loads(line))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_watch_streams_events_and_resumes(api: httpx.Client, namespace: str) -> None:
+    url = EP.format(ns=namespace)
+    created = api.post(url, json=endpoints(namespace, "w", labels={"a": "1"})).json()
+    events: list[dict[str, Any]] = []
+    thread = watch_lines(api, url, {"resourceVersion": created["metadata"]["resourceVersion"],
+                                    "timeoutSeconds": "2"}, events)
+    time.sleep(0.3)
+    updated = api.patch(f"{url}/w", json={"metadata": {"labels": {"a": "2"}}},
+                        headers={"Content-Type": "application/merge-patch+json"}).json()
+    api.delete(f"{url}/w")
+    thread.join(10)
+    assert [e["type"] for e in events] == ["MODIFIED", "DELETED"]
+    assert events[0]["object"]["metadata"]["resourceVersion"] == updated["metadata"]["resourceVersion"]
+    resumed: list[dict[str, Any]] = []
+    watch_lines(api, url, {"resourceVersion": updated["metadata"]["resourceVersion"], "timeoutSeconds": "1"},
+                resumed).join(10)
+    assert [e["type"] for e in resumed] == ["DELETED"]
+
+
+def test_watch_without_resource_version_starts_with_current_state(api: httpx.Client, namespace: str) -> None:
+    url = EP.format(ns=namespace)
+    api.post(url, json=endpoints(namespace, "existing"))
+    events: list[dict[str, Any]] = []
+    watch_lines(api, url, {"timeoutSeconds": "1", "allowWatchBookmarks": "true"}, events).join(10)
+    assert events[0]["type"] == "ADDED" and events[0]["object"]["metadata"]["name"] == "existing"
+    assert events[-1]["type"] == "BOOKMARK" and int(events[-1]["object"]["metadata"]["resourceVersion"]) > 0
+
+
+def test_label_filtered_watch_sees_objects_leave_the_selection(api: httpx.Client, namespace: str) -> None:
+    url = EP.format(ns=namespace)
+    obj = api.post(url, json=endpoints(namespace, "sel", labels={"tier": "web"})).json()
+    events: list[dict[str, Any]] = []
+    thread = watch_lines(api, url, {"resourceVersion": obj["metadata"]["resourceVersion"],
+                                    "labelSelector": "tier=web", "timeoutSeconds": "2"}, events)
+    time.sleep(0.3)
+    patch = {"Content-Type": "application/merge-patch+json"}
+    api.patch(f"{url}/sel", json={"metadata": {"labels": {"tier": "db"}}}, headers=patch)
+    api.patch(f"{url}/sel", json={"metadata": {"labels": {"tier": "web"}}}, headers=patch)
+    thread.join(10)
+    assert [e["type"] for e in events] == ["DELETED", "ADDED"]
+
+
+def test_deleting_a_namespace_deletes_its_objects(api: httpx.Client) -> None:
+    api.post("/api/v1/namespaces", json={"metadata": {"name": "doomed"}})
+    api.post(EP.format(ns="doomed"), json=endpoints("doomed", "inside"))
+    terminating = api.delete("/api/v1/namespaces/doomed").json()
+    assert terminating["status"]["phase"] == "Terminating"
+    body = status(api.post(EP.format(ns="doomed"), json=endpoints("doomed", "late")), 403, "Forbidden")
+    assert "because it is being terminated" in body["message"]
+    deadline = time.monotonic() + 20
+    while api.get("/api/v1/namespaces/doomed").status_code != 404:
+        assert time.monotonic() < deadline, "namespace was not finalized"
+        time.sleep(0.05)
+    assert api.get(EP.format(ns="doomed")).json()["items"] == []
+
+
+def test_discovery_documents(api: httpx.Client) -> None:
+    assert api.get("/api").json()["versions"] == ["v1"]
+    groups = api.get("/apis").json()["groups"]
+    assert any(g["name"] == "discovery.k8s.io" for g in groups)
+    resources = {r["name"]: r for r in api.get("/api/v1").json()["resources"]}
+    assert resources["services"]["shortNames"] == ["svc"] and "services/status" in resources
+    accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+    aggregated = api.get("/api", headers={"Accept": accept})
+    assert "as=APIGroupDiscoveryList" in aggregated.headers["content-type"]
+    assert aggregated.json()["kind"] == "APIGroupDiscoveryList"
+    assert api.get("/version").json()["minor"] == "32"
+
+
+def test_table_response(api: httpx.Client, namespace: str) -> None:
+    api.post(f"/api/v1/namespaces/{namespace}/services", json={"metadata": {"name": "t"}, "spec": {"ports": [{"port": 80}]}})
+    accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+    table = api.get(f"/api/v1/namespaces/{namespace}/services", headers={"Accept": accept}).json()
+    assert table["kind"] == "Table"
+    assert [c["name"] for c in table["columnDefinitions"]][:6] == [
+        "Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age"]
+    assert table["rows"][0]["cells"][0] == "t"

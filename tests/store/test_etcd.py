@@ -1,0 +1,129 @@
+"""The etcd store against a real etcd: CAS semantics, revisions, watches and compaction."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tinykube.store.errors import Compacted, KeyExists, KeyNotFound, RevisionConflict
+from tinykube.store.etcd import EtcdStore, prefix_end
+from tinykube.store.launcher import EtcdProcess, find_etcd
+
+
+@pytest.fixture(scope="module")
+def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    process = EtcdProcess(find_etcd(), tmp_path_factory.mktemp("etcd") / "data")
+    process.start()
+    try:
+        yield process.url
+    finally:
+        process.stop()
+
+
+def run(etcd: str, scenario: object) -> None:
+    async def main() -> None:
+        store = EtcdStore([etcd], prefix="/test-" + str(id(scenario)) + "/")
+        try:
+            await scenario(store)  # type: ignore[operator]
+        finally:
+            await store.close()
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("prefix", "end"),
+    [pytest.param(b"/a/", b"/a0", id="slash"), pytest.param(b"a\xff", b"b", id="carry"),
+     pytest.param(b"\xff", b"\0", id="all-ones")],
+)
+def test_prefix_end(prefix: bytes, end: bytes) -> None:
+    assert prefix_end(prefix) == end
+
+
+def test_create_is_conditioned_on_absence(etcd: str) -> None:
+    async def scenario(store: EtcdStore) -> None:
+        revision = await store.create("things/a", b"1")
+        with pytest.raises(KeyExists):
+            await store.create("things/a", b"2")
+        kv = await store.get("things/a")
+        assert kv is not None and kv.value == b"1" and kv.mod_revision == revision
+
+    run(etcd, scenario)
+
+
+def test_update_and_delete_are_conditioned_on_mod_revision(etcd: str) -> None:
+    async def scenario(store: EtcdStore) -> None:
+        first = await store.create("things/b", b"1")
+        second = await store.update("things/b", b"2", expected_revision=first)
+        assert second > first
+        with pytest.raises(RevisionConflict):
+            await store.update("things/b", b"stale", expected_revision=first)
+        with pytest.raises(RevisionConflict):
+            await store.delete("things/b", expected_revision=first)
+        kv = await store.get("things/b")
+        assert kv is not None and kv.value == b"2"
+        value, _ = await store.delete("things/b", expected_revision=second)
+        assert value == b"2"
+        with pytest.raises(KeyNotFound):
+            await store.update("things/b", b"3", expected_revision=None)
+        with pytest.raises(KeyNotFound):
+            await store.delete("things/b")
+
+    run(etcd, scenario)
+
+
+def test_list_pages_and_reads_the_past(etcd: str) -> None:
+    async def scenario(store: EtcdStore) -> None:
+        for i in range(5):
+            await store.create(f"list/{i}", str(i).encode())
+        snapshot = await store.revision()
+        await store.delete("list/0")
+        page = await store.list("list/", limit=2)
+        assert [kv.key for kv in page.items] == ["list/1", "list/2"] and page.more
+        past = await store.list("list/", revision=snapshot)
+        assert [kv.value for kv in past.items] == [b"0", b"1", b"2", b"3", b"4"]
+        rest = await store.list("list/", start="list/3")
+        assert [kv.key for kv in rest.items] == ["list/3", "list/4"]
+
+    run(etcd, scenario)
+
+
+def test_watch_streams_changes_with_previous_values(etcd: str) -> None:
+    async def scenario(store: EtcdStore) -> None:
+        start = await store.revision()
+        revision = await store.create("watched/x", b"1")
+        await store.update("watched/x", b"2", expected_revision=revision)
+        await store.delete("watched/x")
+        seen = []
+        async for batch in store.watch("watched/", start + 1):
+            seen += [(e.type, e.value, e.prev_value) for e in batch]
+            if len(seen) == 3:
+                break
+        assert seen == [("PUT", b"1", None), ("PUT", b"2", b"1"), ("DELETE", b"", b"2")]
+
+    run(etcd, scenario)
+
+
+def test_compacted_revisions_are_reported(etcd: str) -> None:
+    async def scenario(store: EtcdStore) -> None:
+        old = await store.create("compact/a", b"1")
+        await store.update("compact/a", b"2", expected_revision=old)
+        current = await store.revision()
+        await store.compact(current)
+        with pytest.raises(Compacted):
+            await store.list("compact/", revision=old)
+        with pytest.raises(Compacted):
+            async for _batch in store.watch("compact/", old):
+                pass
+
+    run(etcd, scenario)
+
+
+def test_launcher_prefers_a_native_system_etcd() -> None:
+    binary = find_etcd()
+    assert binary.path and binary.version
+    if Path("/usr/bin/etcd").exists():
+        assert binary.source == "system" and binary.path == "/usr/bin/etcd"
