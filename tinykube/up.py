@@ -118,17 +118,26 @@ class Cluster:
         port = sock.getsockname()[1]
         etcd_servers, self.etcd = await asyncio.to_thread(_start_etcd, opts)
         host = f"[{opts.bind_address}]" if ":" in opts.bind_address else opts.bind_address
-        config = ApiServerConfig(etcd_servers, _token(opts.dir), opts.etcd_prefix, f"{host}:{port}",
-                                 opts.compaction_interval)
+        config = ApiServerConfig(
+            etcd_servers, _token(opts.dir), opts.etcd_prefix, f"{host}:{port}", opts.compaction_interval
+        )
         apiserver = ApiServer(config)
-        ssl_args = {}
+        cert = key = None
         ca = None
         if not opts.insecure:
             pki = ensure_pki(opts.dir / "pki")
-            ssl_args = {"ssl_certfile": str(pki.cert), "ssl_keyfile": str(pki.key)}
-            ca = pki.ca_cert.read_bytes()
-        uv_config = uvicorn.Config(apiserver.app, log_level="warning", lifespan="on", access_log=False,
-                                   loop="none", http="httptools", timeout_keep_alive=120, **ssl_args)
+            cert, key, ca = str(pki.cert), str(pki.key), pki.ca_cert.read_bytes()
+        uv_config = uvicorn.Config(
+            apiserver.app,
+            log_level="warning",
+            lifespan="on",
+            access_log=False,
+            loop="none",
+            http="httptools",
+            timeout_keep_alive=120,
+            ssl_certfile=cert,
+            ssl_keyfile=key,
+        )
         self.server = uvicorn.Server(uv_config)
         self.tasks.append(asyncio.create_task(self.server.serve(sockets=[sock]), name="apiserver"))
         while not self.server.started:
@@ -146,8 +155,12 @@ class Cluster:
         self.tasks.append(asyncio.create_task(NamespaceController(self.client).run(), name="namespace-controller"))
 
     def _record(self, creds: Credentials) -> None:
-        state = {"name": self.opts.name, "pid": os.getpid(), "server": creds.server,
-                 "kubeconfig": str(self.kubeconfig.resolve())}
+        state = {
+            "name": self.opts.name,
+            "pid": os.getpid(),
+            "server": creds.server,
+            "kubeconfig": str(self.kubeconfig.resolve()),
+        }
         (self.opts.dir / "cluster.json").write_text(json.dumps(state, indent=2) + "\n")
 
     async def stop(self) -> None:

@@ -65,20 +65,51 @@ def test_generate_name(api: httpx.Client, namespace: str) -> None:
         pytest.param(b"{nope", "application/json", 400, "BadRequest", "json parse error", id="malformed-json"),
         pytest.param(b"a: [", "application/yaml", 400, "BadRequest", "yaml parse error", id="malformed-yaml"),
         pytest.param(b"[1,2]", "application/json", 400, "BadRequest", "must be a JSON object", id="not-an-object"),
-        pytest.param(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}).encode(),
-                     "application/json", 400, "BadRequest", "cannot be handled as a Endpoints", id="wrong-kind"),
-        pytest.param(json.dumps({"apiVersion": "apps/v1", "kind": "Endpoints", "metadata": {"name": "p"}}).encode(),
-                     "application/json", 400, "BadRequest", "cannot be handled", id="wrong-api-version"),
-        pytest.param(json.dumps({"metadata": {"name": "p", "namespace": "elsewhere"}}).encode(),
-                     "application/json", 400, "BadRequest", "does not match the namespace", id="namespace-mismatch"),
-        pytest.param(json.dumps({"metadata": {}}).encode(), "application/json", 422, "Invalid",
-                     "metadata.name: Required value: name or generateName is required", id="no-name"),
-        pytest.param(b" " * (3 * 1024 * 1024 + 1), "application/json", 413, "RequestEntityTooLarge",
-                     "limit is 3145728", id="too-large"),
+        pytest.param(
+            json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}).encode(),
+            "application/json",
+            400,
+            "BadRequest",
+            "cannot be handled as a Endpoints",
+            id="wrong-kind",
+        ),
+        pytest.param(
+            json.dumps({"apiVersion": "apps/v1", "kind": "Endpoints", "metadata": {"name": "p"}}).encode(),
+            "application/json",
+            400,
+            "BadRequest",
+            "cannot be handled",
+            id="wrong-api-version",
+        ),
+        pytest.param(
+            json.dumps({"metadata": {"name": "p", "namespace": "elsewhere"}}).encode(),
+            "application/json",
+            400,
+            "BadRequest",
+            "does not match the namespace",
+            id="namespace-mismatch",
+        ),
+        pytest.param(
+            json.dumps({"metadata": {}}).encode(),
+            "application/json",
+            422,
+            "Invalid",
+            "metadata.name: Required value: name or generateName is required",
+            id="no-name",
+        ),
+        pytest.param(
+            b" " * (3 * 1024 * 1024 + 1),
+            "application/json",
+            413,
+            "RequestEntityTooLarge",
+            "limit is 3145728",
+            id="too-large",
+        ),
     ],
 )
-def test_bad_create_bodies(api: httpx.Client, namespace: str, body: bytes, content_type: str, code: int,
-                           reason: str, message: str) -> None:
+def test_bad_create_bodies(
+    api: httpx.Client, namespace: str, body: bytes, content_type: str, code: int, reason: str, message: str
+) -> None:
     before = api.get(EP.format(ns=namespace)).json()["items"]
     response = api.post(EP.format(ns=namespace), content=body, headers={"Content-Type": content_type})
     assert message in status(response, code, reason)["message"]
@@ -138,8 +169,9 @@ def test_finalizers_hold_deletion(api: httpx.Client, namespace: str) -> None:
     assert deleting.status_code in (200, 202)
     held = api.get(url).json()
     assert held["metadata"]["deletionTimestamp"] and held["metadata"]["finalizers"] == ["example.com/hold"]
-    released = api.patch(url, json={"metadata": {"finalizers": None}},
-                         headers={"Content-Type": "application/merge-patch+json"})
+    released = api.patch(
+        url, json={"metadata": {"finalizers": None}}, headers={"Content-Type": "application/merge-patch+json"}
+    )
     assert released.status_code == 200, released.text
     status(api.get(url), 404, "NotFound")
 
@@ -156,14 +188,19 @@ def test_delete_returns_status_or_object_as_upstream(api: httpx.Client, namespac
 
 def test_apply_patch_is_unsupported_media_type(api: httpx.Client, namespace: str) -> None:
     api.post(EP.format(ns=namespace), json=endpoints(namespace, "ap"))
-    response = api.patch(f"{EP.format(ns=namespace)}/ap", content=b"metadata: {}",
-                         headers={"Content-Type": "application/apply-patch+yaml"})
+    response = api.patch(
+        f"{EP.format(ns=namespace)}/ap",
+        content=b"metadata: {}",
+        headers={"Content-Type": "application/apply-patch+yaml"},
+    )
     status(response, 415, "UnsupportedMediaType")
 
 
 def test_list_selectors_and_pagination(api: httpx.Client, namespace: str) -> None:
     for i in range(7):
-        api.post(EP.format(ns=namespace), json=endpoints(namespace, f"p{i}", labels={"parity": "odd" if i % 2 else "even"}))
+        api.post(
+            EP.format(ns=namespace), json=endpoints(namespace, f"p{i}", labels={"parity": "odd" if i % 2 else "even"})
+        )
     url = EP.format(ns=namespace)
     odd = api.get(url, params={"labelSelector": "parity=odd"}).json()["items"]
     assert [o["metadata"]["name"] for o in odd] == ["p1", "p3", "p5"]
@@ -215,18 +252,21 @@ def test_watch_streams_events_and_resumes(api: httpx.Client, namespace: str) -> 
     url = EP.format(ns=namespace)
     created = api.post(url, json=endpoints(namespace, "w", labels={"a": "1"})).json()
     events: list[dict[str, Any]] = []
-    thread = watch_lines(api, url, {"resourceVersion": created["metadata"]["resourceVersion"],
-                                    "timeoutSeconds": "2"}, events)
+    thread = watch_lines(
+        api, url, {"resourceVersion": created["metadata"]["resourceVersion"], "timeoutSeconds": "2"}, events
+    )
     time.sleep(0.3)
-    updated = api.patch(f"{url}/w", json={"metadata": {"labels": {"a": "2"}}},
-                        headers={"Content-Type": "application/merge-patch+json"}).json()
+    updated = api.patch(
+        f"{url}/w", json={"metadata": {"labels": {"a": "2"}}}, headers={"Content-Type": "application/merge-patch+json"}
+    ).json()
     api.delete(f"{url}/w")
     thread.join(10)
     assert [e["type"] for e in events] == ["MODIFIED", "DELETED"]
     assert events[0]["object"]["metadata"]["resourceVersion"] == updated["metadata"]["resourceVersion"]
     resumed: list[dict[str, Any]] = []
-    watch_lines(api, url, {"resourceVersion": updated["metadata"]["resourceVersion"], "timeoutSeconds": "1"},
-                resumed).join(10)
+    watch_lines(
+        api, url, {"resourceVersion": updated["metadata"]["resourceVersion"], "timeoutSeconds": "1"}, resumed
+    ).join(10)
     assert [e["type"] for e in resumed] == ["DELETED"]
 
 
@@ -243,8 +283,12 @@ def test_label_filtered_watch_sees_objects_leave_the_selection(api: httpx.Client
     url = EP.format(ns=namespace)
     obj = api.post(url, json=endpoints(namespace, "sel", labels={"tier": "web"})).json()
     events: list[dict[str, Any]] = []
-    thread = watch_lines(api, url, {"resourceVersion": obj["metadata"]["resourceVersion"],
-                                    "labelSelector": "tier=web", "timeoutSeconds": "2"}, events)
+    thread = watch_lines(
+        api,
+        url,
+        {"resourceVersion": obj["metadata"]["resourceVersion"], "labelSelector": "tier=web", "timeoutSeconds": "2"},
+        events,
+    )
     time.sleep(0.3)
     patch = {"Content-Type": "application/merge-patch+json"}
     api.patch(f"{url}/sel", json={"metadata": {"labels": {"tier": "db"}}}, headers=patch)
@@ -281,10 +325,18 @@ def test_discovery_documents(api: httpx.Client) -> None:
 
 
 def test_table_response(api: httpx.Client, namespace: str) -> None:
-    api.post(f"/api/v1/namespaces/{namespace}/services", json={"metadata": {"name": "t"}, "spec": {"ports": [{"port": 80}]}})
+    api.post(
+        f"/api/v1/namespaces/{namespace}/services", json={"metadata": {"name": "t"}, "spec": {"ports": [{"port": 80}]}}
+    )
     accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
     table = api.get(f"/api/v1/namespaces/{namespace}/services", headers={"Accept": accept}).json()
     assert table["kind"] == "Table"
     assert [c["name"] for c in table["columnDefinitions"]][:6] == [
-        "Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age"]
+        "Name",
+        "Type",
+        "Cluster-IP",
+        "External-IP",
+        "Port(s)",
+        "Age",
+    ]
     assert table["rows"][0]["cells"][0] == "t"

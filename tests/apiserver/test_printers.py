@@ -115,9 +115,7 @@ def test_human_duration(seconds: float, expected: str) -> None:
         pytest.param({"name": "x", "creationTimestamp": None}, "<unknown>", id="null-timestamp"),
         pytest.param({"name": "x", "creationTimestamp": ago(-1)}, "0s", id="1s-future"),
         pytest.param({"name": "x", "creationTimestamp": ago(-60)}, "<invalid>", id="1m-future"),
-        pytest.param(
-            {"name": "x", "creationTimestamp": "2024-05-01T11:54:30+00:00"}, "5m30s", id="offset-form"
-        ),
+        pytest.param({"name": "x", "creationTimestamp": "2024-05-01T11:54:30+00:00"}, "5m30s", id="offset-form"),
     ],
 )
 def test_age_cell(metadata: dict[str, Any], expected: str) -> None:
@@ -240,9 +238,7 @@ TCP80 = {"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}
             id="headless",
         ),
         pytest.param(
-            svc(
-                {"type": "ClusterIP", "clusterIP": "None", "clusterIPs": ["None"], "selector": {"app": "db"}}
-            ),
+            svc({"type": "ClusterIP", "clusterIP": "None", "clusterIPs": ["None"], "selector": {"app": "db"}}),
             ["web", "ClusterIP", "None", "<none>", "<none>", "5m", "app=db"],
             id="headless-no-ports",
         ),
@@ -543,11 +539,7 @@ SIDECAR = {"restartPolicy": "Always", "image": "envoy"}
                 {
                     "phase": "Succeeded",
                     "containerStatuses": [
-                        cs(
-                            state={
-                                "terminated": {"exitCode": 0, "reason": "Completed", "finishedAt": ago(60)}
-                            }
-                        )
+                        cs(state={"terminated": {"exitCode": 0, "reason": "Completed", "finishedAt": ago(60)}})
                     ],
                 }
             ),
@@ -599,9 +591,7 @@ SIDECAR = {"restartPolicy": "Always", "image": "envoy"}
                     "phase": "Running",
                     "containerStatuses": [
                         cs("c0", state={"waiting": {"reason": "ContainerWaitingReason"}}, restarts=3),
-                        cs(
-                            "c1", state={"terminated": {"exitCode": 2, "reason": "ContainerTerminatedReason"}}
-                        ),
+                        cs("c1", state={"terminated": {"exitCode": 2, "reason": "ContainerTerminatedReason"}}),
                     ],
                 },
                 containers=2,
@@ -727,9 +717,7 @@ SIDECAR = {"restartPolicy": "Always", "image": "envoy"}
             pod(
                 {
                     "phase": "Pending",
-                    "initContainerStatuses": [
-                        cs("init-a", state={"terminated": {"exitCode": 1, "reason": "Error"}})
-                    ],
+                    "initContainerStatuses": [cs("init-a", state={"terminated": {"exitCode": 1, "reason": "Error"}})],
                 },
                 init=[{"name": "init-a"}],
             ),
@@ -775,9 +763,7 @@ SIDECAR = {"restartPolicy": "Always", "image": "envoy"}
                         cs("proxy", restarts=3, state=RUNNING, started=True, lastState=last_terminated(10)),
                         cs("logs", state=RUNNING, started=True),
                     ],
-                    "containerStatuses": [
-                        cs(ready=True, restarts=4, state=RUNNING, lastState=last_terminated(20))
-                    ],
+                    "containerStatuses": [cs(ready=True, restarts=4, state=RUNNING, lastState=last_terminated(20))],
                 },
                 init=[{"name": "proxy", **SIDECAR}, {"name": "logs", **SIDECAR}],
             ),
@@ -1108,9 +1094,7 @@ ADDRESSES = [
             id="cordoned",
         ),
         pytest.param(node(ready="False"), ["node-a", "NotReady", "<none>", "3d", "v1.32.4"], id="not-ready"),
-        pytest.param(
-            node(ready="Unknown"), ["node-a", "NotReady", "<none>", "3d", "v1.32.4"], id="ready-unknown"
-        ),
+        pytest.param(node(ready="Unknown"), ["node-a", "NotReady", "<none>", "3d", "v1.32.4"], id="ready-unknown"),
         pytest.param(
             node(ready=None, unschedulable=True),
             ["node-a", "Unknown,SchedulingDisabled", "<none>", "3d", "v1.32.4"],

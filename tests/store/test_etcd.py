@@ -36,8 +36,11 @@ def run(etcd: str, scenario: object) -> None:
 
 @pytest.mark.parametrize(
     ("prefix", "end"),
-    [pytest.param(b"/a/", b"/a0", id="slash"), pytest.param(b"a\xff", b"b", id="carry"),
-     pytest.param(b"\xff", b"\0", id="all-ones")],
+    [
+        pytest.param(b"/a/", b"/a0", id="slash"),
+        pytest.param(b"a\xff", b"b", id="carry"),
+        pytest.param(b"\xff", b"\0", id="all-ones"),
+    ],
 )
 def test_prefix_end(prefix: bytes, end: bytes) -> None:
     assert prefix_end(prefix) == end
@@ -81,11 +84,11 @@ def test_list_pages_and_reads_the_past(etcd: str) -> None:
             await store.create(f"list/{i}", str(i).encode())
         snapshot = await store.revision()
         await store.delete("list/0")
-        page = await store.list("list/", limit=2)
+        page = await store.scan("list/", limit=2)
         assert [kv.key for kv in page.items] == ["list/1", "list/2"] and page.more
-        past = await store.list("list/", revision=snapshot)
+        past = await store.scan("list/", revision=snapshot)
         assert [kv.value for kv in past.items] == [b"0", b"1", b"2", b"3", b"4"]
-        rest = await store.list("list/", start="list/3")
+        rest = await store.scan("list/", start="list/3")
         assert [kv.key for kv in rest.items] == ["list/3", "list/4"]
 
     run(etcd, scenario)
@@ -114,7 +117,7 @@ def test_compacted_revisions_are_reported(etcd: str) -> None:
         current = await store.revision()
         await store.compact(current)
         with pytest.raises(Compacted):
-            await store.list("compact/", revision=old)
+            await store.scan("compact/", revision=old)
         with pytest.raises(Compacted):
             async for _batch in store.watch("compact/", old):
                 pass

@@ -146,9 +146,7 @@ def resource_not_found() -> NotFound:
 
 
 def namespace_terminating(resource: str, name: str, namespace: str, group: str = "") -> Forbidden:
-    message = (
-        f"unable to create new content in namespace {namespace} because it is being terminated"
-    )
+    message = f"unable to create new content in namespace {namespace} because it is being terminated"
     details = _details(resource, name, group)
     details["causes"] = [{"reason": "NamespaceTerminating", "message": message, "field": "metadata.namespace"}]
     return Forbidden(f'{_qualified(resource, group)} "{name}" is forbidden: {message}', details=details)

@@ -18,14 +18,22 @@ kind's root to ``spec.template.spec.containers`` is a walk through the table
 (:func:`field_metadata`).  Unknown kinds and unlisted fields get JSON-merge semantics (lists are
 replaced) while ``$patch`` directives are still honoured.
 
+JSON patch is a small port of evanphx/json-patch v4 rather than a textbook RFC 6902 applier,
+because that is what the apiserver runs: ``replace`` of a missing member adds it, a missing
+``value`` is null, negative indices count from the end, and failures are a 422 whose cause carries
+the library's message.  JSON merge patch likewise prunes nulls from replacing values as evanphx does.
+
 Deliberate differences from upstream are noted where they happen; the main ones:
 
-* Patch values that land where the original has nothing are merged into an empty value instead
-  of being stored verbatim, so directives and nulls never leak into stored objects.
+* Strategic-merge values that land where the original has nothing are merged into an empty value
+  instead of being stored verbatim, so directives and nulls never leak into stored objects (and a
+  ``$deleteFromPrimitiveList`` for an absent list deletes nothing rather than creating the list).
 * A nested ``$patch: delete`` map removes the field (upstream leaves ``{}``); ``$patch: merge`` is
-  accepted as the explicit default instead of being rejected.
+  accepted as the explicit default in maps and list elements instead of being rejected.
 * Malformed directives (missing merge key, unknown ``$patch`` value) are 400 ``BadRequest`` with
-  upstream's message; upstream lets them surface as a 500.
+  upstream's message; upstream lets them surface as a 500.  ``$setElementOrder`` lists are not
+  cross-checked against the patch list's order.
+* Malformed JSON is reported with Python's decoder message, not Go's.
 * Server-side apply (``application/apply-patch+yaml``) is not supported: 415.
 """
 
@@ -33,11 +41,10 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
-
-import jsonpatch
 
 from tinykube.api.errors import BadRequest, Invalid, RequestEntityTooLarge, UnsupportedMediaType
 
@@ -62,8 +69,7 @@ def apply_patch(original: JSONMap, patch: bytes, content_type: str, *, kind: str
     applier = _APPLIERS.get(media_type)
     if applier is None:
         raise UnsupportedMediaType(
-            "the body of the request was in an unknown format - accepted media types include: "
-            + ", ".join(PATCH_TYPES)
+            "the body of the request was in an unknown format - accepted media types include: " + ", ".join(PATCH_TYPES)
         )
     return applier(copy.deepcopy(original), patch, kind)
 
@@ -103,8 +109,19 @@ def _wrong_shape(prefix: str, value: Any, go_type: str) -> BadRequest:
 
 
 # --------------------------------------------------------------------------------------------------
-# RFC 6902 JSON patch
+# RFC 6902 JSON patch, with the semantics and messages of evanphx/json-patch v4 (what the apiserver
+# uses): ``replace`` of a missing object member adds it, a missing ``value`` means null, negative
+# array indices count from the end, and ``test`` treats a missing member as null.
 # --------------------------------------------------------------------------------------------------
+
+_MISSING_VALUE: Final = "missing value"
+_POINTER_ESCAPE: Final = re.compile("~[01]")
+_ATOI: Final = re.compile(r"[+-]?[0-9]+")
+_Container = dict[str, Any] | list[Any]
+
+
+class _OperationFailed(Exception):
+    """One operation could not be applied; the message is the library's."""
 
 
 def _rejected(cause: str) -> Invalid:
@@ -115,30 +132,199 @@ def _rejected(cause: str) -> Invalid:
     )
 
 
-def _operation_error(op: JSONMap, err: Exception) -> str:
-    """evanphx/json-patch style wording for the failures clients actually hit."""
-    kind, path = op.get("op"), op.get("path")
-    if isinstance(err, jsonpatch.JsonPatchTestFailed):
-        return f"testing value {path} failed: test failed"
-    if isinstance(err, jsonpatch.InvalidJsonPatch):
-        return f"Unexpected kind: {kind}" if "op" in op and kind not in _JSON_PATCH_OPS else str(err)
-    return f'{kind} operation does not apply: doc is missing path: "{path}": missing value'
+def _pointer_key(token: str) -> str:
+    return _POINTER_ESCAPE.sub(lambda m: "/" if m.group() == "~1" else "~", token)
 
 
-_JSON_PATCH_OPS: Final = frozenset({"add", "remove", "replace", "move", "copy", "test"})
-_JSON_PATCH_ERRORS: Final = (
-    jsonpatch.JsonPatchException,
-    jsonpatch.JsonPointerException,
-    LookupError,
-    TypeError,
-)
+def _atoi(key: str) -> int:
+    if not _ATOI.fullmatch(key):
+        raise _OperationFailed(f'strconv.Atoi: parsing "{key}": invalid syntax')
+    return int(key)
+
+
+def _index(key: str, size: int) -> int:
+    """An array index valid for ``size`` slots; negative indices count from the end."""
+    index = _atoi(key)
+    if index >= size or index < -size:
+        raise _OperationFailed(f"Unable to access invalid index: {index}: invalid index referenced")
+    return index + size if index < 0 else index
+
+
+def _get(container: _Container, key: str) -> Any:
+    if isinstance(container, dict):
+        return container.get(key)  # missing and null are the same thing here
+    return container[_index(key, len(container))]
+
+
+def _set(container: _Container, key: str, value: Any) -> None:
+    if isinstance(container, dict):
+        container[key] = value
+    else:
+        container[_index(key, len(container))] = value
+
+
+def _add(container: _Container, key: str, value: Any) -> None:
+    if isinstance(container, dict):
+        container[key] = value
+    elif key == "-":
+        container.append(value)
+    else:
+        try:
+            _atoi(key)
+        except _OperationFailed as err:
+            raise _OperationFailed(f"value was not a proper array index: '{key}': {err}") from None
+        container.insert(_index(key, len(container) + 1), value)
+
+
+def _remove(container: _Container, key: str) -> None:
+    if isinstance(container, dict):
+        if key not in container:
+            raise _OperationFailed(f"Unable to remove nonexistent key: {key}: {_MISSING_VALUE}")
+        del container[key]
+    else:
+        del container[_index(key, len(container))]
+
+
+def _find(doc: Any, path: str) -> tuple[_Container, str] | None:
+    """The container holding the last token of ``path``, and that token (upstream ``findObject``)."""
+    tokens = path.split("/")
+    if len(tokens) < 2:
+        return None
+    current = doc
+    for token in tokens[1:-1]:
+        try:
+            current = _get(current, _pointer_key(token))
+        except _OperationFailed:
+            return None
+        if not isinstance(current, dict | list):
+            return None
+    return current, _pointer_key(tokens[-1])
+
+
+def _target(doc: Any, path: str, missing: str) -> tuple[_Container, str]:
+    found = _find(doc, path)
+    if found is None:
+        raise _OperationFailed(f"{missing}: {_MISSING_VALUE}")
+    return found
+
+
+def _wrapped(prefix: str, action: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return action(*args)
+    except _OperationFailed as err:
+        raise _OperationFailed(f"{prefix}: {err}") from None
+
+
+# add, remove and copy report a bad path tersely; the other operations wrap the decoding error.
+_TERSE_PATH_ERRORS: Final = frozenset({"add", "remove", "copy"})
+
+
+def _member(op: JSONMap, kind: str, member: str) -> str:
+    value = op.get(member)
+    if isinstance(value, str):
+        return value
+    if member == "path" and kind in _TERSE_PATH_ERRORS:
+        raise _OperationFailed(f"{kind} operation failed to decode path: {_MISSING_VALUE}")
+    missing = "operation missing path field" if member == "path" else "operation, missing from field"
+    cause = (
+        f"{missing}: {_MISSING_VALUE}"
+        if value is None
+        else (f"json: cannot unmarshal {_go_json_type(value)} into Go value of type string")
+    )
+    raise _OperationFailed(f"{kind} operation failed to decode {member}: {cause}")
+
+
+def _op_add(doc: Any, op: JSONMap) -> Any:
+    path = _member(op, "add", "path")
+    container, key = _target(doc, path, f'add operation does not apply: doc is missing path: "{path}"')
+    _wrapped(f"error in add for path: '{path}'", _add, container, key, op.get("value"))
+    return doc
+
+
+def _op_remove(doc: Any, op: JSONMap) -> Any:
+    path = _member(op, "remove", "path")
+    container, key = _target(doc, path, f'remove operation does not apply: doc is missing path: "{path}"')
+    _wrapped(f"error in remove for path: '{path}'", _remove, container, key)
+    return doc
+
+
+def _op_replace(doc: Any, op: JSONMap) -> Any:
+    path, value = _member(op, "replace", "path"), op.get("value")
+    if path == "":  # the whole document; upstream silently ignores a scalar here
+        return value if isinstance(value, dict | list) else doc
+    container, key = _target(doc, path, f"replace operation does not apply: doc is missing path: {path}")
+    try:
+        _get(container, key)  # only arrays can fail here: a missing object member is simply added
+    except _OperationFailed:
+        missing = f"replace operation does not apply: doc is missing key: {path}"
+        raise _OperationFailed(f"{missing}: {_MISSING_VALUE}") from None
+    _set(container, key, value)
+    return doc
+
+
+def _source(doc: Any, op: JSONMap, kind: str) -> tuple[_Container, str]:
+    source = _member(op, kind, "from")
+    return _target(doc, source, f"{kind} operation does not apply: doc is missing from path: {source}")
+
+
+def _destination(doc: Any, op: JSONMap, kind: str) -> tuple[str, _Container, str]:
+    path = _member(op, kind, "path")
+    missing = f"{kind} operation does not apply: doc is missing destination path: {path}"
+    return (path, *_target(doc, path, missing))
+
+
+def _op_move(doc: Any, op: JSONMap) -> Any:
+    container, key = _source(doc, op, "move")
+    value = _wrapped(f"error in move for path: '{key}'", _get, container, key)
+    _wrapped(f"error in move for path: '{key}'", _remove, container, key)
+    path, target, target_key = _destination(doc, op, "move")
+    _wrapped(f"error in move for path: '{path}'", _add, target, target_key, value)
+    return doc
+
+
+def _op_copy(doc: Any, op: JSONMap) -> Any:
+    container, key = _source(doc, op, "copy")
+    value = _wrapped(f"error in copy for from: '{op['from']}'", _get, container, key)
+    _, target, target_key = _destination(doc, op, "copy")
+    _wrapped("error while adding value during copy", _add, target, target_key, copy.deepcopy(value))
+    return doc
+
+
+def _json_equal(left: Any, right: Any) -> bool:
+    """Equality of JSON values as written: 1 and 1.0, or true and 1, differ."""
+    return json.dumps(left, sort_keys=True) == json.dumps(right, sort_keys=True)
+
+
+def _op_test(doc: Any, op: JSONMap) -> Any:
+    path = _member(op, "test", "path")
+    actual = doc
+    if path != "":
+        container, key = _target(doc, path, f"test operation does not apply: is missing path: {path}")
+        actual = _wrapped(f"error in test for path: '{path}'", _get, container, key)
+    if not _json_equal(actual, op.get("value")):
+        raise _OperationFailed(f"testing value {path} failed: test failed")
+    return doc
+
+
+_OPERATIONS: Final[dict[str, Callable[[Any, JSONMap], Any]]] = {
+    "add": _op_add,
+    "remove": _op_remove,
+    "replace": _op_replace,
+    "move": _op_move,
+    "copy": _op_copy,
+    "test": _op_test,
+}
 
 
 def _apply_operation(doc: Any, op: JSONMap) -> Any:
+    kind = op.get("op")
+    handler = _OPERATIONS.get(kind) if isinstance(kind, str) else None
+    if handler is None:
+        raise _rejected(f"Unexpected kind: {kind if isinstance(kind, str) else 'unknown'}")
     try:
-        return jsonpatch.JsonPatch([op]).apply(doc, in_place=True)
-    except _JSON_PATCH_ERRORS as err:
-        raise _rejected(_operation_error(op, err)) from None
+        return handler(doc, op)
+    except _OperationFailed as err:
+        raise _rejected(str(err)) from None
 
 
 def _decode_operations(body: bytes) -> list[JSONMap]:
@@ -169,10 +355,23 @@ def _json_patch(original: JSONMap, body: bytes, _kind: str) -> JSONMap:
 # --------------------------------------------------------------------------------------------------
 
 
+def _prune_nulls(value: Any) -> Any:
+    """Drop null members of objects at any depth; null array elements stay (evanphx ``pruneNulls``)."""
+    if isinstance(value, dict):
+        return {k: _prune_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_prune_nulls(item) for item in value]
+    return value
+
+
 def json_merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386: objects merge recursively, ``null`` deletes, anything else replaces."""
+    """RFC 7386: objects merge recursively, ``null`` deletes, anything else replaces.
+
+    As in evanphx/json-patch, a replacing value has nulls pruned from the objects inside it, except
+    when it replaces an object; a literal RFC 7386 reading would keep them.
+    """
     if not isinstance(patch, dict):
-        return patch
+        return patch if isinstance(target, dict) else _prune_nulls(patch)
     result = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:

@@ -15,14 +15,14 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from tinykube.api import errors
-from tinykube.api.resources import RESOURCES
+from tinykube.api.resources import RESOURCES, by_path
 from tinykube.apiserver import discovery, openapi
 from tinykube.apiserver.auth import BearerTokenAuth
 from tinykube.apiserver.handlers import ResourceHandler, json_response
 from tinykube.apiserver.metrics import Metrics
-from tinykube.apiserver.registry import Registry, Request as RegistryRequest, strategies
+from tinykube.apiserver.registry import Registry, strategies
+from tinykube.apiserver.registry import Request as RegistryRequest
 from tinykube.apiserver.watchcache import WatchCache
-from tinykube.api.resources import by_path
 from tinykube.store.etcd import EtcdStore
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ class ApiServer:
                 if previous:
                     await self.store.compact(previous)
                 previous = await self.store.revision()
-            except Exception as err:  # noqa: BLE001 - compaction is best effort; "already compacted" included
+            except Exception as err:
                 log.debug("compaction skipped: %s", err)
 
     def _build_app(self) -> FastAPI:
@@ -92,10 +92,17 @@ class ApiServer:
         resources = ResourceHandler(self.registry)
         counted = self.metrics.counting(resources)
         routes = [
-            ("/version", self._version), ("/api", self._api), ("/apis", self._apis),
-            ("/api/v1", self._group_version), ("/apis/{group}/{version}", self._group_version),
-            ("/healthz", self._health), ("/livez", self._health), ("/readyz", self._readyz),
-            ("/metrics", self._metrics), ("/openapi/v2", self._openapi_v2), ("/openapi/v3", self._openapi_v3),
+            ("/version", self._version),
+            ("/api", self._api),
+            ("/apis", self._apis),
+            ("/api/v1", self._group_version),
+            ("/apis/{group}/{version}", self._group_version),
+            ("/healthz", self._health),
+            ("/livez", self._health),
+            ("/readyz", self._readyz),
+            ("/metrics", self._metrics),
+            ("/openapi/v2", self._openapi_v2),
+            ("/openapi/v3", self._openapi_v3),
             ("/openapi/v3/{path:path}", self._openapi_v3_group),
         ]
         for path, endpoint in routes:
@@ -118,9 +125,7 @@ class ApiServer:
         return json_response(discovery.version_info())
 
     async def _api(self, request: Request) -> Response:
-        return self._discovery(request, True) or json_response(
-            discovery.api_versions(self.config.server_address)
-        )
+        return self._discovery(request, True) or json_response(discovery.api_versions(self.config.server_address))
 
     async def _apis(self, request: Request) -> Response:
         return self._discovery(request, False) or json_response(discovery.api_group_list())
@@ -146,11 +151,15 @@ class ApiServer:
         return PlainTextResponse("ok")
 
     async def _readyz(self, request: Request) -> Response:
-        checks = {"ping": True, "etcd": True, "informer-sync": all(c.ready.is_set() for c in self.caches.values()),
-                  "bootstrap-namespaces": self.ready.is_set()}
+        checks = {
+            "ping": True,
+            "etcd": True,
+            "informer-sync": all(c.ready.is_set() for c in self.caches.values()),
+            "bootstrap-namespaces": self.ready.is_set(),
+        }
         try:
             await asyncio.wait_for(self.store.revision(), 2)
-        except Exception:  # noqa: BLE001 - any failure means etcd is not usable
+        except Exception:
             checks["etcd"] = False
         healthy = all(checks.values())
         if "verbose" in request.query_params:
@@ -163,14 +172,18 @@ class ApiServer:
         sizes = {plural: len(cache.objects) for plural, cache in self.caches.items()}
         return PlainTextResponse(self.metrics.render(sizes), media_type="text/plain; version=0.0.4")
 
-    async def _openapi_v2(self, _request: Request) -> Response:
-        return Response(openapi.openapi_v2(), media_type="application/json")
+    async def _openapi_v2(self, request: Request) -> Response:
+        # kubectl validates `kind: List` manifests client-side from the v2 document, which it reads only as protobuf.
+        if openapi.wants_v2_protobuf(request.headers.get("accept")):
+            body = await asyncio.to_thread(openapi.openapi_v2_protobuf)
+            return Response(body, media_type=openapi.V2_PROTOBUF_MEDIA_TYPE)
+        return Response(await asyncio.to_thread(openapi.openapi_v2), media_type="application/json")
 
     async def _openapi_v3(self, _request: Request) -> Response:
-        return json_response(openapi.openapi_v3_index())
+        return json_response(await asyncio.to_thread(openapi.openapi_v3_index))
 
     async def _openapi_v3_group(self, request: Request) -> Response:
-        body = openapi.openapi_v3_group(request.path_params["path"])
+        body = await asyncio.to_thread(openapi.openapi_v3_group, request.path_params["path"])
         if body is None:
             raise errors.resource_not_found()
         return Response(body, media_type="application/json")

@@ -27,18 +27,19 @@ class BearerTokenAuth:
             await self.app(scope, receive, send)
             return
         presented = next((v for k, v in scope["headers"] if k == b"authorization"), None)
-        if presented is not None and hmac.compare_digest(presented, self.expected):
-            await self.app(scope, receive, send)
-        elif presented is None and scope["path"] in PUBLIC_PATHS:
+        authenticated = presented is not None and hmac.compare_digest(presented, self.expected)
+        if authenticated or (presented is None and scope["path"] in PUBLIC_PATHS):
             await self.app(scope, receive, send)
         else:
             await _refuse(send)
 
 
 async def _refuse(send: Send) -> None:
-    await send({
-        "type": "http.response.start",
-        "status": 401,
-        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(_UNAUTHORIZED)).encode())],
-    })
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(_UNAUTHORIZED)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": _UNAUTHORIZED})

@@ -74,8 +74,13 @@ def api_resource_list(group: str, version: str) -> dict[str, Any] | None:
         resources.append(_resource_entry(r))
         for sub in r.subresources:
             resources.append(
-                {"name": f"{r.plural}/{sub}", "singularName": "", "namespaced": r.namespaced, "kind": r.kind,
-                 "verbs": SUBRESOURCE_VERBS[sub]}
+                {
+                    "name": f"{r.plural}/{sub}",
+                    "singularName": "",
+                    "namespaced": r.namespaced,
+                    "kind": r.kind,
+                    "verbs": SUBRESOURCE_VERBS[sub],
+                }
             )
     gv = f"{group}/{version}" if group else version
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}
@@ -110,8 +115,10 @@ def aggregated(core: bool, api_version: str) -> dict[str, Any]:
             continue
         resources = [_aggregated_resource(r) for r in RESOURCES if r.group == group and r.version == version]
         items.append(
-            {"metadata": {"name": group, "creationTimestamp": None},
-             "versions": [{"version": version, "resources": resources, "freshness": "Current"}]}
+            {
+                "metadata": {"name": group, "creationTimestamp": None},
+                "versions": [{"version": version, "resources": resources, "freshness": "Current"}],
+            }
         )
     return {"kind": "APIGroupDiscoveryList", "apiVersion": api_version, "metadata": {}, "items": items}
 
@@ -120,7 +127,7 @@ def aggregated_version(accept: str) -> str | None:
     """The apidiscovery version the client accepts, in its order of preference, if any."""
     for part in accept.split(","):
         params = dict(p.strip().split("=", 1) for p in part.split(";")[1:] if "=" in p)
-        if params.get("g") == "apidiscovery.k8s.io" and params.get("as") == "APIGroupDiscoveryList":
-            if params.get("v") in ("v2", "v2beta1"):
-                return params["v"]
+        wanted = params.get("g") == "apidiscovery.k8s.io" and params.get("as") == "APIGroupDiscoveryList"
+        if wanted and params.get("v") in ("v2", "v2beta1"):
+            return params["v"]
     return None

@@ -6,6 +6,7 @@ manifest is reported exactly as a real cluster reports it. The schema walk lives
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from starlette.requests import Request
@@ -17,7 +18,20 @@ from tinykube.apiserver import openapi
 MODES = ("Ignore", "Warn", "Strict")
 
 
-def check_fields(request: Request, resource: ResourceInfo, obj: dict[str, Any]) -> list[str]:
+_schemas_loaded = False
+
+
+async def _unknown_fields(resource: ResourceInfo, obj: dict[str, Any]) -> list[str]:
+    """The first call builds the schemas (~0.5 s): do it off the event loop so other requests keep flowing."""
+    global _schemas_loaded
+    if not _schemas_loaded:
+        found = await asyncio.to_thread(openapi.unknown_fields, resource.api_version, resource.kind, obj)
+        _schemas_loaded = True
+        return found
+    return openapi.unknown_fields(resource.api_version, resource.kind, obj)
+
+
+async def check_fields(request: Request, resource: ResourceInfo, obj: dict[str, Any]) -> list[str]:
     """Raise for Strict, return warnings for Warn (the default, as upstream), nothing for Ignore."""
     mode = request.query_params.get("fieldValidation") or "Warn"
     if mode not in MODES:
@@ -26,7 +40,7 @@ def check_fields(request: Request, resource: ResourceInfo, obj: dict[str, Any]) 
         )
     if mode == "Ignore":
         return []
-    unknown = openapi.unknown_fields(resource.api_version, resource.kind, obj)
+    unknown = await _unknown_fields(resource, obj)
     if not unknown:
         return []
     if mode == "Strict":

@@ -7,7 +7,6 @@ parser keeps the hot GET path short.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +17,7 @@ from starlette.responses import Response
 from tinykube.api import errors
 from tinykube.api.resources import ResourceInfo, by_path
 from tinykube.apiserver import listing
+from tinykube.apiserver.fieldvalidation import check_fields
 from tinykube.apiserver.negotiation import (
     MAX_BODY,
     Rendering,
@@ -126,9 +126,7 @@ class ResourceHandler:
         return json_response(cached.raw)
 
     async def _list(self, request: Request, target: Target, view: Rendering) -> Response:
-        page = await listing.list_objects(
-            self.registry, target.resource, target.namespace, request.query_params
-        )
+        page = await listing.list_objects(self.registry, target.resource, target.namespace, request.query_params)
         if view.table:
             return json_response(
                 table(
@@ -142,13 +140,14 @@ class ResourceHandler:
             )
         if view.metadata_only:
             body = listing.list_body(
-                "PartialObjectMetadataList", "meta.k8s.io/v1", page,
+                "PartialObjectMetadataList",
+                "meta.k8s.io/v1",
+                page,
                 [orjson.dumps(partial_metadata(o.obj)) for o in page.items],
             )
             return json_response(body)
         return json_response(
-            listing.list_body(target.resource.list_kind, target.resource.api_version, page,
-                              [o.raw for o in page.items])
+            listing.list_body(target.resource.list_kind, target.resource.api_version, page, [o.raw for o in page.items])
         )
 
     # ---- writes ----------------------------------------------------------------------------------------------
@@ -162,18 +161,14 @@ class ResourceHandler:
     async def _create(self, request: Request, target: Target) -> Response:
         obj = decode_object(await self._body(request), request.headers.get("content-type", JSON), target.resource)
         self._check_namespace(obj, target)
-        from tinykube.apiserver.fieldvalidation import check_fields  # noqa: PLC0415 - loads OpenAPI lazily
-
-        warnings = check_fields(request, target.resource, obj)
+        warnings = await check_fields(request, target.resource, obj)
         created = await self.registry.create(target.registry_request(_dry_run(request)), obj)
         return _with_warnings(json_response(created, 201), warnings)
 
     async def _update(self, request: Request, target: Target) -> Response:
         obj = decode_object(await self._body(request), request.headers.get("content-type", JSON), target.resource)
         self._check_namespace(obj, target)
-        from tinykube.apiserver.fieldvalidation import check_fields  # noqa: PLC0415
-
-        warnings = check_fields(request, target.resource, obj)
+        warnings = await check_fields(request, target.resource, obj)
         updated, created = await self.registry.update(target.registry_request(_dry_run(request)), obj)
         return _with_warnings(json_response(updated, 201 if created else 200), warnings)
 
@@ -207,9 +202,7 @@ class ResourceHandler:
                 continue
             deleted.append(orjson.dumps(obj))
         page = listing.Page(page.items, page.revision, "", None)
-        return json_response(
-            listing.list_body(target.resource.list_kind, target.resource.api_version, page, deleted)
-        )
+        return json_response(listing.list_body(target.resource.list_kind, target.resource.api_version, page, deleted))
 
     @staticmethod
     def _check_namespace(obj: dict[str, Any], target: Target) -> None:
@@ -222,7 +215,8 @@ class ResourceHandler:
 
 def _with_warnings(response: Response, warnings: list[str]) -> Response:
     for warning in warnings:
-        response.headers.append("Warning", f'299 - "{warning}"')
+        quoted = warning.replace("\\", "\\\\").replace('"', '\\"')  # a quoted-string, as client-go parses it
+        response.headers.append("Warning", f'299 - "{quoted}"')
     return response
 
 
@@ -233,7 +227,3 @@ def _success_status(target: Target, obj: dict[str, Any]) -> dict[str, Any]:
     details["kind"] = target.resource.plural
     details["uid"] = obj["metadata"].get("uid", "")
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
-
-
-def now_ms() -> float:
-    return time.monotonic() * 1000

@@ -73,9 +73,7 @@ def _revision(text: str) -> int:
         raise errors.BadRequest(f"invalid resource version: {text}") from err
 
 
-async def list_objects(
-    registry: Registry, resource: ResourceInfo, namespace: str, params: Mapping[str, str]
-) -> Page:
+async def list_objects(registry: Registry, resource: ResourceInfo, namespace: str, params: Mapping[str, str]) -> Page:
     keep = object_filter(resource, params)
     limit = _limit(params)
     if params.get("continue"):
@@ -131,7 +129,7 @@ async def _from_store(
     cursor = base + start if start else ""
     while True:
         try:
-            batch = await registry.store.list(prefix, start=cursor, limit=max(limit, 500), revision=revision)
+            batch = await registry.store.scan(prefix, start=cursor, limit=max(limit, 500), revision=revision)
         except Compacted:
             raise errors.Expired(_EXPIRED_CONTINUE) from None
         for kv in batch.items:

@@ -33,11 +33,15 @@ class Metrics:
         return counted
 
     def render(self, storage_objects: dict[str, int]) -> str:
-        lines = ["# HELP apiserver_request_total Counter of apiserver requests.",
-                 "# TYPE apiserver_request_total counter"]
+        lines = [
+            "# HELP apiserver_request_total Counter of apiserver requests.",
+            "# TYPE apiserver_request_total counter",
+        ]
         for (verb, resource, code), n in sorted(self.requests.items()):
             lines.append(f'apiserver_request_total{{verb="{verb}",path_tail="{resource}",code="{code}"}} {n}')
-        lines += ["# HELP apiserver_storage_objects Number of stored objects per resource.",
-                  "# TYPE apiserver_storage_objects gauge"]
+        lines += [
+            "# HELP apiserver_storage_objects Number of stored objects per resource.",
+            "# TYPE apiserver_storage_objects gauge",
+        ]
         lines += [f'apiserver_storage_objects{{resource="{r}"}} {n}' for r, n in sorted(storage_objects.items())]
         return "\n".join(lines) + "\n"

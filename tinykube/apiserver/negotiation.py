@@ -25,9 +25,7 @@ class Rendering:
 
 def rendering(accept: str, include_object: str | None) -> Rendering:
     for part in accept.split(","):
-        params = dict(
-            p.strip().split("=", 1) for p in part.split(";")[1:] if "=" in p
-        )
+        params = dict(p.strip().split("=", 1) for p in part.split(";")[1:] if "=" in p)
         if params.get("g") != "meta.k8s.io":
             continue
         if params.get("as") == "Table":
@@ -48,8 +46,8 @@ def decode_body(body: bytes, content_type: str) -> Any:
         raise errors.BadRequest("the request body is empty")
     if "protobuf" in content_type:
         raise errors.UnsupportedMediaType(
-            f'the body of the request was in an unknown format - accepted media types include: '
-            f'application/json, application/yaml'
+            "the body of the request was in an unknown format - accepted media types include: "
+            "application/json, application/yaml"
         )
     if "yaml" in content_type:
         try:

@@ -13,7 +13,8 @@ So the schemas must describe the *full* upstream objects. Rather than hand-writi
 from the official `kubernetes` Python client, which ships one model class per API type with `openapi_types`
 (attribute -> type string), `attribute_map` (attribute -> JSON name) and per-field descriptions. From each
 kind in `tinykube.api.resources.RESOURCES` the type graph is walked and every model class becomes a definition
-named as upstream names it (`io.k8s.api.core.v1.ServicePort`, `io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta`).
+named as upstream names it (`io.k8s.api.core.v1.ServicePort`,
+`io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta`).
 What the client does not carry (list/patch extensions, Quantity, MicroTime, int64) comes from tables here.
 
 Class name -> definition name: `V1Service` is version `v1`, name `Service`; a class with a group prefix
@@ -39,7 +40,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from tinykube.api.resources import RESOURCES, ResourceInfo
+from tinykube.api.resources import RESOURCES, ResourceInfo, group_versions
 
 Schema = dict[str, Any]
 
@@ -65,18 +66,46 @@ _V3_REF = "#/components/schemas/"
 
 _CLASS_RE = re.compile(r"^(?P<prefix>[A-Z][a-z]+)?(?P<version>V\d+(?:alpha\d+|beta\d+)?)(?P<name>[A-Z]\w*)$")
 
-_META_TYPES = frozenset({
-    "APIGroup", "APIGroupList", "APIResource", "APIResourceList", "APIVersions", "Condition", "DeleteOptions",
-    "FieldSelectorRequirement", "GroupVersionForDiscovery", "LabelSelector", "LabelSelectorRequirement",
-    "ListMeta", "ManagedFieldsEntry", "ObjectMeta", "OwnerReference", "Preconditions",
-    "ServerAddressByClientCIDR", "Status", "StatusCause", "StatusDetails", "WatchEvent",
-})
+_META_TYPES = frozenset(
+    {
+        "APIGroup",
+        "APIGroupList",
+        "APIResource",
+        "APIResourceList",
+        "APIVersions",
+        "Condition",
+        "DeleteOptions",
+        "FieldSelectorRequirement",
+        "GroupVersionForDiscovery",
+        "LabelSelector",
+        "LabelSelectorRequirement",
+        "ListMeta",
+        "ManagedFieldsEntry",
+        "ObjectMeta",
+        "OwnerReference",
+        "Preconditions",
+        "ServerAddressByClientCIDR",
+        "Status",
+        "StatusCause",
+        "StatusDetails",
+        "WatchEvent",
+    }
+)
 # Core types that other groups' types refer to (apps -> PodTemplateSpec, discovery -> ObjectReference, ...).
-_CORE_TYPES = frozenset({
-    "EventSource", "LocalObjectReference", "NodeSelector", "ObjectReference", "PersistentVolumeClaim",
-    "PersistentVolumeSpec", "PodTemplateSpec", "Toleration", "TopologySelectorTerm",
-    "TypedLocalObjectReference",
-})
+_CORE_TYPES = frozenset(
+    {
+        "EventSource",
+        "LocalObjectReference",
+        "NodeSelector",
+        "ObjectReference",
+        "PersistentVolumeClaim",
+        "PersistentVolumeSpec",
+        "PodTemplateSpec",
+        "Toleration",
+        "TopologySelectorTerm",
+        "TypedLocalObjectReference",
+    }
+)
 # Package roots that are not io.k8s.api.<first label of the group>.
 _PACKAGE_ROOTS = {
     "": "io.k8s.api.core",
@@ -127,12 +156,27 @@ def _root_of(definition: str) -> str:
 # What the Python client does not carry
 # ----------------------------------------------------------------------------------------------------
 
-_INT64_FIELDS = frozenset({
-    "activeDeadlineSeconds", "deletionGracePeriodSeconds", "expirationSeconds", "fsGroup", "generation",
-    "gid",
-    "gracePeriodSeconds", "observedGeneration", "remainingItemCount", "revision", "runAsGroup", "runAsUser",
-    "sizeBytes", "startingDeadlineSeconds", "supplementalGroups", "terminationGracePeriodSeconds", "uid",
-})
+_INT64_FIELDS = frozenset(
+    {
+        "activeDeadlineSeconds",
+        "deletionGracePeriodSeconds",
+        "expirationSeconds",
+        "fsGroup",
+        "generation",
+        "gid",
+        "gracePeriodSeconds",
+        "observedGeneration",
+        "remainingItemCount",
+        "revision",
+        "runAsGroup",
+        "runAsUser",
+        "sizeBytes",
+        "startingDeadlineSeconds",
+        "supplementalGroups",
+        "terminationGracePeriodSeconds",
+        "uid",
+    }
+)
 # JSON names of int-or-string fields, for clients whose models carry no type annotations.
 _INT_OR_STRING_FIELDS = frozenset({"maxSurge", "maxUnavailable", "minAvailable", "port", "targetPort"})
 
@@ -151,10 +195,16 @@ _QUANTITY_FIELDS: dict[str, frozenset[str]] = {
     "V1ResourceRequirements": frozenset({"limits", "requests"}),
     "V1VolumeResourceRequirements": frozenset({"limits", "requests"}),
 }
-_MICRO_TIME_FIELDS = frozenset({
-    ("CoreV1Event", "eventTime"), ("CoreV1EventSeries", "lastObservedTime"), ("EventsV1Event", "eventTime"),
-    ("EventsV1EventSeries", "lastObservedTime"), ("V1LeaseSpec", "acquireTime"), ("V1LeaseSpec", "renewTime"),
-})
+_MICRO_TIME_FIELDS = frozenset(
+    {
+        ("CoreV1Event", "eventTime"),
+        ("CoreV1EventSeries", "lastObservedTime"),
+        ("EventsV1Event", "eventTime"),
+        ("EventsV1EventSeries", "lastObservedTime"),
+        ("V1LeaseSpec", "acquireTime"),
+        ("V1LeaseSpec", "renewTime"),
+    }
+)
 _OBJECT_FIELDS = {
     ("V1ManagedFieldsEntry", "fieldsV1"): FIELDS_V1,
     ("V1WatchEvent", "object"): RAW_EXTENSION,
@@ -178,11 +228,13 @@ _SPECIAL_DEFINITIONS: dict[str, Schema] = {
     TIME: {
         "description": "Time is a wrapper around time.Time which supports correct marshaling to YAML and "
         "JSON.  Wrappers are provided for many of the factory methods that the time package offers.",
-        "type": "string", "format": "date-time",
+        "type": "string",
+        "format": "date-time",
     },
     MICRO_TIME: {
         "description": "MicroTime is version of Time with microsecond level precision.",
-        "type": "string", "format": "date-time",
+        "type": "string",
+        "format": "date-time",
     },
     FIELDS_V1: {
         "description": "FieldsV1 stores a set of fields in a data structure like a Trie, in JSON format."
@@ -196,21 +248,21 @@ _SPECIAL_DEFINITIONS: dict[str, Schema] = {
         "type": "object",
     },
     PATCH: {
-        "description": "Patch is provided to give a concrete name and type to the Kubernetes PATCH request "
-        "body.",
+        "description": "Patch is provided to give a concrete name and type to the Kubernetes PATCH request body.",
         "type": "object",
     },
     INT_OR_STRING: {
         "description": "IntOrString is a type that can hold an int32 or a string.  When used in JSON or "
         "YAML marshalling and unmarshalling, it produces or consumes the inner type.  This allows you to "
         "have, for example, a JSON field that can accept a name or number.",
-        "type": "string", "format": "int-or-string",
+        "type": "string",
+        "format": "int-or-string",
     },
     QUANTITY: {
         "description": "Quantity is a fixed-point representation of a number. It provides convenient "
         "marshaling/unmarshaling in JSON and YAML, in addition to String() and AsInt64() accessors.\n\n"
         "The serialization format is:\n\n``` <quantity>        ::= <signedNumber><suffix>\n```\n\n"
-        "No matter what happens, a Quantity will be serialized in \"canonical form\" (for example 1.5Gi, "
+        'No matter what happens, a Quantity will be serialized in "canonical form" (for example 1.5Gi, '
         "100m).",
         "type": "string",
     },
@@ -305,7 +357,9 @@ _FIELD_EXTENSIONS: dict[str, dict[str, Schema]] = {
         "preferredDuringSchedulingIgnoredDuringExecution": _ATOMIC,
     },
     f"{_CORE}.PodAffinityTerm": {
-        "namespaces": _ATOMIC, "matchLabelKeys": _ATOMIC, "mismatchLabelKeys": _ATOMIC,
+        "namespaces": _ATOMIC,
+        "matchLabelKeys": _ATOMIC,
+        "mismatchLabelKeys": _ATOMIC,
     },
     f"{_CORE}.TopologySpreadConstraint": {"matchLabelKeys": _ATOMIC},
     f"{_CORE}.PodDNSConfig": {"nameservers": _ATOMIC, "searches": _ATOMIC, "options": _ATOMIC},
@@ -355,13 +409,25 @@ _FIELD_EXTENSIONS: dict[str, dict[str, Schema]] = {
     "io.k8s.api.apps.v1.StatefulSetSpec": {"volumeClaimTemplates": _ATOMIC},
 }
 # Struct-level `+structType=atomic` (x-kubernetes-map-type on the definition itself).
-_ATOMIC_STRUCTS = frozenset({
-    f"{META}.LabelSelector", f"{META}.OwnerReference", f"{_CORE}.ObjectReference",
-    f"{_CORE}.LocalObjectReference", f"{_CORE}.TypedLocalObjectReference", f"{_CORE}.NodeSelector",
-    f"{_CORE}.NodeSelectorTerm", f"{_CORE}.ConfigMapKeySelector", f"{_CORE}.SecretKeySelector",
-    f"{_CORE}.ObjectFieldSelector", f"{_CORE}.ResourceFieldSelector", f"{_CORE}.EndpointAddress",
-    f"{_CORE}.EndpointPort", f"{_CORE}.TopologySelectorTerm", "io.k8s.api.discovery.v1.EndpointPort",
-})
+_ATOMIC_STRUCTS = frozenset(
+    {
+        f"{META}.LabelSelector",
+        f"{META}.OwnerReference",
+        f"{_CORE}.ObjectReference",
+        f"{_CORE}.LocalObjectReference",
+        f"{_CORE}.TypedLocalObjectReference",
+        f"{_CORE}.NodeSelector",
+        f"{_CORE}.NodeSelectorTerm",
+        f"{_CORE}.ConfigMapKeySelector",
+        f"{_CORE}.SecretKeySelector",
+        f"{_CORE}.ObjectFieldSelector",
+        f"{_CORE}.ResourceFieldSelector",
+        f"{_CORE}.EndpointAddress",
+        f"{_CORE}.EndpointPort",
+        f"{_CORE}.TopologySelectorTerm",
+        "io.k8s.api.discovery.v1.EndpointPort",
+    }
+)
 
 # ----------------------------------------------------------------------------------------------------
 # Reading the Python client's model classes
@@ -565,17 +631,9 @@ def _definitions() -> _Definitions:
     schemas = builder.definitions
     schemas[STATUS]["x-kubernetes-group-version-kind"] = [{"group": "", "kind": "Status", "version": "v1"}]
     schemas[DELETE_OPTIONS]["x-kubernetes-group-version-kind"] = [
-        {"group": g, "kind": "DeleteOptions", "version": v} for g, v in _group_versions()
+        {"group": g, "kind": "DeleteOptions", "version": v} for g, v in group_versions()
     ]
     return _Definitions(schemas, kinds)
-
-
-def _group_versions() -> list[tuple[str, str]]:
-    seen: list[tuple[str, str]] = []
-    for r in RESOURCES:
-        if (r.group, r.version) not in seen:
-            seen.append((r.group, r.version))
-    return seen
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -583,16 +641,29 @@ def _group_versions() -> list[tuple[str, str]]:
 # ----------------------------------------------------------------------------------------------------
 
 _LIST_PARAMS = (
-    "allowWatchBookmarks", "continue", "fieldSelector", "labelSelector", "limit", "resourceVersion",
-    "resourceVersionMatch", "sendInitialEvents", "timeoutSeconds", "watch",
+    "allowWatchBookmarks",
+    "continue",
+    "fieldSelector",
+    "labelSelector",
+    "limit",
+    "resourceVersion",
+    "resourceVersionMatch",
+    "sendInitialEvents",
+    "timeoutSeconds",
+    "watch",
 )
 _WRITE_PARAMS = ("dryRun", "fieldManager", "fieldValidation")
 _DELETE_PARAMS = (
-    "dryRun", "gracePeriodSeconds", "ignoreStoreReadErrorWithClusterBreakingPotential", "orphanDependents",
+    "dryRun",
+    "gracePeriodSeconds",
+    "ignoreStoreReadErrorWithClusterBreakingPotential",
+    "orphanDependents",
     "propagationPolicy",
 )
 _PATCH_TYPES = (
-    "application/apply-patch+yaml", "application/json-patch+json", "application/merge-patch+json",
+    "application/apply-patch+yaml",
+    "application/json-patch+json",
+    "application/merge-patch+json",
     "application/strategic-merge-patch+json",
 )
 
@@ -684,8 +755,7 @@ _PARAMS: dict[str, tuple[str, str]] = {
     ),
     "resourceVersion": (
         "string",
-        "resourceVersion sets a constraint on what resource versions a request may be served from. Defaults "
-        "to unset",
+        "resourceVersion sets a constraint on what resource versions a request may be served from. Defaults to unset",
     ),
     "resourceVersionMatch": (
         "string",
@@ -766,29 +836,93 @@ def _resource_paths(info: ResourceInfo, kind_def: str, list_def: str) -> Iterato
         op_id = f"{verb}{gv}{scope}{kind}{suffix}"
         return _Op(method, action, op_id, desc, gvk=gvk, tag=tag, **kw)
 
-    yield _PathItem(collection, (*ns_params, "pretty"), (
-        op("get", "list", "list", f"list or watch objects of kind {kind}", query=_LIST_PARAMS,
-           responses=_ok(list_def)),
-        op("post", "post", "create", f"create a {kind}", query=_WRITE_PARAMS, body=kind_def,
-           responses=_ok(kind_def, "201", "202")),
-        _Op("delete", "deletecollection", f"delete{gv}Collection{scope}{kind}",
-            f"delete collection of {kind}", query=_DELETE_PARAMS + _LIST_PARAMS, body=DELETE_OPTIONS,
-            responses=_ok(STATUS), gvk=gvk, tag=tag),
-    ))
-    yield _PathItem(f"{collection}/{{name}}", ("name", *ns_params, "pretty"), (
-        op("get", "get", "read", f"read the specified {kind}", responses=_ok(kind_def)),
-        op("put", "put", "replace", f"replace the specified {kind}", query=_WRITE_PARAMS, body=kind_def,
-           responses=_ok(kind_def, "201")),
-        op("patch", "patch", "patch", f"partially update the specified {kind}",
-           query=(*_WRITE_PARAMS, "force"), body=PATCH, patch=True, responses=_ok(kind_def, "201")),
-        op("delete", "delete", "delete", f"delete a {kind}", query=_DELETE_PARAMS, body=DELETE_OPTIONS,
-           responses=_ok(STATUS, "202")),
-    ), kind)
+    yield _PathItem(
+        collection,
+        (*ns_params, "pretty"),
+        (
+            op(
+                "get",
+                "list",
+                "list",
+                f"list or watch objects of kind {kind}",
+                query=_LIST_PARAMS,
+                responses=_ok(list_def),
+            ),
+            op(
+                "post",
+                "post",
+                "create",
+                f"create a {kind}",
+                query=_WRITE_PARAMS,
+                body=kind_def,
+                responses=_ok(kind_def, "201", "202"),
+            ),
+            _Op(
+                "delete",
+                "deletecollection",
+                f"delete{gv}Collection{scope}{kind}",
+                f"delete collection of {kind}",
+                query=_DELETE_PARAMS + _LIST_PARAMS,
+                body=DELETE_OPTIONS,
+                responses=_ok(STATUS),
+                gvk=gvk,
+                tag=tag,
+            ),
+        ),
+    )
+    yield _PathItem(
+        f"{collection}/{{name}}",
+        ("name", *ns_params, "pretty"),
+        (
+            op("get", "get", "read", f"read the specified {kind}", responses=_ok(kind_def)),
+            op(
+                "put",
+                "put",
+                "replace",
+                f"replace the specified {kind}",
+                query=_WRITE_PARAMS,
+                body=kind_def,
+                responses=_ok(kind_def, "201"),
+            ),
+            op(
+                "patch",
+                "patch",
+                "patch",
+                f"partially update the specified {kind}",
+                query=(*_WRITE_PARAMS, "force"),
+                body=PATCH,
+                patch=True,
+                responses=_ok(kind_def, "201"),
+            ),
+            op(
+                "delete",
+                "delete",
+                "delete",
+                f"delete a {kind}",
+                query=_DELETE_PARAMS,
+                body=DELETE_OPTIONS,
+                responses=_ok(STATUS, "202"),
+            ),
+        ),
+        kind,
+    )
     if info.namespaced:
-        yield _PathItem(f"{base}/{info.plural}", ("pretty",), (
-            _Op("get", "list", f"list{gv}{kind}ForAllNamespaces", f"list or watch objects of kind {kind}",
-                query=_LIST_PARAMS, responses=_ok(list_def), gvk=gvk, tag=tag),
-        ))
+        yield _PathItem(
+            f"{base}/{info.plural}",
+            ("pretty",),
+            (
+                _Op(
+                    "get",
+                    "list",
+                    f"list{gv}{kind}ForAllNamespaces",
+                    f"list or watch objects of kind {kind}",
+                    query=_LIST_PARAMS,
+                    responses=_ok(list_def),
+                    gvk=gvk,
+                    tag=tag,
+                ),
+            ),
+        )
     yield from _subresource_paths(info, collection, ns_params, op, kind_def)
 
 
@@ -798,28 +932,74 @@ def _subresource_paths(
     kind = info.kind
     params = ("name", *ns_params, "pretty")
     if "status" in info.subresources:
-        yield _PathItem(f"{collection}/{{name}}/status", params, (
-            op("get", "get", "read", f"read status of the specified {kind}", "Status",
-               responses=_ok(kind_def)),
-            op("put", "put", "replace", f"replace status of the specified {kind}", "Status",
-               query=_WRITE_PARAMS, body=kind_def, responses=_ok(kind_def, "201")),
-            op("patch", "patch", "patch", f"partially update status of the specified {kind}", "Status",
-               query=(*_WRITE_PARAMS, "force"), body=PATCH, patch=True, responses=_ok(kind_def, "201")),
-        ), kind)
+        yield _PathItem(
+            f"{collection}/{{name}}/status",
+            params,
+            (
+                op("get", "get", "read", f"read status of the specified {kind}", "Status", responses=_ok(kind_def)),
+                op(
+                    "put",
+                    "put",
+                    "replace",
+                    f"replace status of the specified {kind}",
+                    "Status",
+                    query=_WRITE_PARAMS,
+                    body=kind_def,
+                    responses=_ok(kind_def, "201"),
+                ),
+                op(
+                    "patch",
+                    "patch",
+                    "patch",
+                    f"partially update status of the specified {kind}",
+                    "Status",
+                    query=(*_WRITE_PARAMS, "force"),
+                    body=PATCH,
+                    patch=True,
+                    responses=_ok(kind_def, "201"),
+                ),
+            ),
+            kind,
+        )
     if "finalize" in info.subresources:
-        yield _PathItem(f"{collection}/{{name}}/finalize", params, (
-            op("put", "put", "replace", f"replace finalize of the specified {kind}", "Finalize",
-               query=_WRITE_PARAMS, body=kind_def, responses=_ok(kind_def, "201")),
-        ), kind)
+        yield _PathItem(
+            f"{collection}/{{name}}/finalize",
+            params,
+            (
+                op(
+                    "put",
+                    "put",
+                    "replace",
+                    f"replace finalize of the specified {kind}",
+                    "Finalize",
+                    query=_WRITE_PARAMS,
+                    body=kind_def,
+                    responses=_ok(kind_def, "201"),
+                ),
+            ),
+            kind,
+        )
 
 
 def _discovery_paths(group: str, version: str) -> list[_PathItem]:
     """The `/api/v1/` (`/apis/<group>/<version>/`) APIResourceList operation of a group-version document."""
     gv = _gv_id(group, version)
-    return [_PathItem(f"{_gv_prefix(group, version)}/", (), (
-        _Op("get", "", f"get{gv}APIResources", "get available resources",
-            responses=_ok(f"{META}.APIResourceList"), tag=_gv_tag(group, version)),
-    ))]
+    return [
+        _PathItem(
+            f"{_gv_prefix(group, version)}/",
+            (),
+            (
+                _Op(
+                    "get",
+                    "",
+                    f"get{gv}APIResources",
+                    "get available resources",
+                    responses=_ok(f"{META}.APIResourceList"),
+                    tag=_gv_tag(group, version),
+                ),
+            ),
+        )
+    ]
 
 
 def _gv_paths(group: str, version: str) -> list[_PathItem]:
@@ -836,24 +1016,64 @@ def _gv_paths(group: str, version: str) -> list[_PathItem]:
 def _root_paths(doc_path: str) -> list[_PathItem] | None:
     """`api`, `apis` and `apis/<group>` documents: the discovery GETs upstream publishes under those names."""
     if doc_path == "api":
-        return [_PathItem("/api/", (), (_Op("get", "", "getCoreAPIVersions", "get available API versions",
-                                            responses=_ok(f"{META}.APIVersions"), tag="core"),))]
+        return [
+            _PathItem(
+                "/api/",
+                (),
+                (
+                    _Op(
+                        "get",
+                        "",
+                        "getCoreAPIVersions",
+                        "get available API versions",
+                        responses=_ok(f"{META}.APIVersions"),
+                        tag="core",
+                    ),
+                ),
+            )
+        ]
     if doc_path == "apis":
-        return [_PathItem("/apis/", (), (_Op("get", "", "getAPIVersions", "get available API versions",
-                                             responses=_ok(f"{META}.APIGroupList"), tag="apis"),))]
-    groups = {g for g, _ in _group_versions() if g}
+        return [
+            _PathItem(
+                "/apis/",
+                (),
+                (
+                    _Op(
+                        "get",
+                        "",
+                        "getAPIVersions",
+                        "get available API versions",
+                        responses=_ok(f"{META}.APIGroupList"),
+                        tag="apis",
+                    ),
+                ),
+            )
+        ]
+    groups = {g for g, _ in group_versions() if g}
     group = doc_path.removeprefix("apis/")
     if doc_path.startswith("apis/") and group in groups:
         ident = _gv_id(group, "")
-        return [_PathItem(f"/apis/{group}/", (), (
-            _Op("get", "", f"get{ident}APIGroup", "get information of a group",
-                responses=_ok(f"{META}.APIGroup"), tag=ident[0].lower() + ident[1:]),
-        ))]
+        return [
+            _PathItem(
+                f"/apis/{group}/",
+                (),
+                (
+                    _Op(
+                        "get",
+                        "",
+                        f"get{ident}APIGroup",
+                        "get information of a group",
+                        responses=_ok(f"{META}.APIGroup"),
+                        tag=ident[0].lower() + ident[1:],
+                    ),
+                ),
+            )
+        ]
     return None
 
 
 def _doc_paths(doc_path: str) -> list[_PathItem] | None:
-    for group, version in _group_versions():
+    for group, version in group_versions():
         if doc_path == _gv_prefix(group, version).lstrip("/"):
             return _gv_paths(group, version)
     return _root_paths(doc_path)
@@ -928,8 +1148,7 @@ def _v2_param(name: str, location: str, kind: str = "") -> Schema:
 
 def _v3_param(name: str, location: str, kind: str = "") -> Schema:
     typ, text = _param_text(name, kind)
-    param: Schema = {"description": text, "in": location, "name": name,
-                     "schema": {"type": typ, "uniqueItems": True}}
+    param: Schema = {"description": text, "in": location, "name": name, "schema": {"type": typ, "uniqueItems": True}}
     if location == "path":
         param["required"] = True
     return param
@@ -952,16 +1171,14 @@ def _v2_op(op: _Op) -> Schema:
     out = _common_op(op)
     params = [_v2_param(q, "query") for q in op.query]
     if op.body:
-        params.insert(0, {"in": "body", "name": "body", "required": op.method != "delete",
-                          "schema": {"$ref": op.body}})
+        params.insert(0, {"in": "body", "name": "body", "required": op.method != "delete", "schema": {"$ref": op.body}})
     if params:
         out["parameters"] = params
     out["consumes"] = list(_PATCH_TYPES) if op.patch else ["*/*"]
     out["produces"] = ["application/json"]
     out["schemes"] = ["https"]
     out["responses"] = {
-        code: {"description": text, **({"schema": {"$ref": d}} if d else {})}
-        for code, text, d in op.responses
+        code: {"description": text, **({"schema": {"$ref": d}} if d else {})} for code, text, d in op.responses
     }
     return out
 
@@ -979,10 +1196,7 @@ def _v3_op(op: _Op) -> Schema:
         out["requestBody"] = {"content": {t: {"schema": {"$ref": op.body}} for t in types}}
         if op.method != "delete":
             out["requestBody"]["required"] = True
-    out["responses"] = {
-        code: {"description": text, **_v3_content(d)}
-        for code, text, d in op.responses
-    }
+    out["responses"] = {code: {"description": text, **_v3_content(d)} for code, text, d in op.responses}
     return out
 
 
@@ -1014,8 +1228,133 @@ def _dumps(doc: Schema) -> bytes:
 
 
 _INFO = {"title": "Kubernetes", "version": KUBE_VERSION}
-_SECURITY = {"BearerToken": {"description": "Bearer Token authentication", "in": "header",
-                             "name": "authorization", "type": "apiKey"}}
+_SECURITY = {
+    "BearerToken": {
+        "description": "Bearer Token authentication",
+        "in": "header",
+        "name": "authorization",
+        "type": "apiKey",
+    }
+}
+
+# ----------------------------------------------------------------------------------------------------
+# Swagger 2.0 as gnostic's openapi.v2.Document protobuf (field numbers from gnostic's OpenAPIv2.proto)
+# ----------------------------------------------------------------------------------------------------
+
+# kubectl asks with the `@` form; the response carries the dotted form (Go's mime parser rejects the `@`).
+V2_PROTOBUF_MEDIA_TYPE = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+_V2_PROTOBUF_ACCEPTS = ("application/com.github.proto-openapi.spec.v2@v1.0+protobuf", V2_PROTOBUF_MEDIA_TYPE)
+_PB_METHODS = {"get": 2, "put": 3, "post": 4, "delete": 5, "options": 6, "head": 7, "patch": 8}
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _pb_bytes(num: int, payload: bytes) -> bytes:
+    return _varint(num << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _pb_str(num: int, value: Any) -> bytes:
+    return _pb_bytes(num, str(value).encode()) if value else b""
+
+
+def _pb_strs(num: int, values: Iterable[str]) -> bytes:
+    return b"".join(_pb_bytes(num, v.encode()) for v in values)
+
+
+def _pb_bool(num: int, value: Any) -> bytes:
+    return _varint(num << 3) + b"\x01" if value else b""
+
+
+def _pb_named(num: int, name: str, value: bytes) -> bytes:
+    """A gnostic `Named*` pair (name = 1, value = 2) as field `num`."""
+    return _pb_bytes(num, _pb_str(1, name) + _pb_bytes(2, value))
+
+
+def _pb_extensions(num: int, node: Schema) -> bytes:
+    """`x-*` keys as `NamedAny{name, Any{yaml}}`; JSON is YAML, and kube-openapi reads them back as YAML."""
+    pairs = ((key, value) for key, value in node.items() if key.startswith("x-"))
+    return b"".join(_pb_named(num, key, _pb_str(2, json.dumps(value))) for key, value in pairs)
+
+
+def _pb_schema(schema: Schema) -> bytes:
+    out = _pb_str(1, schema.get("$ref")) + _pb_str(2, schema.get("format"))
+    out += _pb_str(4, schema.get("description")) + _pb_strs(19, schema.get("required", ()))
+    if isinstance(schema.get("additionalProperties"), dict):
+        out += _pb_bytes(21, _pb_bytes(1, _pb_schema(schema["additionalProperties"])))
+    if "type" in schema:
+        out += _pb_bytes(22, _pb_str(1, schema["type"]))
+    if "items" in schema:
+        out += _pb_bytes(23, _pb_bytes(1, _pb_schema(schema["items"])))
+    if "properties" in schema:
+        props = b"".join(_pb_named(1, k, _pb_schema(v)) for k, v in schema["properties"].items())
+        out += _pb_bytes(25, props)
+    return out + _pb_extensions(31, schema)
+
+
+def _pb_parameter(param: Schema) -> bytes:
+    """ParametersItem{parameter: Parameter{body_parameter | non_body_parameter{query | path sub-schema}}}."""
+    common = _pb_str(3, param.get("description")) + _pb_str(4, param["name"])
+    if param["in"] == "body":
+        body = _pb_str(2, param["name"]) + _pb_str(3, "body") + _pb_bool(4, param.get("required"))
+        parameter = _pb_bytes(1, body + _pb_bytes(5, _pb_schema(param["schema"])))
+    elif param["in"] == "query":
+        sub = _pb_bool(1, param.get("required")) + _pb_str(2, "query") + common
+        sub += _pb_str(6, param.get("type")) + _pb_bool(20, param.get("uniqueItems"))
+        parameter = _pb_bytes(2, _pb_bytes(3, sub))
+    else:
+        sub = _pb_bool(1, param.get("required")) + _pb_str(2, "path") + common
+        sub += _pb_str(5, param.get("type")) + _pb_bool(19, param.get("uniqueItems"))
+        parameter = _pb_bytes(2, _pb_bytes(4, sub))
+    return _pb_bytes(1, parameter)
+
+
+def _pb_responses(responses: Schema) -> bytes:
+    out = b""
+    for code, response in responses.items():
+        body = _pb_str(1, response.get("description"))
+        if "schema" in response:
+            body += _pb_bytes(2, _pb_bytes(1, _pb_schema(response["schema"])))
+        out += _pb_named(1, code, _pb_bytes(1, body))
+    return out
+
+
+def _pb_operation(op: Schema) -> bytes:
+    out = _pb_strs(1, op.get("tags", ())) + _pb_str(3, op.get("description"))
+    out += _pb_str(5, op.get("operationId"))
+    out += _pb_strs(6, op.get("produces", ())) + _pb_strs(7, op.get("consumes", ()))
+    out += b"".join(_pb_bytes(8, _pb_parameter(p)) for p in op.get("parameters", ()))
+    out += _pb_bytes(9, _pb_responses(op["responses"])) + _pb_strs(10, op.get("schemes", ()))
+    return out + _pb_extensions(13, op)
+
+
+def _pb_path_item(item: Schema) -> bytes:
+    out = b"".join(_pb_bytes(num, _pb_operation(item[m])) for m, num in _PB_METHODS.items() if m in item)
+    return out + b"".join(_pb_bytes(9, _pb_parameter(p)) for p in item.get("parameters", ()))
+
+
+def _pb_security(doc: Schema) -> bytes:
+    definitions = b""
+    for name, sd in doc["securityDefinitions"].items():
+        api_key = _pb_str(1, sd["type"]) + _pb_str(2, sd["name"]) + _pb_str(3, sd["in"])
+        definitions += _pb_named(1, name, _pb_bytes(2, api_key + _pb_str(4, sd.get("description"))))
+    requirements = b"".join(_pb_bytes(12, b"".join(_pb_named(1, k, b"") for k in req)) for req in doc["security"])
+    return requirements + _pb_bytes(13, definitions)
+
+
+def _pb_document(doc: Schema) -> bytes:
+    info = _pb_str(1, doc["info"]["title"]) + _pb_str(2, doc["info"]["version"])
+    paths = b"".join(_pb_named(2, k, _pb_path_item(v)) for k, v in doc["paths"].items())
+    definitions = b"".join(_pb_named(1, k, _pb_schema(v)) for k, v in doc["definitions"].items())
+    out = _pb_str(1, doc["swagger"]) + _pb_bytes(2, info) + _pb_bytes(8, paths) + _pb_bytes(9, definitions)
+    return out + _pb_security(doc)
+
 
 # ----------------------------------------------------------------------------------------------------
 # Public API
@@ -1023,23 +1362,39 @@ _SECURITY = {"BearerToken": {"description": "Bearer Token authentication", "in":
 
 
 @functools.cache
-def openapi_v2() -> bytes:
-    """The Swagger 2.0 document (`GET /openapi/v2`, JSON)."""
+def _v2_document() -> Schema:
     items = [*(_root_paths("api") or []), *(_root_paths("apis") or [])]
-    for group, version in _group_versions():
+    for group, version in group_versions():
         if group:
             items.extend(_root_paths(f"apis/{group}") or [])
         items.extend(_gv_paths(group, version))
-    paths = _render_refs(_render_paths(items, v3=False), _V2_REF, wrap=False)
-    doc: Schema = {
+    return {
         "swagger": "2.0",
         "info": _INFO,
-        "paths": paths,
+        "paths": _render_refs(_render_paths(items, v3=False), _V2_REF, wrap=False),
         "definitions": _render_refs(_closure(_definitions().schemas), _V2_REF, wrap=False),
         "securityDefinitions": _SECURITY,
         "security": [{"BearerToken": []}],
     }
-    return _dumps(doc)
+
+
+@functools.cache
+def openapi_v2() -> bytes:
+    """The Swagger 2.0 document (`GET /openapi/v2`, JSON)."""
+    return _dumps(_v2_document())
+
+
+def wants_v2_protobuf(accept: str | None) -> bool:
+    """Whether a `GET /openapi/v2` Accept header asks for `openapi_v2_protobuf()` rather than JSON."""
+    return any(media in (accept or "") for media in _V2_PROTOBUF_ACCEPTS)
+
+
+@functools.cache
+def openapi_v2_protobuf() -> bytes:
+    """The same document as gnostic's `openapi.v2.Document` protobuf, served (as `V2_PROTOBUF_MEDIA_TYPE`)
+    when `wants_v2_protobuf(accept)`. kubectl's client-side validation (used for `kind: List` manifests) and
+    its v2 fallbacks parse only this; JSON fails there with "proto: cannot parse invalid wire-format data"."""
+    return _pb_document(_v2_document())
 
 
 @functools.cache
@@ -1054,8 +1409,14 @@ def openapi_v3_group(path: str) -> bytes | None:
         "paths": _render_refs(_render_paths(items, v3=True), _V3_REF, wrap=False),
         "components": {
             "schemas": _v3_schemas(_closure(_path_roots(items))),
-            "securitySchemes": {"BearerToken": {"description": "Bearer Token authentication", "in": "header",
-                                                "name": "authorization", "type": "apiKey"}},
+            "securitySchemes": {
+                "BearerToken": {
+                    "description": "Bearer Token authentication",
+                    "in": "header",
+                    "name": "authorization",
+                    "type": "apiKey",
+                }
+            },
         },
         "security": [{"BearerToken": []}],
     }
@@ -1064,7 +1425,7 @@ def openapi_v3_group(path: str) -> bytes | None:
 
 def _v3_doc_names() -> list[str]:
     names = ["api", "apis"]
-    for group, version in _group_versions():
+    for group, version in group_versions():
         if group and f"apis/{group}" not in names:
             names.append(f"apis/{group}")
         names.append(_gv_prefix(group, version).lstrip("/"))

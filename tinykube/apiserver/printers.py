@@ -164,8 +164,7 @@ POD_COLUMNS = (
     Column(
         "IP",
         "string",
-        "podIP address allocated to the pod. Routable at least within the cluster. Empty if not yet "
-        "allocated.",
+        "podIP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.",
         priority=1,
     ),
     Column(
@@ -237,8 +236,7 @@ ENDPOINT_SLICE_COLUMNS = (
     Column(
         "Endpoints",
         "string",
-        "endpoints is a list of unique endpoints in this slice. Each slice may include a maximum of "
-        "1000 endpoints.",
+        "endpoints is a list of unique endpoints in this slice. Each slice may include a maximum of 1000 endpoints.",
     ),
     AGE_COLUMN,
 )

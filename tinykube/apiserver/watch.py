@@ -23,7 +23,7 @@ from tinykube.apiserver.listing import object_filter
 from tinykube.apiserver.negotiation import Rendering, partial_metadata
 from tinykube.apiserver.printers import table
 from tinykube.apiserver.registry import Registry
-from tinykube.apiserver.watchcache import CacheEvent, CachedObject, Watcher
+from tinykube.apiserver.watchcache import CachedObject, CacheEvent, Watcher
 from tinykube.store.errors import Compacted
 
 BOOKMARK_INTERVAL = 10.0  # upstream sends one about every minute; sooner keeps informers' RVs fresh
@@ -91,8 +91,9 @@ async def watch_response(
     encoder = _Encoder(resource, view)
     bookmarks = params.get("allowWatchBookmarks") == "true"
     end_marker = params.get("sendInitialEvents") == "true" and bookmarks
-    stream = _stream(request, cache.unsubscribe, watcher, encoder, initial, since, _timeout(request), bookmarks,
-                     end_marker)
+    stream = _stream(
+        request, cache.unsubscribe, watcher, encoder, initial, since, _timeout(request), bookmarks, end_marker
+    )
     media = "application/json" if not view.table else "application/json;as=Table;v=v1;g=meta.k8s.io"
     return StreamingResponse(stream, media_type=media, headers={"Transfer-Encoding": "chunked"})
 

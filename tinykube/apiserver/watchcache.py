@@ -108,7 +108,7 @@ class WatchCache:
             watcher.queue.put_nowait(None)
 
     async def _relist(self) -> None:
-        listed = await self.store.list(self.prefix)
+        listed = await self.store.scan(self.prefix)
         self.objects = {kv.key[len(self.prefix) :]: decode(kv.value, kv.mod_revision) for kv in listed.items}
         self.events.clear()
         self.revision = self.oldest = listed.revision

@@ -21,9 +21,17 @@ from tinykube.client.kubeconfig import Credentials, load_credentials
 
 _BY_CODE: dict[int, type[errors.ApiError]] = {
     cls.code: cls
-    for cls in (errors.BadRequest, errors.Unauthorized, errors.Forbidden, errors.NotFound,
-                errors.MethodNotAllowed, errors.Expired, errors.Invalid, errors.InternalError,
-                errors.ServiceUnavailable)
+    for cls in (
+        errors.BadRequest,
+        errors.Unauthorized,
+        errors.Forbidden,
+        errors.NotFound,
+        errors.MethodNotAllowed,
+        errors.Expired,
+        errors.Invalid,
+        errors.InternalError,
+        errors.ServiceUnavailable,
+    )
 }
 
 
@@ -107,9 +115,7 @@ class RestClient:
     async def delete(self, resource: ResourceInfo, namespace: str, name: str) -> Any:
         return await self.request("DELETE", path_for(resource, namespace, name))
 
-    async def watch(
-        self, resource: ResourceInfo, namespace: str = "", **params: Any
-    ) -> AsyncIterator[dict[str, Any]]:
+    async def watch(self, resource: ResourceInfo, namespace: str = "", **params: Any) -> AsyncIterator[dict[str, Any]]:
         """Watch events as dicts; the stream ends when the server ends it (timeout) or on error."""
         params = {"watch": "true", **params}
         async with self._http.stream(

@@ -35,7 +35,7 @@ class NamespaceController:
                 async for event in self.client.watch(NAMESPACES):
                     self._observe(event["object"])
                     backoff = 0.1
-            except (errors.ApiError, OSError, Exception) as err:  # noqa: BLE001 - keep reconciling across outages
+            except (errors.ApiError, OSError, Exception) as err:
                 log.debug("namespace watch ended: %s", err)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
@@ -61,7 +61,7 @@ class NamespaceController:
             await self._remove_finalizer(name)
         except errors.NotFound:
             pass
-        except Exception as err:  # noqa: BLE001 - logged; the next watch event retries
+        except Exception as err:
             log.warning("finalizing namespace %s: %s", name, err)
         finally:
             self.busy.discard(name)

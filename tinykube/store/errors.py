@@ -1,11 +1,11 @@
 """Store failures, independent of HTTP: the apiserver's registry maps them onto Kubernetes Status errors.
 
-    StoreError
-    ├── KeyExists         create of a key that is present
-    ├── KeyNotFound       update/delete of a key that is absent
-    ├── RevisionConflict  the key's mod revision is not the one the caller expected
-    ├── Compacted         a read or watch asked for a revision etcd has compacted away
-    └── StoreUnavailable  etcd did not answer (down, timeout)
+StoreError
+├── KeyExists         create of a key that is present
+├── KeyNotFound       update/delete of a key that is absent
+├── RevisionConflict  the key's mod revision is not the one the caller expected
+├── Compacted         a read or watch asked for a revision etcd has compacted away
+└── StoreUnavailable  etcd did not answer (down, timeout)
 """
 
 from __future__ import annotations

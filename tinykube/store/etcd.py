@@ -111,7 +111,7 @@ class EtcdStore:
         response = await self._range(rpc.RangeRequest(key=self._key(key)))
         return self._kv(response.kvs[0]) if response.kvs else None
 
-    async def list(self, prefix: str, *, start: str = "", limit: int = 0, revision: int = 0) -> ListResult:
+    async def scan(self, prefix: str, *, start: str = "", limit: int = 0, revision: int = 0) -> ListResult:
         """Keys under `prefix` from `start` on (inclusive), at `revision` (0: the latest)."""
         await self.connect()
         full = self._key(prefix)
@@ -132,9 +132,7 @@ class EtcdStore:
         return int(response.header.revision)
 
     def _compare_mod(self, key: str, revision: int) -> Any:
-        return rpc.Compare(
-            key=self._key(key), target=rpc.Compare.MOD, result=rpc.Compare.EQUAL, mod_revision=revision
-        )
+        return rpc.Compare(key=self._key(key), target=rpc.Compare.MOD, result=rpc.Compare.EQUAL, mod_revision=revision)
 
     def _compare_exists(self, key: str, exists: bool) -> Any:
         result = rpc.Compare.GREATER if exists else rpc.Compare.EQUAL

