@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import yaml
 
-from tinykube.api import errors
+from tinykube.api import errors, protobuf
 from tinykube.api.resources import ResourceInfo
 
 MAX_BODY = 3 * 1024 * 1024  # upstream's default limit on request bodies
@@ -42,13 +42,10 @@ def partial_metadata(obj: dict[str, Any]) -> dict[str, Any]:
 def decode_body(body: bytes, content_type: str) -> Any:
     if len(body) > MAX_BODY:
         raise errors.RequestEntityTooLarge(f"Request entity too large: limit is {MAX_BODY}")
-    if not body.strip():
+    if not body.strip(b" \t\r\n"):
         raise errors.BadRequest("the request body is empty")
-    if "protobuf" in content_type:
-        raise errors.UnsupportedMediaType(
-            "the body of the request was in an unknown format - accepted media types include: "
-            "application/json, application/yaml"
-        )
+    if content_type.startswith(protobuf.MEDIA_TYPE):  # kubectl's generator commands send protobuf
+        return protobuf.decode(body)
     if "yaml" in content_type:
         try:
             return yaml.safe_load(body)

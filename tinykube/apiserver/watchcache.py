@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
+import itertools
 import logging
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -91,7 +93,9 @@ class WatchCache:
         self.oldest = 0  # watches may resume from any revision >= oldest
         self.events: deque[CacheEvent] = deque(maxlen=EVENT_WINDOW)
         self.watchers: set[Watcher] = set()
-        self._advanced = asyncio.Condition()
+        # (revision, tiebreak, future) for writers waiting to see their own write: woken in revision order
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._tiebreak = itertools.count()
         self._task: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()
 
@@ -122,7 +126,7 @@ class WatchCache:
         while True:
             try:
                 async for batch in self.store.watch(self.prefix, self.revision + 1):
-                    await self._apply(batch)
+                    self._apply(batch)
                     backoff = 0.1
             except Compacted:
                 log.warning("watch cache for %s fell behind compaction; relisting", self.resource.plural)
@@ -136,12 +140,14 @@ class WatchCache:
         with contextlib.suppress(StoreError):
             await self._relist()
 
-    async def _apply(self, batch: list[WatchEvent]) -> None:
+    def _apply(self, batch: list[WatchEvent]) -> None:
         for change in batch:
             self._apply_one(change)
-        async with self._advanced:
-            self.revision = max(self.revision, batch[-1].revision)
-            self._advanced.notify_all()
+        self.revision = max(self.revision, batch[-1].revision)
+        while self._waiters and self._waiters[0][0] <= self.revision:
+            _, _, waiter = heapq.heappop(self._waiters)
+            if not waiter.done():
+                waiter.set_result(None)
 
     def _apply_one(self, change: WatchEvent) -> None:
         name = change.key[len(self.prefix) :]
@@ -167,11 +173,12 @@ class WatchCache:
         """Wait until the cache has seen `revision`; False if it did not within `timeout`."""
         if self.revision >= revision:
             return True
-        async with self._advanced:
-            try:
-                await asyncio.wait_for(self._advanced.wait_for(lambda: self.revision >= revision), timeout)
-            except TimeoutError:
-                return False
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (revision, next(self._tiebreak), waiter))
+        try:
+            await asyncio.wait_for(waiter, timeout)
+        except TimeoutError:
+            return False
         return True
 
     def get(self, key: str) -> CachedObject | None:
