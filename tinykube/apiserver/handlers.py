@@ -18,6 +18,7 @@ from tinykube.api import errors
 from tinykube.api.resources import ResourceInfo, by_path
 from tinykube.apiserver import listing
 from tinykube.apiserver.fieldvalidation import check_fields
+from tinykube.apiserver.metrics import RESOURCE_KEY
 from tinykube.apiserver.negotiation import (
     MAX_BODY,
     Rendering,
@@ -94,9 +95,12 @@ class ResourceHandler:
 
     async def __call__(self, request: Request) -> Response:
         target = parse_path(request.url.path)
+        request.scope[RESOURCE_KEY] = target.resource.plural
         method = request.method
         if method == "GET":
             return await self._read(request, target)
+        if target.resource.namespaced and not target.namespace:  # writes need a namespace in the URL
+            raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
         if method == "POST" and not target.name:
             return await self._create(request, target)
         if method == "PUT" and target.name:
@@ -184,12 +188,10 @@ class ResourceHandler:
         obj, gone = await self.registry.delete(req, options)
         strategy = self.registry.strategies[target.resource.plural]
         if not gone or strategy.return_deleted_object:
-            return json_response(obj, 200 if gone or not req.dry_run else 202)
+            return json_response(obj)
         return json_response(_success_status(target, obj))
 
     async def _delete_collection(self, request: Request, target: Target) -> Response:
-        if not target.resource.namespaced and target.namespace:
-            raise errors.resource_not_found()
         options = decode_options(await self._body(request), request.headers.get("content-type", JSON))
         page = await listing.list_objects(self.registry, target.resource, target.namespace, request.query_params)
         deleted = []

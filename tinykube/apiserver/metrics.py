@@ -11,6 +11,7 @@ from starlette.responses import Response
 from tinykube.api.errors import ApiError
 
 Endpoint = Callable[[Request], Awaitable[Response]]
+RESOURCE_KEY = "tinykube.resource"  # set in the ASGI scope by the resource handler once it has parsed the path
 
 
 class Metrics:
@@ -21,13 +22,12 @@ class Metrics:
         """Wrap a resource endpoint so every request is counted by verb, resource and code."""
 
         async def counted(request: Request) -> Response:
-            resource = request.url.path.rstrip("/").split("/")[-1]
             try:
                 response = await endpoint(request)
             except ApiError as err:
-                self.requests[(request.method, resource, err.code)] += 1
+                self.requests[(request.method, request.scope.get(RESOURCE_KEY, ""), err.code)] += 1
                 raise
-            self.requests[(request.method, resource, response.status_code)] += 1
+            self.requests[(request.method, request.scope.get(RESOURCE_KEY, ""), response.status_code)] += 1
             return response
 
         return counted
@@ -38,7 +38,7 @@ class Metrics:
             "# TYPE apiserver_request_total counter",
         ]
         for (verb, resource, code), n in sorted(self.requests.items()):
-            lines.append(f'apiserver_request_total{{verb="{verb}",path_tail="{resource}",code="{code}"}} {n}')
+            lines.append(f'apiserver_request_total{{verb="{verb}",resource="{resource}",code="{code}"}} {n}')
         lines += [
             "# HELP apiserver_storage_objects Number of stored objects per resource.",
             "# TYPE apiserver_storage_objects gauge",
