@@ -1,0 +1,91 @@
+"""`tinykube up` and `tinykube kubeconfig` as a user runs them: restarts keep state, errors are one line."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import start_cluster, stop_cluster
+
+
+def tinykube(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tinykube.cli", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_state_survives_a_restart_and_old_watches_expire(tmp_path: Path) -> None:
+    data_dir = tmp_path / "persist"
+    first = start_cluster(data_dir)
+    try:
+        with first.http() as api:
+            created = api.post("/api/v1/namespaces/default/endpoints", json={"metadata": {"name": "kept"}}).json()
+            for i in range(3):  # advance the revision past the object's
+                api.post("/api/v1/namespaces/default/endpoints", json={"metadata": {"name": f"x{i}"}})
+    finally:
+        stop_cluster(first)
+    second = start_cluster(data_dir)
+    try:
+        with second.http() as api:
+            kept = api.get("/api/v1/namespaces/default/endpoints/kept").json()
+            assert kept["metadata"]["uid"] == created["metadata"]["uid"]
+            old = created["metadata"]["resourceVersion"]
+            response = api.get("/api/v1/namespaces/default/endpoints", params={"watch": "true", "resourceVersion": old})
+            assert response.status_code == 410, response.text
+            assert response.json()["reason"] == "Expired"
+            assert response.json()["message"].startswith(f"too old resource version: {old} (")
+    finally:
+        stop_cluster(second)
+    assert not list(data_dir.glob("cluster.json"))
+
+
+def test_kubeconfig_command_prints_the_path(tmp_path: Path) -> None:
+    data_dir = tmp_path / "kc"
+    running = start_cluster(data_dir)
+    try:
+        result = tinykube("kubeconfig", "--data-dir", str(data_dir))
+        assert result.returncode == 0 and Path(result.stdout.strip()) == running.kubeconfig.resolve()
+        config = running.kubeconfig.read_text()
+        assert "tinykube-kc" in config and "certificate-authority-data" in config and "token:" in config
+        assert json.loads((data_dir / "cluster.json").read_text())["server"].startswith("https://127.0.0.1:")
+    finally:
+        stop_cluster(running)
+
+
+def test_kubeconfig_of_an_unknown_cluster_fails_in_one_line(tmp_path: Path) -> None:
+    result = tinykube("kubeconfig", "--data-dir", str(tmp_path / "nothing"))
+    assert result.returncode == 1 and result.stderr.count("\n") == 1 and "no cluster named" in result.stderr
+
+
+def test_busy_port_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = tinykube("up", "--api-port", str(port), "--data-dir", str(tmp_path / "busy"))
+    assert result.returncode != 0
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_bad_port_flag_is_refused(tmp_path: Path) -> None:
+    result = tinykube("up", "--api-port", "70000", "--data-dir", str(tmp_path / "bad"))
+    assert result.returncode == 1 and "--api-port must be between 0 and 65535" in result.stderr
+
+
+def test_external_etcd_is_used_and_left_running(tmp_path: Path) -> None:
+    from tinykube.store.launcher import EtcdProcess, find_etcd
+
+    etcd = EtcdProcess(find_etcd(), tmp_path / "external" / "data")
+    etcd.start()
+    try:
+        running = start_cluster(tmp_path / "ext", "--etcd-servers", etcd.url, "--etcd-prefix", "/other/")
+        try:
+            with running.http() as api:
+                assert api.get("/api/v1/namespaces/default").status_code == 200
+            assert not (tmp_path / "ext" / "etcd").exists()
+        finally:
+            stop_cluster(running)
+        assert etcd.proc is not None and etcd.proc.poll() is None
+    finally:
+        etcd.stop()
