@@ -8,6 +8,7 @@ sent to each watcher's receipt, so it includes the write itself: an upper bound 
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import re
 import shutil
 import ssl
@@ -15,6 +16,7 @@ import statistics
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 from common import Bench, env_with, percentile, start
@@ -40,8 +42,8 @@ def wrk(
 def bench_get(bench: Bench) -> str:
     with bench.client() as c:
         c.post("/api/v1/namespaces/default/endpoints", json={"metadata": {"name": "bench-get"}})
-    rate, p99 = wrk(bench, "/api/v1/namespaces/default/endpoints/bench-get", connections=16, seconds=10)
-    return f"| single-object GET, 16 connections | {rate:,.0f}/s | p99 {p99} | >= 5,000/s, p99 <= 5 ms |"
+    rate, p99 = wrk(bench, "/api/v1/namespaces/default/endpoints/bench-get", connections=8, seconds=10)
+    return f"| single-object GET, 8 connections | {rate:,.0f}/s | p99 {p99} | >= 5,000/s, p99 <= 5 ms |"
 
 
 def bench_create(bench: Bench) -> str:
@@ -90,54 +92,68 @@ def bench_list(bench: Bench, count: int = 10_000) -> str:
     )
 
 
-async def _fanout(bench: Bench, watchers: int, writes: int) -> list[float]:
+async def _watchers(bench: Bench, count: int, writes: int, rv: str, ready: Any, out: Any) -> None:
+    """`count` watch streams in this process; each reports (seq, receipt time) for every MODIFIED event."""
     ctx = ssl.create_default_context(cafile=str(bench.ca))
     headers = {"Authorization": f"Bearer {bench.token}"}
-    url = "/api/v1/namespaces/default/endpoints"
-    sent: dict[str, float] = {}
-    latencies: list[float] = []
-    async with httpx.AsyncClient(
-        base_url=bench.server,
-        verify=ctx,
-        headers=headers,
-        timeout=60,
-        limits=httpx.Limits(max_connections=watchers + 10),
-    ) as c:
-        created = (await c.post(url, json={"metadata": {"name": "fanout"}})).json()
-        rv = created["metadata"]["resourceVersion"]
-        ready = asyncio.Barrier(watchers + 1)
+    params = {"watch": "true", "resourceVersion": rv, "fieldSelector": "metadata.name=fanout"}
+    limits = httpx.Limits(max_connections=count + 1)
+    async with httpx.AsyncClient(base_url=bench.server, verify=ctx, headers=headers, timeout=120, limits=limits) as c:
 
-        async def watch() -> None:
-            params = {"watch": "true", "resourceVersion": rv, "fieldSelector": "metadata.name=fanout"}
-            async with c.stream("GET", url, params=params) as stream:
-                await ready.wait()
-                seen = 0
+        async def watch() -> list[tuple[int, float]]:
+            seen: list[tuple[int, float]] = []
+            async with c.stream("GET", "/api/v1/namespaces/default/endpoints", params=params) as stream:
+                ready.release()
                 async for line in stream.aiter_lines():
                     if '"MODIFIED"' in line:
-                        received = time.perf_counter()
-                        marker = re.search(r'"seq":"(\d+)"', line).group(1)  # type: ignore[union-attr]
-                        latencies.append(received - sent[marker])
-                        seen += 1
-                        if seen == writes:
-                            return
+                        received = time.monotonic()
+                        seen.append((int(re.search(r'"seq":"(\d+)"', line).group(1)), received))  # type: ignore[union-attr]
+                        if len(seen) == writes:
+                            return seen
+            return seen
 
-        tasks = [asyncio.create_task(watch()) for _ in range(watchers)]
-        await ready.wait()
-        await asyncio.sleep(0.5)
+        for result in await asyncio.gather(*(watch() for _ in range(count))):
+            out.put(result)
+
+
+def _watcher_process(bench: Bench, count: int, writes: int, rv: str, ready: Any, out: Any) -> None:
+    asyncio.run(_watchers(bench, count, writes, rv, ready, out))
+
+
+def bench_watch(bench: Bench, watchers: int = 100, writes: int = 50, processes: int = 4) -> str:
+    """Watchers spread over client processes so the clients are not the bottleneck; times are CLOCK_MONOTONIC,
+    shared by all processes. Latency = watcher receipt - moment the write was sent (includes the write itself)."""
+    url = "/api/v1/namespaces/default/endpoints"
+    with bench.client() as c:
+        rv = c.post(url, json={"metadata": {"name": "fanout"}}).json()["metadata"]["resourceVersion"]
+        ready, out = multiprocessing.Semaphore(0), multiprocessing.Queue()
+        per = watchers // processes
+        procs = [
+            multiprocessing.Process(target=_watcher_process, args=(bench, per, writes, rv, ready, out))
+            for _ in range(processes)
+        ]
+        for proc in procs:
+            proc.start()
+        for _ in range(per * processes):
+            ready.acquire(timeout=60)
+        time.sleep(0.5)
+        sent, write_times = {}, []
         for i in range(writes):
-            sent[str(i)] = time.perf_counter()
+            sent[i] = time.monotonic()
             patch = {"metadata": {"annotations": {"seq": str(i)}}}
-            await c.patch(f"{url}/fanout", json=patch, headers={"Content-Type": "application/merge-patch+json"})
-            await asyncio.sleep(0.05)
-        await asyncio.wait_for(asyncio.gather(*tasks), 60)
-    return latencies
-
-
-def bench_watch(bench: Bench, watchers: int = 100, writes: int = 50) -> str:
-    latencies = asyncio.run(_fanout(bench, watchers, writes))
+            c.patch(f"{url}/fanout", json=patch, headers={"Content-Type": "application/merge-patch+json"})
+            write_times.append(time.monotonic() - sent[i])
+            time.sleep(0.05)
+        latencies = []
+        for _ in range(per * processes):
+            latencies += [received - sent[seq] for seq, received in out.get(timeout=120)]
+        for proc in procs:
+            proc.join(30)
     p50, p99 = percentile(latencies, 50) * 1000, percentile(latencies, 99) * 1000
+    write_p50 = percentile(write_times, 50) * 1000
     return (
-        f"| one write to {watchers} watchers ({writes} writes) | p50 {p50:.1f} ms | p99 {p99:.1f} ms | p99 <= 10 ms |"
+        f"| one write to {per * processes} watchers ({writes} writes; the write itself p50 {write_p50:.1f} ms) "
+        f"| p50 {p50:.1f} ms | p99 {p99:.1f} ms | p99 <= 10 ms |"
     )
 
 
