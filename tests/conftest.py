@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import ssl
@@ -123,8 +124,8 @@ def api(cluster: RunningCluster) -> Iterator[httpx.Client]:
 @pytest.fixture
 def namespace(api: httpx.Client, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace per test, deleted afterwards."""
-    name = "t-" + request.node.name.lower().replace("_", "-").replace("[", "-").replace("]", "")[:40].strip("-")
-    name = "".join(c if c.isalnum() or c == "-" else "-" for c in name).strip("-")
+    readable = "".join(c if c.isalnum() else "-" for c in request.node.name.lower())[:40].strip("-")
+    name = f"t-{readable}-{secrets.token_hex(3)}"  # unique: a namespace of the same test may still be terminating
     response = api.post("/api/v1/namespaces", json={"metadata": {"name": name}})
     assert response.status_code == 201, response.text
     yield name

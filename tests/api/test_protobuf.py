@@ -127,20 +127,20 @@ KUBECTL_CREATE_SERVICE_LOADBALANCER = (
 # kubectl create deployment web --image=nginx --replicas=2 --port=80 -n default
 KUBECTL_CREATE_DEPLOYMENT = (
     b'k8s\x00\n\x15\n\x07apps/v1\x12\nDeployment\x12\xbf\x01\n&\n\x03web\x12\x00\x1a\x07default"'
-    b'\x00*\x002\x008\x00B\x00Z\n\n\x03app\x12\x03web\x12\x86\x01\x08\x02\x12\x0c\n\n\n\x03app\x12'
+    b"\x00*\x002\x008\x00B\x00Z\n\n\x03app\x12\x03web\x12\x86\x01\x08\x02\x12\x0c\n\n\n\x03app\x12"
     b'\x03web\x1al\n\x1c\n\x00\x12\x00\x1a\x00"\x00*\x002\x008\x00B\x00Z\n\n\x03app\x12\x03web\x12L'
     b'\x12.\n\x05nginx\x12\x05nginx*\x002\n\n\x00\x10\x00\x18P"\x00*\x00B\x00j\x00r\x00\x80\x01\x00'
-    b'\x88\x01\x00\x90\x01\x00\xa2\x01\x00\x1a\x002\x00B\x00J\x00R\x00X\x00`\x00h\x00\x82\x01\x00'
+    b"\x88\x01\x00\x90\x01\x00\xa2\x01\x00\x1a\x002\x00B\x00J\x00R\x00X\x00`\x00h\x00\x82\x01\x00"
     b'\x8a\x01\x00\x9a\x01\x00\xc2\x01\x00"\x02\n\x00(\x008\x00\x1a\x0c\x08\x00\x10\x00\x18\x00 '
     b'\x00(\x008\x00\x1a\x00"\x00'
 )
 # kubectl create deployment app --image=busybox -n default -- sleep 3600
 KUBECTL_CREATE_DEPLOYMENT_COMMAND = (
     b'k8s\x00\n\x15\n\x07apps/v1\x12\nDeployment\x12\xc4\x01\n&\n\x03app\x12\x00\x1a\x07default"'
-    b'\x00*\x002\x008\x00B\x00Z\n\n\x03app\x12\x03app\x12\x8b\x01\x08\x01\x12\x0c\n\n\n\x03app\x12'
+    b"\x00*\x002\x008\x00B\x00Z\n\n\x03app\x12\x03app\x12\x8b\x01\x08\x01\x12\x0c\n\n\n\x03app\x12"
     b'\x03app\x1aq\n\x1c\n\x00\x12\x00\x1a\x00"\x00*\x002\x008\x00B\x00Z\n\n\x03app\x12\x03app\x12Q'
-    b'\x123\n\x07busybox\x12\x07busybox\x1a\x05sleep\x1a\x043600*\x00B\x00j\x00r\x00\x80\x01\x00'
-    b'\x88\x01\x00\x90\x01\x00\xa2\x01\x00\x1a\x002\x00B\x00J\x00R\x00X\x00`\x00h\x00\x82\x01\x00'
+    b"\x123\n\x07busybox\x12\x07busybox\x1a\x05sleep\x1a\x043600*\x00B\x00j\x00r\x00\x80\x01\x00"
+    b"\x88\x01\x00\x90\x01\x00\xa2\x01\x00\x1a\x002\x00B\x00J\x00R\x00X\x00`\x00h\x00\x82\x01\x00"
     b'\x8a\x01\x00\x9a\x01\x00\xc2\x01\x00"\x02\n\x00(\x008\x00\x1a\x0c\x08\x00\x10\x00\x18\x00 '
     b'\x00(\x008\x00\x1a\x00"\x00'
 )
@@ -191,10 +191,15 @@ def _deployment(name: str, replicas: int, container: dict[str, Any]) -> dict[str
         ),
         pytest.param(
             KUBECTL_CREATE_SERVICE_NODEPORT,
-            _service("web", {
-                "ports": [{"name": "80-8080", "protocol": "TCP", "port": 80, "targetPort": 8080, "nodePort": 30080}],
-                "type": "NodePort",
-            }),
+            _service(
+                "web",
+                {
+                    "ports": [
+                        {"name": "80-8080", "protocol": "TCP", "port": 80, "targetPort": 8080, "nodePort": 30080}
+                    ],
+                    "type": "NodePort",
+                },
+            ),
             id="service-nodeport",
         ),
         pytest.param(
@@ -204,22 +209,28 @@ def _deployment(name: str, replicas: int, container: dict[str, Any]) -> dict[str
         ),
         pytest.param(
             KUBECTL_CREATE_SERVICE_HEADLESS,
-            _service("h", {
-                "ports": [{"name": "5432", "protocol": "TCP", "port": 5432, "targetPort": 5432}],
-                "clusterIP": "None",
-                "type": "ClusterIP",
-            }),
+            _service(
+                "h",
+                {
+                    "ports": [{"name": "5432", "protocol": "TCP", "port": 5432, "targetPort": 5432}],
+                    "clusterIP": "None",
+                    "type": "ClusterIP",
+                },
+            ),
             id="service-headless",
         ),
         pytest.param(
             KUBECTL_CREATE_SERVICE_LOADBALANCER,
-            _service("lb", {
-                "ports": [
-                    {"name": "443-8443", "protocol": "TCP", "port": 443, "targetPort": 8443},
-                    {"name": "80", "protocol": "TCP", "port": 80, "targetPort": 80},
-                ],
-                "type": "LoadBalancer",
-            }),
+            _service(
+                "lb",
+                {
+                    "ports": [
+                        {"name": "443-8443", "protocol": "TCP", "port": 443, "targetPort": 8443},
+                        {"name": "80", "protocol": "TCP", "port": 80, "targetPort": 80},
+                    ],
+                    "type": "LoadBalancer",
+                },
+            ),
             id="service-loadbalancer",
         ),
         pytest.param(
@@ -506,7 +517,6 @@ KUBECTL_DEBUG_NODE_POD_JSON: dict[str, Any] = {
 }
 
 
-
 # --------------------------------------------------------------------------------------------------
 # Hand-built vectors for the kinds kubectl does not send itself
 # --------------------------------------------------------------------------------------------------
@@ -514,19 +524,29 @@ KUBECTL_DEBUG_NODE_POD_JSON: dict[str, Any] = {
 
 def test_node() -> None:
     body = envelope(
-        "v1", "Node",
+        "v1",
+        "Node",
         meta(text(1, "n1"), entry(11, "kubernetes.io/hostname", "n1")),
-        msg(2, text(1, "10.244.0.0/24"), text(7, "10.244.0.0/24"), num(4, False),
-            msg(5, text(1, "node.kubernetes.io/unreachable"), text(2, ""), text(3, "NoExecute"), when(4, T))),
-        msg(3,
-            qty_entry(1, "cpu", "4"), qty_entry(1, "memory", "8Gi"), qty_entry(2, "cpu", "3900m"),
+        msg(
+            2,
+            text(1, "10.244.0.0/24"),
+            text(7, "10.244.0.0/24"),
+            num(4, False),
+            msg(5, text(1, "node.kubernetes.io/unreachable"), text(2, ""), text(3, "NoExecute"), when(4, T)),
+        ),
+        msg(
+            3,
+            qty_entry(1, "cpu", "4"),
+            qty_entry(1, "memory", "8Gi"),
+            qty_entry(2, "cpu", "3900m"),
             msg(1, text(1, "pods")),  # a Quantity entry without its value: Go's zero Quantity, "0"
             text(3, ""),
             msg(4, text(1, "Ready"), text(2, "True"), when(3, T), msg(4), text(5, "KubeletReady"), text(6, "")),
             msg(5, text(1, "InternalIP"), text(2, "10.0.0.5")),
             msg(6, msg(1, num(1, 10250))),
             msg(7, *(text(n, "") for n in range(1, 10)), text(10, "amd64")),
-            msg(8, text(1, "nginx:1.27"), num(2, 70_000_000))),
+            msg(8, text(1, "nginx:1.27"), num(2, 70_000_000)),
+        ),
     )
     assert decode(body) == {
         "kind": "Node",
@@ -540,15 +560,27 @@ def test_node() -> None:
         "status": {
             "capacity": {"cpu": "4", "memory": "8Gi", "pods": "0"},
             "allocatable": {"cpu": "3900m"},
-            "conditions": [{
-                "type": "Ready", "status": "True", "lastHeartbeatTime": T_JSON, "lastTransitionTime": None,
-                "reason": "KubeletReady",
-            }],
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "lastHeartbeatTime": T_JSON,
+                    "lastTransitionTime": None,
+                    "reason": "KubeletReady",
+                }
+            ],
             "addresses": [{"type": "InternalIP", "address": "10.0.0.5"}],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
             "nodeInfo": {
-                "machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": "", "osImage": "",
-                "containerRuntimeVersion": "", "kubeletVersion": "", "kubeProxyVersion": "", "operatingSystem": "",
+                "machineID": "",
+                "systemUUID": "",
+                "bootID": "",
+                "kernelVersion": "",
+                "osImage": "",
+                "containerRuntimeVersion": "",
+                "kubeletVersion": "",
+                "kubeProxyVersion": "",
+                "operatingSystem": "",
                 "architecture": "amd64",
             },
             "images": [{"names": ["nginx:1.27"], "sizeBytes": 70_000_000}],
@@ -558,21 +590,41 @@ def test_node() -> None:
 
 def test_event_with_micro_time() -> None:
     body = envelope(
-        "v1", "Event",
+        "v1",
+        "Event",
         meta(text(1, "p.17a"), text(3, "default")),
-        msg(2, text(1, "Pod"), text(2, "default"), text(3, "p"), text(4, "uid-1"), text(5, "v1"), text(6, ""),
-            text(7, "spec.containers{app}")),
-        text(3, "Started"), text(4, "Started container app"),
+        msg(
+            2,
+            text(1, "Pod"),
+            text(2, "default"),
+            text(3, "p"),
+            text(4, "uid-1"),
+            text(5, "v1"),
+            text(6, ""),
+            text(7, "spec.containers{app}"),
+        ),
+        text(3, "Started"),
+        text(4, "Started container app"),
         msg(5, text(1, "kubelet"), text(2, "n1")),
-        when(6, T), when(7, T + 60), num(8, 2), text(9, "Normal"),
-        when(10, T, nanos=123_456_789), text(12, ""), text(14, ""), text(15, "n1"),
+        when(6, T),
+        when(7, T + 60),
+        num(8, 2),
+        text(9, "Normal"),
+        when(10, T, nanos=123_456_789),
+        text(12, ""),
+        text(14, ""),
+        text(15, "n1"),
     )
     assert decode(body) == {
         "kind": "Event",
         "apiVersion": "v1",
         "metadata": {"name": "p.17a", "namespace": "default", "creationTimestamp": None},
         "involvedObject": {
-            "kind": "Pod", "namespace": "default", "name": "p", "uid": "uid-1", "apiVersion": "v1",
+            "kind": "Pod",
+            "namespace": "default",
+            "name": "p",
+            "uid": "uid-1",
+            "apiVersion": "v1",
             "fieldPath": "spec.containers{app}",
         },
         "reason": "Started",
@@ -591,31 +643,48 @@ def test_event_with_micro_time() -> None:
 def test_endpoints() -> None:
     target = msg(2, text(1, "Pod"), text(2, "default"), text(3, "web-1"), text(4, "u1"))
     body = envelope(
-        "v1", "Endpoints",
+        "v1",
+        "Endpoints",
         meta(text(1, "web"), text(3, "default")),
-        msg(2,
+        msg(
+            2,
             msg(1, text(1, "10.244.0.5"), text(3, ""), text(4, "n1"), target),
             msg(2, text(1, "10.244.0.6"), text(3, "")),
             msg(3, text(1, "http"), num(2, 8080), text(3, "TCP")),
-            msg(3, text(1, ""), num(2, 0), text(3, "UDP"), text(4, ""))),
+            msg(3, text(1, ""), num(2, 0), text(3, "UDP"), text(4, "")),
+        ),
     )
-    assert decode(body)["subsets"] == [{
-        "addresses": [{
-            "ip": "10.244.0.5", "nodeName": "n1",
-            "targetRef": {"kind": "Pod", "namespace": "default", "name": "web-1", "uid": "u1"},
-        }],
-        "notReadyAddresses": [{"ip": "10.244.0.6"}],
-        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}, {"port": 0, "protocol": "UDP", "appProtocol": ""}],
-    }]
+    assert decode(body)["subsets"] == [
+        {
+            "addresses": [
+                {
+                    "ip": "10.244.0.5",
+                    "nodeName": "n1",
+                    "targetRef": {"kind": "Pod", "namespace": "default", "name": "web-1", "uid": "u1"},
+                }
+            ],
+            "notReadyAddresses": [{"ip": "10.244.0.6"}],
+            "ports": [
+                {"name": "http", "port": 8080, "protocol": "TCP"},
+                {"port": 0, "protocol": "UDP", "appProtocol": ""},
+            ],
+        }
+    ]
 
 
 def test_endpoint_slice_keeps_pointer_zeros() -> None:
     body = envelope(
-        "discovery.k8s.io/v1", "EndpointSlice",
+        "discovery.k8s.io/v1",
+        "EndpointSlice",
         meta(text(1, "web-abc"), text(3, "default"), entry(11, "kubernetes.io/service-name", "web")),
         text(4, "IPv4"),
-        msg(2, text(1, "10.244.0.5"), msg(2, num(1, True), num(2, True), num(3, False)), text(6, "n1"),
-            msg(8, msg(1, text(1, "zone-a")), msg(2, text(1, "n1")))),
+        msg(
+            2,
+            text(1, "10.244.0.5"),
+            msg(2, num(1, True), num(2, True), num(3, False)),
+            text(6, "n1"),
+            msg(8, msg(1, text(1, "zone-a")), msg(2, text(1, "n1"))),
+        ),
         msg(2, text(1, "10.244.0.6"), msg(2)),
         msg(3, text(1, ""), text(2, "TCP"), num(3, 8080)),
     )
@@ -623,7 +692,9 @@ def test_endpoint_slice_keeps_pointer_zeros() -> None:
         "kind": "EndpointSlice",
         "apiVersion": "discovery.k8s.io/v1",
         "metadata": {
-            "name": "web-abc", "namespace": "default", "labels": {"kubernetes.io/service-name": "web"},
+            "name": "web-abc",
+            "namespace": "default",
+            "labels": {"kubernetes.io/service-name": "web"},
             "creationTimestamp": None,
         },
         "addressType": "IPv4",
@@ -641,11 +712,13 @@ def test_endpoint_slice_keeps_pointer_zeros() -> None:
 
 
 def test_replica_set_keeps_explicit_zero_replicas() -> None:
-    owner = msg(13, text(1, "Deployment"), text(3, "web"), text(4, "u1"), text(5, "apps/v1"), num(6, True),
-                num(7, False))
+    owner = msg(
+        13, text(1, "Deployment"), text(3, "web"), text(4, "u1"), text(5, "apps/v1"), num(6, True), num(7, False)
+    )
     template = msg(3, meta(entry(11, "app", "web")), msg(2, msg(2, text(1, "nginx"), text(2, "nginx"))))
     body = envelope(
-        "apps/v1", "ReplicaSet",
+        "apps/v1",
+        "ReplicaSet",
         meta(text(1, "web-5d9f"), text(3, "default"), owner),
         msg(2, num(1, 0), msg(2, entry(1, "app", "web")), template, num(4, 0)),
         msg(3, num(1, 0), num(2, 0), num(3, 0), num(4, 0), num(5, 0)),
@@ -654,11 +727,19 @@ def test_replica_set_keeps_explicit_zero_replicas() -> None:
         "kind": "ReplicaSet",
         "apiVersion": "apps/v1",
         "metadata": {
-            "name": "web-5d9f", "namespace": "default", "creationTimestamp": None,
-            "ownerReferences": [{
-                "kind": "Deployment", "name": "web", "uid": "u1", "apiVersion": "apps/v1", "controller": True,
-                "blockOwnerDeletion": False,
-            }],
+            "name": "web-5d9f",
+            "namespace": "default",
+            "creationTimestamp": None,
+            "ownerReferences": [
+                {
+                    "kind": "Deployment",
+                    "name": "web",
+                    "uid": "u1",
+                    "apiVersion": "apps/v1",
+                    "controller": True,
+                    "blockOwnerDeletion": False,
+                }
+            ],
         },
         "spec": {
             "replicas": 0,
@@ -674,13 +755,34 @@ def test_replica_set_keeps_explicit_zero_replicas() -> None:
 
 def test_deployment_strategy_and_status() -> None:
     body = envelope(
-        "apps/v1", "Deployment",
+        "apps/v1",
+        "Deployment",
         meta(text(1, "web")),
-        msg(2, num(1, 3), msg(4, text(1, "RollingUpdate"), msg(2, int_or_str(1, "25%"), int_or_str(2, 1))),
-            num(6, 10), num(9, 600)),
-        msg(3, num(1, 4), num(2, 3), num(3, 3), num(4, 3), num(5, 0), num(7, 3),
-            msg(6, text(1, "Available"), text(2, "True"), when(6, T), when(7, T), text(4, "MinimumReplicasAvailable"),
-                text(5, "Deployment has minimum availability."))),
+        msg(
+            2,
+            num(1, 3),
+            msg(4, text(1, "RollingUpdate"), msg(2, int_or_str(1, "25%"), int_or_str(2, 1))),
+            num(6, 10),
+            num(9, 600),
+        ),
+        msg(
+            3,
+            num(1, 4),
+            num(2, 3),
+            num(3, 3),
+            num(4, 3),
+            num(5, 0),
+            num(7, 3),
+            msg(
+                6,
+                text(1, "Available"),
+                text(2, "True"),
+                when(6, T),
+                when(7, T),
+                text(4, "MinimumReplicasAvailable"),
+                text(5, "Deployment has minimum availability."),
+            ),
+        ),
     )
     obj = decode(body)
     assert obj["spec"] == {
@@ -690,19 +792,37 @@ def test_deployment_strategy_and_status() -> None:
         "progressDeadlineSeconds": 600,
     }
     assert obj["status"] == {
-        "observedGeneration": 4, "replicas": 3, "updatedReplicas": 3, "availableReplicas": 3, "readyReplicas": 3,
-        "conditions": [{
-            "type": "Available", "status": "True", "lastUpdateTime": T_JSON, "lastTransitionTime": T_JSON,
-            "reason": "MinimumReplicasAvailable", "message": "Deployment has minimum availability.",
-        }],
+        "observedGeneration": 4,
+        "replicas": 3,
+        "updatedReplicas": 3,
+        "availableReplicas": 3,
+        "readyReplicas": 3,
+        "conditions": [
+            {
+                "type": "Available",
+                "status": "True",
+                "lastUpdateTime": T_JSON,
+                "lastTransitionTime": T_JSON,
+                "reason": "MinimumReplicasAvailable",
+                "message": "Deployment has minimum availability.",
+            }
+        ],
     }
 
 
 def test_service_optional_fields_and_status() -> None:
     port = msg(1, text(1, ""), text(2, "TCP"), num(3, 443), int_or_str(4, "https"), num(5, 0), text(6, "h2c"))
     spec = msg(
-        2, port, text(3, "10.96.0.10"), text(18, "10.96.0.10"), text(4, "LoadBalancer"), text(7, "ClientIP"),
-        msg(14, msg(1, num(1, 10800))), text(19, "IPv4"), text(17, "SingleStack"), num(20, False),
+        2,
+        port,
+        text(3, "10.96.0.10"),
+        text(18, "10.96.0.10"),
+        text(4, "LoadBalancer"),
+        text(7, "ClientIP"),
+        msg(14, msg(1, num(1, 10800))),
+        text(19, "IPv4"),
+        text(17, "SingleStack"),
+        num(20, False),
         text(22, "Cluster"),
     )
     ingress = msg(1, text(1, "203.0.113.7"), text(2, ""), text(3, "VIP"), msg(4, num(1, 443), text(2, "TCP")))
@@ -731,8 +851,12 @@ def test_service_optional_fields_and_status() -> None:
 @pytest.mark.parametrize("api_version", ["meta.k8s.io/v1", "v1", "apps/v1"])
 def test_delete_options_in_any_group_version(api_version: str) -> None:
     body = envelope(
-        api_version, "DeleteOptions",
-        num(1, 0), msg(2, text(1, "uid-1"), text(2, "7")), text(4, "Foreground"), text(5, "All"),
+        api_version,
+        "DeleteOptions",
+        num(1, 0),
+        msg(2, text(1, "uid-1"), text(2, "7")),
+        text(4, "Foreground"),
+        text(5, "All"),
     )
     assert decode(body) == {
         "kind": "DeleteOptions",
@@ -780,15 +904,22 @@ def test_unknown_fields_of_every_wire_type_are_skipped() -> None:
     unknown = num(999, 7) + varint(998 << 3 | 1) + b"12345678" + text(997, "future") + varint(996 << 3 | 5) + b"1234"
     plain = envelope("v1", "Service", meta(text(1, "s")), msg(2, msg(1, num(3, 80)), text(4, "ClusterIP")))
     noisy = envelope(
-        "v1", "Service", unknown, meta(text(1, "s"), unknown),
+        "v1",
+        "Service",
+        unknown,
+        meta(text(1, "s"), unknown),
         msg(2, unknown, msg(1, num(3, 80), unknown, text(99, "x")), text(4, "ClusterIP"), msg(50, unknown)),
     )
-    assert decode(noisy) == decode(plain) == {
-        "kind": "Service",
-        "apiVersion": "v1",
-        "metadata": {"name": "s", "creationTimestamp": None},
-        "spec": {"ports": [{"port": 80}], "type": "ClusterIP"},
-    }
+    assert (
+        decode(noisy)
+        == decode(plain)
+        == {
+            "kind": "Service",
+            "apiVersion": "v1",
+            "metadata": {"name": "s", "creationTimestamp": None},
+            "spec": {"ports": [{"port": 80}], "type": "ClusterIP"},
+        }
+    )
 
 
 def test_unknown_fields_in_the_envelope_are_skipped() -> None:
@@ -846,13 +977,26 @@ def test_ephemeral_containers_inline_their_common_fields() -> None:
 
 def test_managed_fields_decode_fields_v1_json() -> None:
     fields_v1 = b'{"f:metadata":{"f:labels":{".":{},"f:app":{}}}}'
-    managed = msg(17, text(1, "kubectl"), text(2, "Update"), text(3, "v1"), when(4, T), text(6, "FieldsV1"),
-                  msg(7, text(1, fields_v1)))
+    managed = msg(
+        17,
+        text(1, "kubectl"),
+        text(2, "Update"),
+        text(3, "v1"),
+        when(4, T),
+        text(6, "FieldsV1"),
+        msg(7, text(1, fields_v1)),
+    )
     obj = decode(envelope("v1", "Namespace", meta(text(1, "a"), managed)))
-    assert obj["metadata"]["managedFields"] == [{
-        "manager": "kubectl", "operation": "Update", "apiVersion": "v1", "time": T_JSON, "fieldsType": "FieldsV1",
-        "fieldsV1": {"f:metadata": {"f:labels": {".": {}, "f:app": {}}}},
-    }]
+    assert obj["metadata"]["managedFields"] == [
+        {
+            "manager": "kubectl",
+            "operation": "Update",
+            "apiVersion": "v1",
+            "time": T_JSON,
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:metadata": {"f:labels": {".": {}, "f:app": {}}}},
+        }
+    ]
 
 
 def test_a_repeated_singular_field_keeps_the_last_value() -> None:
@@ -899,11 +1043,13 @@ _NS = envelope("v1", "Namespace", meta(text(1, "a")))
         pytest.param(MAGIC + b"\x00\x00", "field number 0", id="field-zero"),
         pytest.param(MAGIC + text(2, b""), "'Kind' or 'apiVersion' is missing", id="no-type-meta"),
         pytest.param(
-            envelope("v1", "Namespace", msg(1, b"\x0a\x05ab")), "ObjectMeta: field 1: length 5 runs past the end",
+            envelope("v1", "Namespace", msg(1, b"\x0a\x05ab")),
+            "ObjectMeta: field 1: length 5 runs past the end",
             id="nested-length-past-end",
         ),
         pytest.param(
-            envelope("v1", "Namespace", meta(text(1, b"\xff\xfe"))), "ObjectMeta.name: string is not valid UTF-8",
+            envelope("v1", "Namespace", meta(text(1, b"\xff\xfe"))),
+            "ObjectMeta.name: string is not valid UTF-8",
             id="bad-utf8",
         ),
         pytest.param(
@@ -912,15 +1058,18 @@ _NS = envelope("v1", "Namespace", meta(text(1, "a")))
             id="wrong-wire-type",
         ),
         pytest.param(
-            envelope("v1", "Service", num(1, 5)), "Service.metadata: wire type 0, expected length-delimited",
+            envelope("v1", "Service", num(1, 5)),
+            "Service.metadata: wire type 0, expected length-delimited",
             id="scalar-for-message",
         ),
         pytest.param(
-            envelope("v1", "Event", when(6, 10**12)), "Event.firstTimestamp: timestamp 1000000000000s is out of range",
+            envelope("v1", "Event", when(6, 10**12)),
+            "Event.firstTimestamp: timestamp 1000000000000s is out of range",
             id="time-out-of-range",
         ),
         pytest.param(
-            envelope("v1", "Namespace", meta(msg(17, msg(7, text(1, "{nope"))))), "fieldsV1 is not JSON",
+            envelope("v1", "Namespace", meta(msg(17, msg(7, text(1, "{nope"))))),
+            "fieldsV1 is not JSON",
             id="bad-fields-v1",
         ),
     ],

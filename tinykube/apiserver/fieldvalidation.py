@@ -7,6 +7,8 @@ manifest is reported exactly as a real cluster reports it. The schema walk lives
 from __future__ import annotations
 
 import asyncio
+import re
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -31,18 +33,40 @@ async def _unknown_fields(resource: ResourceInfo, obj: dict[str, Any]) -> list[s
     return openapi.unknown_fields(resource.api_version, resource.kind, obj)
 
 
-async def check_fields(request: Request, resource: ResourceInfo, obj: dict[str, Any]) -> list[str]:
-    """Raise for Strict, return warnings for Warn (the default, as upstream), nothing for Ignore."""
+FieldCheck = Callable[[dict[str, Any]], Awaitable[list[str]]]
+_PATH_TOKEN = re.compile(r"([^.\[\]]+)|\[([^\]]*)\]")
+
+
+def field_check(request: Request, resource: ResourceInfo) -> FieldCheck:
+    """The request's field validation as a check of a (decoded or patched) object; it prunes in place."""
     mode = request.query_params.get("fieldValidation") or "Warn"
     if mode not in MODES:
         raise errors.BadRequest(
             f"fieldValidation parameter unsupported: {mode}. Supported values are: Ignore, Warn, Strict"
         )
-    if mode == "Ignore":
-        return []
-    unknown = await _unknown_fields(resource, obj)
-    if not unknown:
-        return []
-    if mode == "Strict":
-        raise errors.BadRequest("strict decoding error: " + ", ".join(f'unknown field "{f}"' for f in unknown))
-    return [f'unknown field "{f}"' for f in unknown]
+
+    async def check(obj: dict[str, Any]) -> list[str]:
+        """Raise for Strict; otherwise drop unknown fields (as upstream's decoder does) and warn for Warn."""
+        unknown = await _unknown_fields(resource, obj)
+        if unknown and mode == "Strict":
+            raise errors.BadRequest("strict decoding error: " + ", ".join(f'unknown field "{f}"' for f in unknown))
+        for path in unknown:
+            _prune(obj, path)
+        return [f'unknown field "{f}"' for f in unknown] if mode == "Warn" else []
+
+    return check
+
+
+def _prune(obj: Any, path: str) -> None:
+    """Remove the field at an upstream-style path such as `spec.ports[0].bogus`."""
+    steps: list[str | int] = [
+        name if name else (int(index) if index.isdigit() else index) for name, index in _PATH_TOKEN.findall(path)
+    ]
+    node = obj
+    for step in steps[:-1]:
+        try:
+            node = node[step]
+        except (KeyError, IndexError, TypeError):
+            return
+    if isinstance(node, dict):
+        node.pop(steps[-1], None)

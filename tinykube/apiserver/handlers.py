@@ -17,7 +17,7 @@ from starlette.responses import Response
 from tinykube.api import errors
 from tinykube.api.resources import ResourceInfo, by_path
 from tinykube.apiserver import listing
-from tinykube.apiserver.fieldvalidation import check_fields
+from tinykube.apiserver.fieldvalidation import field_check
 from tinykube.apiserver.metrics import RESOURCE_KEY
 from tinykube.apiserver.negotiation import (
     MAX_BODY,
@@ -165,22 +165,30 @@ class ResourceHandler:
     async def _create(self, request: Request, target: Target) -> Response:
         obj = decode_object(await self._body(request), request.headers.get("content-type", JSON), target.resource)
         self._check_namespace(obj, target)
-        warnings = await check_fields(request, target.resource, obj)
+        warnings = await field_check(request, target.resource)(obj)
         created = await self.registry.create(target.registry_request(_dry_run(request)), obj)
         return _with_warnings(json_response(created, 201), warnings)
 
     async def _update(self, request: Request, target: Target) -> Response:
         obj = decode_object(await self._body(request), request.headers.get("content-type", JSON), target.resource)
         self._check_namespace(obj, target)
-        warnings = await check_fields(request, target.resource, obj)
+        warnings = await field_check(request, target.resource)(obj)
         updated, created = await self.registry.update(target.registry_request(_dry_run(request)), obj)
         return _with_warnings(json_response(updated, 201 if created else 200), warnings)
 
     async def _patch(self, request: Request, target: Target) -> Response:
         content_type = request.headers.get("content-type", "").split(";")[0].strip()
         body = await self._body(request)
-        patched = await self.registry.patch(target.registry_request(_dry_run(request)), body, content_type)
-        return json_response(patched)
+        check = field_check(request, target.resource)
+        warnings: list[str] = []
+
+        async def check_patched(obj: dict[str, Any]) -> None:
+            warnings[:] = await check(obj)
+
+        patched = await self.registry.patch(
+            target.registry_request(_dry_run(request)), body, content_type, check=check_patched
+        )
+        return _with_warnings(json_response(patched), warnings)
 
     async def _delete(self, request: Request, target: Target) -> Response:
         options = decode_options(await self._body(request), request.headers.get("content-type", JSON))

@@ -65,7 +65,7 @@ class PodStrategy(Strategy):
 
     def prepare_create(self, obj: dict[str, Any]) -> None:
         super().prepare_create(obj)
-        obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+        obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj["spec"])}
 
     def default(self, obj: dict[str, Any]) -> None:
         spec = obj.setdefault("spec", {})
@@ -95,6 +95,21 @@ class PodStrategy(Strategy):
         return errs
 
 
+def qos_class(spec: dict[str, Any]) -> str:
+    """Upstream's QoS class: Guaranteed when every container limits cpu and memory with requests equal to limits,
+    BestEffort when no container requests or limits anything, Burstable otherwise."""
+    containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+    resources = [c.get("resources") or {} for c in containers if isinstance(c, dict)]
+    if not any((r.get("requests") or r.get("limits")) for r in resources):
+        return "BestEffort"
+    for r in resources:
+        limits = r.get("limits") or {}
+        requests = r.get("requests") or limits  # requests default to limits; quantities compared as written
+        if any(name not in limits or requests.get(name, limits[name]) != limits[name] for name in ("cpu", "memory")):
+            return "Burstable"
+    return "Guaranteed"
+
+
 def _default_container(container: dict[str, Any]) -> None:
     image = str(container.get("image", ""))
     tagged = ":" in image.rsplit("/", 1)[-1] or "@" in image
@@ -110,6 +125,7 @@ def _default_container(container: dict[str, Any]) -> None:
 
 class NodeStrategy(Strategy):
     has_status = True
+    clears_status_on_create = False  # nodes register with their status, as upstream allows
 
 
 class EndpointsStrategy(Strategy):

@@ -8,6 +8,7 @@ generateName, finalizers and deletionTimestamp, dry-run, and reading from the wa
 from __future__ import annotations
 
 import copy
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,7 @@ class Strategy:
     allow_create_on_update = False
     return_deleted_object = False
     has_status = False
+    clears_status_on_create = True
     tracks_generation = False
 
     def __init__(self, resource: ResourceInfo) -> None:
@@ -48,7 +50,7 @@ class Strategy:
 
     def prepare_create(self, obj: dict[str, Any]) -> None:
         """Defaulting before validation; status is cleared for resources with a status subresource."""
-        if self.has_status:
+        if self.has_status and self.clears_status_on_create:
             obj.pop("status", None)
         self.default(obj)
 
@@ -226,13 +228,22 @@ class Registry:
             raise errors.conflict(req.resource.plural, req.name, req.resource.group)
         return await self._write(req, body, old, revision), False
 
-    async def patch(self, req: Request, patch: bytes, content_type: str) -> dict[str, Any]:
+    async def patch(
+        self,
+        req: Request,
+        patch: bytes,
+        content_type: str,
+        *,
+        check: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
+    ) -> dict[str, Any]:
         """PATCH: apply to the latest stored object; retry when someone else wrote in between."""
         for _attempt in range(_UPDATE_ATTEMPTS):
             old, revision = await self._read(req)
             new = apply_patch(old, patch, content_type, kind=req.resource.kind)
             if not isinstance(new.get("metadata"), dict):
                 raise errors.BadRequest("metadata must be an object")
+            if check is not None:
+                await check(new)
             wanted = new["metadata"].get("resourceVersion")
             if wanted and wanted != old["metadata"]["resourceVersion"]:
                 raise errors.conflict(req.resource.plural, req.name, req.resource.group)
