@@ -116,7 +116,8 @@ class Cluster:
         opts.dir.mkdir(parents=True, exist_ok=True)
         sock = _listen(opts.bind_address, opts.api_port)
         port = sock.getsockname()[1]
-        etcd_servers, self.etcd = await asyncio.to_thread(_start_etcd, opts)
+        # Started from the main thread on purpose: etcd's parent-death signal follows the thread that forked it.
+        etcd_servers, self.etcd = _start_etcd(opts)
         host = f"[{opts.bind_address}]" if ":" in opts.bind_address else opts.bind_address
         config = ApiServerConfig(
             etcd_servers, _token(opts.dir), opts.etcd_prefix, f"{host}:{port}", opts.compaction_interval
