@@ -15,6 +15,9 @@ _DNS1123_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN = _DNS1123_LABEL + r"(\." + _DNS1123_LABEL + ")*"
 _DNS1035_LABEL = "[a-z]([-a-z0-9]*[a-z0-9])?"
 _QUALIFIED_NAME = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_QUALIFIED_NAME_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+)
 _LABEL_VALUE = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"
 
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # upstream's generateName alphabet: no vowels, no look-alikes
@@ -78,25 +81,30 @@ def dns1035_label(value: str) -> list[str]:
 NameValidator = Callable[[str], list[str]]
 
 
-def qualified_name(value: str) -> list[str]:
-    """A label or annotation key: optional DNS subdomain prefix and a name part of at most 63 characters."""
-    prefix, _, name = value.rpartition("/")
+def _name_part(name: str) -> list[str]:
     errs: list[str] = []
-    if "/" in value and not prefix:
-        errs.append("prefix part must be non-empty")
-    elif prefix:
-        errs += [f"prefix part {e}" for e in dns1123_subdomain(prefix)]
     if not name:
         errs.append("name part must be non-empty")
     elif len(name) > 63:
         errs.append("name part must be no more than 63 characters")
-    if name and not _full(_QUALIFIED_NAME, name):
-        msg = (
-            "name part must consist of alphanumeric characters, '-', '_' or '.', "
-            "and must start and end with an alphanumeric character"
-        )
-        errs.append(regex_error(msg, _QUALIFIED_NAME, "MyName", "my.name", "123-abc"))
+    if not _full(_QUALIFIED_NAME, name):
+        errs.append("name part " + regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME, "MyName", "my.name", "123-abc"))
     return errs
+
+
+def qualified_name(value: str) -> list[str]:
+    """A label or annotation key: an optional DNS subdomain prefix and '/', then a name of at most 63 characters."""
+    parts = value.split("/")
+    if len(parts) > 2:
+        example = regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME, "MyName", "my.name", "123-abc")
+        suffix = "with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        return [f"a qualified name {example} {suffix}"]
+    errs: list[str] = []
+    if len(parts) == 2:
+        errs += (
+            ["prefix part " + m for m in dns1123_subdomain(parts[0])] if parts[0] else ["prefix part must be non-empty"]
+        )
+    return errs + _name_part(parts[-1])
 
 
 def label_value(value: str) -> list[str]:

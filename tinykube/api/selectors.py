@@ -24,85 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from tinykube.api.errors import BadRequest, FieldError, invalid
-
-# --------------------------------------------------------------------------------------------------
-# Label key / value validation (k8s.io/apimachinery/pkg/util/validation), used by the label parser.
-# --------------------------------------------------------------------------------------------------
-
-_QNAME_FMT: Final = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QNAME_MSG: Final = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
-)
-_LABEL_VALUE_FMT: Final = f"({_QNAME_FMT})?"
-_LABEL_VALUE_MSG: Final = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-_DNS1123_LABEL_FMT: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT: Final = _DNS1123_LABEL_FMT + r"(\." + _DNS1123_LABEL_FMT + ")*"
-_DNS1123_SUBDOMAIN_MSG: Final = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-_QNAME_RE: Final = re.compile(_QNAME_FMT)
-_LABEL_VALUE_RE: Final = re.compile(_LABEL_VALUE_FMT)
-_DNS1123_SUBDOMAIN_RE: Final = re.compile(_DNS1123_SUBDOMAIN_FMT)
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    """Upstream's ``RegexError``, including its quirky ``'x',  or 'y', `` example list."""
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    listed = " or ".join(f"'{example}', " for example in examples)
-    return f"{msg} (e.g. {listed}regex used for validation is '{fmt}')"
-
-
-def _max_len_error(length: int) -> str:
-    return f"must be no more than {length} characters"
-
-
-def _dns1123_subdomain_errors(value: str) -> list[str]:
-    errs = [_max_len_error(253)] if len(value) > 253 else []
-    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
-        errs.append(_regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
-    return errs
-
-
-def _prefix_errors(prefix: str) -> list[str]:
-    if not prefix:
-        return ["prefix part must be non-empty"]
-    return ["prefix part " + msg for msg in _dns1123_subdomain_errors(prefix)]
-
-
-def _name_part_errors(name: str) -> list[str]:
-    errs: list[str] = []
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part " + _max_len_error(63))
-    if not _QNAME_RE.fullmatch(name):
-        errs.append("name part " + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc"))
-    return errs
-
-
-def qualified_name_errors(value: str) -> list[str]:
-    """``validation.IsQualifiedName``: ``[prefix/]name``, as used for label keys."""
-    parts = value.split("/")
-    if len(parts) > 2:
-        example = _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
-        suffix = "with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        return [f"a qualified name {example} {suffix}"]
-    prefix_errs = _prefix_errors(parts[0]) if len(parts) == 2 else []
-    return prefix_errs + _name_part_errors(parts[-1])
-
-
-def label_value_errors(value: str) -> list[str]:
-    """``validation.IsValidLabelValue``."""
-    errs = [_max_len_error(63)] if len(value) > 63 else []
-    if not _LABEL_VALUE_RE.fullmatch(value):
-        errs.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errs
-
+from tinykube.api.meta import label_value, qualified_name
 
 # --------------------------------------------------------------------------------------------------
 # Label selectors
@@ -209,7 +131,7 @@ def _aggregate(errors: list[FieldError]) -> str:
 
 
 def _key_error(key: str) -> FieldError | None:
-    errs = qualified_name_errors(key)
+    errs = qualified_name(key)
     return invalid(_NIL_PATH, key, "; ".join(errs)) if errs else None
 
 
@@ -235,7 +157,7 @@ def _integer_errors(operator: str, values: tuple[str, ...]) -> list[FieldError]:
 def _value_errors(key: str, values: tuple[str, ...]) -> list[FieldError]:
     found: list[FieldError] = []
     for i, value in enumerate(values):
-        errs = label_value_errors(value)
+        errs = label_value(value)
         if errs:
             found.append(invalid(f"values[{i}][{key}]", value, "; ".join(errs)))
     return found
