@@ -138,6 +138,7 @@ class Cluster:
             timeout_keep_alive=120,
             ssl_certfile=cert,
             ssl_keyfile=key,
+            timeout_graceful_shutdown=2,  # open watches are closed after this
         )
         self.server = uvicorn.Server(uv_config)
         self.tasks.append(asyncio.create_task(self.server.serve(sockets=[sock]), name="apiserver"))
@@ -165,14 +166,16 @@ class Cluster:
         (self.opts.dir / "cluster.json").write_text(json.dumps(state, indent=2) + "\n")
 
     async def stop(self) -> None:
-        for task in self.tasks[1:]:
+        """Controllers and their connections first, so the apiserver has no idle client to wait for."""
+        controllers = self.tasks[1:]
+        for task in controllers:
             task.cancel()
-        if self.server is not None:
-            self.server.should_exit = True
-        with contextlib.suppress(Exception):
-            await asyncio.gather(*self.tasks, return_exceptions=True)
+        await asyncio.gather(*controllers, return_exceptions=True)
         if self.client is not None:
             await self.client.close()
+        if self.server is not None:
+            self.server.should_exit = True
+        await asyncio.gather(*self.tasks[:1], return_exceptions=True)
         if self.etcd is not None:
             await asyncio.to_thread(self.etcd.stop)
         with contextlib.suppress(FileNotFoundError):

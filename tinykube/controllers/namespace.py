@@ -28,6 +28,13 @@ class NamespaceController:
         self.tasks: set[asyncio.Task[None]] = set()
 
     async def run(self) -> None:
+        try:
+            await self._watch_forever()
+        finally:
+            for task in list(self.tasks):
+                task.cancel()
+
+    async def _watch_forever(self) -> None:
         assert NAMESPACES is not None
         backoff = 0.1
         while True:

@@ -40,6 +40,9 @@ class ServiceStrategy(Strategy):
         spec.setdefault("type", "ClusterIP")
         if spec.get("sessionAffinity", "") == "":
             spec["sessionAffinity"] = "None"
+        if spec["sessionAffinity"] == "ClientIP":
+            client_ip = spec.setdefault("sessionAffinityConfig", {}).setdefault("clientIP", {})
+            client_ip.setdefault("timeoutSeconds", 10800)
         for port in spec.get("ports") or []:
             if isinstance(port, dict):
                 port.setdefault("protocol", "TCP")
@@ -131,6 +134,16 @@ class NodeStrategy(Strategy):
 class EndpointsStrategy(Strategy):
     allow_create_on_update = True
 
+    def default(self, obj: dict[str, Any]) -> None:
+        for subset in obj.get("subsets") or []:
+            _default_protocols(subset.get("ports") if isinstance(subset, dict) else None)
+
+
+def _default_protocols(ports: Any) -> None:
+    for port in ports or []:
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+
 
 class EventStrategy(Strategy):
     allow_create_on_update = True
@@ -146,6 +159,12 @@ class EventStrategy(Strategy):
 
 
 class EndpointSliceStrategy(Strategy):
+    def default(self, obj: dict[str, Any]) -> None:
+        _default_protocols(obj.get("ports"))
+        for port in obj.get("ports") or []:
+            if isinstance(port, dict):
+                port.setdefault("name", "")
+
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
         families = ["FQDN", "IPv4", "IPv6"]
         family = obj.get("addressType")
