@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import orjson
 from fastapi import FastAPI
@@ -37,7 +37,6 @@ class ApiServerConfig:
     prefix: str = "/registry/"
     server_address: str = "127.0.0.1:6443"
     compaction_interval: float = 300.0
-    extra: dict[str, str] = field(default_factory=dict)
 
 
 class ApiServer:

@@ -8,6 +8,7 @@ from typing import Any
 
 from tinykube import __version__
 from tinykube.api.resources import RESOURCES, ResourceInfo, group_versions, in_group_version
+from tinykube.apiserver.negotiation import accept_params
 
 KUBE_VERSION = (1, 32, 0)
 SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "finalize": ["update"]}
@@ -125,8 +126,7 @@ def aggregated(core: bool, api_version: str) -> dict[str, Any]:
 
 def aggregated_version(accept: str) -> str | None:
     """The apidiscovery version the client accepts, in its order of preference, if any."""
-    for part in accept.split(","):
-        params = dict(p.strip().split("=", 1) for p in part.split(";")[1:] if "=" in p)
+    for params in accept_params(accept):
         wanted = params.get("g") == "apidiscovery.k8s.io" and params.get("as") == "APIGroupDiscoveryList"
         if wanted and params.get("v") in ("v2", "v2beta1"):
             return params["v"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,9 +24,14 @@ class Rendering:
     include_object: str = "Metadata"
 
 
-def rendering(accept: str, include_object: str | None) -> Rendering:
+def accept_params(accept: str) -> Iterator[dict[str, str]]:
+    """The parameters of each media range in an Accept header, in the client's order (`as`, `g`, `v`, ...)."""
     for part in accept.split(","):
-        params = dict(p.strip().split("=", 1) for p in part.split(";")[1:] if "=" in p)
+        yield dict(p.strip().split("=", 1) for p in part.split(";")[1:] if "=" in p)
+
+
+def rendering(accept: str, include_object: str | None) -> Rendering:
+    for params in accept_params(accept):
         if params.get("g") != "meta.k8s.io":
             continue
         if params.get("as") == "Table":

@@ -874,26 +874,7 @@ def _resource_paths(info: ResourceInfo, kind_def: str, list_def: str) -> Iterato
         f"{collection}/{{name}}",
         ("name", *ns_params, "pretty"),
         (
-            op("get", "get", "read", f"read the specified {kind}", responses=_ok(kind_def)),
-            op(
-                "put",
-                "put",
-                "replace",
-                f"replace the specified {kind}",
-                query=_WRITE_PARAMS,
-                body=kind_def,
-                responses=_ok(kind_def, "201"),
-            ),
-            op(
-                "patch",
-                "patch",
-                "patch",
-                f"partially update the specified {kind}",
-                query=(*_WRITE_PARAMS, "force"),
-                body=PATCH,
-                patch=True,
-                responses=_ok(kind_def, "201"),
-            ),
+            *_item_ops(op, kind_def, f"the specified {kind}"),
             op(
                 "delete",
                 "delete",
@@ -935,50 +916,48 @@ def _subresource_paths(
         yield _PathItem(
             f"{collection}/{{name}}/status",
             params,
-            (
-                op("get", "get", "read", f"read status of the specified {kind}", "Status", responses=_ok(kind_def)),
-                op(
-                    "put",
-                    "put",
-                    "replace",
-                    f"replace status of the specified {kind}",
-                    "Status",
-                    query=_WRITE_PARAMS,
-                    body=kind_def,
-                    responses=_ok(kind_def, "201"),
-                ),
-                op(
-                    "patch",
-                    "patch",
-                    "patch",
-                    f"partially update status of the specified {kind}",
-                    "Status",
-                    query=(*_WRITE_PARAMS, "force"),
-                    body=PATCH,
-                    patch=True,
-                    responses=_ok(kind_def, "201"),
-                ),
-            ),
+            _item_ops(op, kind_def, f"status of the specified {kind}", "Status"),
             kind,
         )
     if "finalize" in info.subresources:
         yield _PathItem(
             f"{collection}/{{name}}/finalize",
             params,
-            (
-                op(
-                    "put",
-                    "put",
-                    "replace",
-                    f"replace finalize of the specified {kind}",
-                    "Finalize",
-                    query=_WRITE_PARAMS,
-                    body=kind_def,
-                    responses=_ok(kind_def, "201"),
-                ),
-            ),
+            (_replace_op(op, kind_def, f"finalize of the specified {kind}", "Finalize"),),
             kind,
         )
+
+
+def _replace_op(op: Callable[..., _Op], kind_def: str, what: str, suffix: str = "") -> _Op:
+    return op(
+        "put",
+        "put",
+        "replace",
+        f"replace {what}",
+        suffix,
+        query=_WRITE_PARAMS,
+        body=kind_def,
+        responses=_ok(kind_def, "201"),
+    )
+
+
+def _item_ops(op: Callable[..., _Op], kind_def: str, what: str, suffix: str = "") -> tuple[_Op, _Op, _Op]:
+    """read, replace and patch of one object (`what` = "the specified Service") or of one of its subresources."""
+    return (
+        op("get", "get", "read", f"read {what}", suffix, responses=_ok(kind_def)),
+        _replace_op(op, kind_def, what, suffix),
+        op(
+            "patch",
+            "patch",
+            "patch",
+            f"partially update {what}",
+            suffix,
+            query=(*_WRITE_PARAMS, "force"),
+            body=PATCH,
+            patch=True,
+            responses=_ok(kind_def, "201"),
+        ),
+    )
 
 
 def _discovery_paths(group: str, version: str) -> list[_PathItem]:

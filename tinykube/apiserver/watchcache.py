@@ -14,7 +14,7 @@ import heapq
 import itertools
 import logging
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,8 +41,9 @@ class CachedObject:
         return str(self.obj["metadata"].get("namespace", ""))
 
     @property
-    def labels(self) -> dict[str, str]:
-        return dict(self.obj["metadata"].get("labels") or {})
+    def labels(self) -> Mapping[str, str]:
+        labels: Mapping[str, str] = self.obj["metadata"].get("labels") or {}
+        return labels
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +58,12 @@ def decode(value: bytes, revision: int) -> CachedObject:
     obj = orjson.loads(value)
     obj["metadata"]["resourceVersion"] = str(revision)
     return CachedObject(obj, orjson.dumps(obj), revision)
+
+
+def stamped(obj: dict[str, Any], revision: int) -> CachedObject:
+    """A cached object's state at another revision, without touching the (shared) original."""
+    copy = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(revision)}}
+    return CachedObject(copy, orjson.dumps(copy), revision)
 
 
 class Watcher:
@@ -156,7 +163,7 @@ class WatchCache:
             if previous is None and change.prev_value is None:
                 return
             last = previous.obj if previous else orjson.loads(change.prev_value or b"{}")
-            current = decode(orjson.dumps(last), change.revision)
+            current = stamped(last, change.revision)  # upstream: the last state, at the deletion's revision
             self.objects.pop(name, None)
             event = CacheEvent("DELETED", change.revision, current, previous)
         else:
@@ -188,7 +195,7 @@ class WatchCache:
         """(key, object) in key order, only `namespace` when given."""
         if namespace:
             start = namespace + "/"
-            return ((k, v) for k, v in sorted(self.objects.items()) if k.startswith(start))
+            return iter(sorted((k, v) for k, v in self.objects.items() if k.startswith(start)))
         return iter(sorted(self.objects.items()))
 
     def subscribe(self, watcher: Watcher, since: int) -> None:

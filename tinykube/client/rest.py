@@ -7,7 +7,6 @@ Errors come back as `tinykube.api.errors.ApiError` rebuilt from the server's `St
 from __future__ import annotations
 
 import ssl
-import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -66,10 +65,7 @@ def _raise_for_status(response: httpx.Response) -> None:
 def _ssl_context(creds: Credentials) -> ssl.SSLContext | bool:
     if creds.ca_data is None:
         return False
-    with tempfile.NamedTemporaryFile("wb", suffix=".crt") as f:
-        f.write(creds.ca_data)
-        f.flush()
-        return ssl.create_default_context(cafile=f.name)
+    return ssl.create_default_context(cadata=creds.ca_data.decode())
 
 
 class RestClient:

@@ -89,6 +89,8 @@ class EtcdStore:
         try:
             return await fn()
         except rpc.AioRpcError as err:
+            if err.code().name == "OUT_OF_RANGE" and "compacted" in (err.details() or ""):
+                raise Compacted(0) from err  # a read at a revision etcd has compacted away
             raise StoreUnavailable(f"etcd: {err.code().name}: {err.details()}") from err
         except (aetcd.exceptions.ConnectionFailedError, aetcd.exceptions.ConnectionTimeoutError) as err:
             raise StoreUnavailable(f"etcd: {err}") from err
@@ -118,12 +120,7 @@ class EtcdStore:
         request = rpc.RangeRequest(
             key=self._key(start) if start else full, range_end=prefix_end(full), limit=limit, revision=revision
         )
-        try:
-            response = await self._range(request)
-        except StoreUnavailable as err:
-            if "compacted" in str(err):
-                raise Compacted(0) from err
-            raise
+        response = await self._range(request)
         return ListResult([self._kv(kv) for kv in response.kvs], response.header.revision, response.more)
 
     async def revision(self) -> int:
