@@ -8,6 +8,8 @@ import logging
 import sys
 from pathlib import Path
 
+from tinykube.apiserver.allocators.ranges import IPRange, PortRange, parse_service_ranges
+from tinykube.apiserver.app import DEFAULT_LOAD_BALANCER_RANGE, DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_RANGE
 from tinykube.up import UpOptions, default_data_dir
 
 
@@ -40,6 +42,31 @@ def _up_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="SECONDS",
         help="how often the apiserver compacts etcd history (default: 300, as upstream)",
     )
+    up.add_argument(
+        "--service-cluster-ip-range",
+        default=DEFAULT_SERVICE_RANGE,
+        metavar="CIDR[,CIDR]",
+        help=f"ClusterIP range; two CIDRs (IPv4 and IPv6) for dual-stack (default: {DEFAULT_SERVICE_RANGE})",
+    )
+    up.add_argument(
+        "--service-node-port-range",
+        default=DEFAULT_NODE_PORT_RANGE,
+        metavar="LOW-HIGH",
+        help=f"NodePort range, inclusive (default: {DEFAULT_NODE_PORT_RANGE})",
+    )
+    up.add_argument(
+        "--loadbalancer-ip-range",
+        default=DEFAULT_LOAD_BALANCER_RANGE,
+        metavar="CIDR",
+        help=f"pool of the built-in load balancer; '' turns it off (default: {DEFAULT_LOAD_BALANCER_RANGE})",
+    )
+    up.add_argument(
+        "--repair-interval",
+        type=float,
+        default=180.0,
+        metavar="SECONDS",
+        help="how often the ClusterIP/NodePort repair loops run (default: 180, as upstream)",
+    )
     up.add_argument("--insecure", action="store_true", help="serve plain HTTP (loopback tests only)")
     up.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
 
@@ -69,6 +96,15 @@ def _up(args: argparse.Namespace) -> int:
     )
     if args.api_port < 0 or args.api_port > 65535:
         return _fail(f"--api-port must be between 0 and 65535, not {args.api_port}")
+    try:
+        parse_service_ranges(args.service_cluster_ip_range)
+        PortRange.parse(args.service_node_port_range)
+        if args.loadbalancer_ip_range:
+            IPRange.parse(args.loadbalancer_ip_range)
+    except ValueError as err:
+        return _fail(str(err))
+    if args.repair_interval <= 0:
+        return _fail(f"--repair-interval must be positive, not {args.repair_interval}")
     opts = UpOptions(
         name=args.name,
         data_dir=args.data_dir,
@@ -81,6 +117,10 @@ def _up(args: argparse.Namespace) -> int:
         etcd_prefix=args.etcd_prefix,
         insecure=args.insecure,
         compaction_interval=args.etcd_compaction_interval,
+        service_cluster_ip_range=args.service_cluster_ip_range,
+        service_node_port_range=args.service_node_port_range,
+        load_balancer_ip_range=args.loadbalancer_ip_range,
+        repair_interval=args.repair_interval,
     )
     uvloop.run(run_up(opts))
     return 0

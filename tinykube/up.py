@@ -21,7 +21,13 @@ from pathlib import Path
 
 import uvicorn
 
-from tinykube.apiserver.app import ApiServer, ApiServerConfig
+from tinykube.apiserver.app import (
+    DEFAULT_LOAD_BALANCER_RANGE,
+    DEFAULT_NODE_PORT_RANGE,
+    DEFAULT_SERVICE_RANGE,
+    ApiServer,
+    ApiServerConfig,
+)
 from tinykube.apiserver.pki import ensure_pki
 from tinykube.client.kubeconfig import Credentials, merge_kubeconfig, write_kubeconfig
 from tinykube.client.rest import RestClient
@@ -49,6 +55,10 @@ class UpOptions:
     etcd_prefix: str = "/registry/"
     insecure: bool = False
     compaction_interval: float = 300.0
+    service_cluster_ip_range: str = DEFAULT_SERVICE_RANGE
+    service_node_port_range: str = DEFAULT_NODE_PORT_RANGE
+    load_balancer_ip_range: str = DEFAULT_LOAD_BALANCER_RANGE
+    repair_interval: float = 180.0
 
     @property
     def dir(self) -> Path:
@@ -120,7 +130,15 @@ class Cluster:
         etcd_servers, self.etcd = _start_etcd(opts)
         host = f"[{opts.bind_address}]" if ":" in opts.bind_address else opts.bind_address
         config = ApiServerConfig(
-            etcd_servers, _token(opts.dir), opts.etcd_prefix, f"{host}:{port}", opts.compaction_interval
+            etcd_servers,
+            _token(opts.dir),
+            opts.etcd_prefix,
+            f"{host}:{port}",
+            opts.compaction_interval,
+            opts.service_cluster_ip_range,
+            opts.service_node_port_range,
+            opts.load_balancer_ip_range,
+            opts.repair_interval,
         )
         apiserver = ApiServer(config)
         cert = key = None

@@ -6,6 +6,7 @@ through the API (`api`), everything under test goes through kubectl.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 import time
@@ -1200,15 +1201,15 @@ def test_error_message(kubectl: Kubectl, args: list[str], message: str) -> None:
     assert kubectl.fail(*args).stderr.strip() == message
 
 
-# ---- what the server does not do yet -----------------------------------------------------------------------
-
-
-@pytest.mark.xfail(strict=True, reason="server gap: no ClusterIP allocator yet (spec.clusterIP stays unset)")
 def test_cluster_ip_is_allocated(kubectl: Kubectl) -> None:
     kubectl("create", "service", "clusterip", "web", "--tcp=80:8080")
     spec = kubectl.json("get", "svc", "web")["spec"]
-    assert re.fullmatch(r"\d+\.\d+\.\d+\.\d+", spec.get("clusterIP", ""))
+    assert ipaddress.ip_address(spec["clusterIP"]) in ipaddress.ip_network("10.96.0.0/16")
     assert spec["clusterIPs"] == [spec["clusterIP"]]
+    assert table(kubectl("get", "svc", "web").stdout)[1][0][2] == spec["clusterIP"]
+
+
+# ---- what the server does not do yet -----------------------------------------------------------------------
 
 
 def test_create_node_keeps_status(kubectl: Kubectl, api: httpx.Client, namespace: str) -> None:

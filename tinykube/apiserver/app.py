@@ -15,19 +15,28 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from tinykube.api import errors
-from tinykube.api.resources import RESOURCES, by_path
+from tinykube.api.resources import RESOURCES
 from tinykube.apiserver import discovery, openapi
+from tinykube.apiserver.allocators import report
+from tinykube.apiserver.allocators.index import AllocationIndex
+from tinykube.apiserver.allocators.pool import Pool
+from tinykube.apiserver.allocators.ranges import IPRange, PortRange, parse_service_ranges
+from tinykube.apiserver.allocators.repair import Repair
+from tinykube.apiserver.allocators.services import ServicePools
 from tinykube.apiserver.auth import BearerTokenAuth
+from tinykube.apiserver.bootstrap import ensure_namespaces, ensure_system_services
+from tinykube.apiserver.events import EventRecorder
 from tinykube.apiserver.handlers import ResourceHandler, json_response
 from tinykube.apiserver.metrics import Metrics
 from tinykube.apiserver.registry import Registry, strategies
-from tinykube.apiserver.registry import Request as RegistryRequest
 from tinykube.apiserver.watchcache import WatchCache
 from tinykube.store.etcd import EtcdStore
 
 log = logging.getLogger(__name__)
 
-SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+DEFAULT_SERVICE_RANGE = "10.96.0.0/16"
+DEFAULT_NODE_PORT_RANGE = "30000-32767"
+DEFAULT_LOAD_BALANCER_RANGE = "172.20.255.0/24"  # inside the netns sandbox's LAN (172.20.0.0/16)
 
 
 @dataclass
@@ -37,6 +46,14 @@ class ApiServerConfig:
     prefix: str = "/registry/"
     server_address: str = "127.0.0.1:6443"
     compaction_interval: float = 300.0
+    service_cluster_ip_range: str = DEFAULT_SERVICE_RANGE
+    service_node_port_range: str = DEFAULT_NODE_PORT_RANGE
+    load_balancer_ip_range: str = DEFAULT_LOAD_BALANCER_RANGE  # empty: no built-in load balancer
+    repair_interval: float = 180.0
+
+    @property
+    def api_port(self) -> int:
+        return int(self.server_address.rsplit(":", 1)[1])
 
 
 class ApiServer:
@@ -46,7 +63,18 @@ class ApiServer:
         self.config = config
         self.store = EtcdStore(config.etcd_servers, config.prefix)
         self.caches = {r.plural: WatchCache(self.store, r) for r in RESOURCES}
-        self.registry = Registry(self.store, self.caches, strategies())
+        self.allocations = AllocationIndex(self.store)
+        self.pools = ServicePools(
+            [Pool("clusterips", r, self.allocations) for r in parse_service_ranges(config.service_cluster_ip_range)],
+            Pool("nodeports", PortRange.parse(config.service_node_port_range), self.allocations),
+            Pool("loadbalancerips", IPRange.parse(config.load_balancer_ip_range), self.allocations)
+            if config.load_balancer_ip_range
+            else None,
+        )
+        self.registry = Registry(self.store, self.caches, strategies(self.pools))
+        self.events = EventRecorder(self.registry)
+        self.pools.warn = lambda svc, reason, message: self.events.warn(svc, reason, message, "service-controller")
+        self.repair = Repair(self.store, self.pools, self.events.warn)
         self.metrics = Metrics()
         self.ready = asyncio.Event()
         self.app = self._build_app()
@@ -54,23 +82,35 @@ class ApiServer:
     @contextlib.asynccontextmanager
     async def lifespan(self, _app: FastAPI) -> AsyncIterator[None]:
         await self.store.connect()
-        await asyncio.gather(*(c.start() for c in self.caches.values()))
-        await self._bootstrap()
-        compactor = asyncio.create_task(self._compact_forever(), name="compactor")
+        await asyncio.gather(*(c.start() for c in self.caches.values()), self.allocations.start())
+        await ensure_namespaces(self.registry)
+        await self._repair_pass()
+        tasks = [
+            asyncio.create_task(self._compact_forever(), name="compactor"),
+            asyncio.create_task(self._repair_forever(), name="allocation-repair"),
+        ]
         self.ready.set()
         try:
             yield
         finally:
-            compactor.cancel()
-            await asyncio.gather(*(c.stop() for c in self.caches.values()))
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*(c.stop() for c in self.caches.values()), self.allocations.stop())
             await self.store.close()
 
-    async def _bootstrap(self) -> None:
-        namespaces = by_path("", "v1", "namespaces")
-        assert namespaces is not None
-        for name in SYSTEM_NAMESPACES:
-            with contextlib.suppress(errors.AlreadyExists):
-                await self.registry.create(RegistryRequest(namespaces), {"metadata": {"name": name}})
+    async def _repair_pass(self) -> None:
+        """Upstream's repair controllers and bootstrap controller in one pass: allocations rebuilt from the
+        Services, the system Services in place."""
+        await self.repair.run_once()
+        await ensure_system_services(self.registry, self.pools, self.config.api_port)
+
+    async def _repair_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.repair_interval)
+            try:
+                await self._repair_pass()
+            except Exception as err:  # a pass fails as a whole (etcd away): the next one starts over
+                log.warning("allocation repair pass failed: %s", err)
 
     async def _compact_forever(self) -> None:
         """Compact etcd to the revision seen one interval ago, as upstream's apiserver does every 5 minutes."""
@@ -100,6 +140,7 @@ class ApiServer:
             ("/livez", self._health),
             ("/readyz", self._readyz),
             ("/metrics", self._metrics),
+            ("/debug/allocations", self._allocations),
             ("/openapi/v2", self._openapi_v2),
             ("/openapi/v3", self._openapi_v3),
             ("/openapi/v3/{path:path}", self._openapi_v3_group),
@@ -169,7 +210,11 @@ class ApiServer:
 
     async def _metrics(self, _request: Request) -> Response:
         sizes = {plural: len(cache.objects) for plural, cache in self.caches.items()}
-        return PlainTextResponse(self.metrics.render(sizes), media_type="text/plain; version=0.0.4")
+        text = self.metrics.render(sizes) + "\n".join(report.metrics(self.pools)) + "\n"
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
+
+    async def _allocations(self, _request: Request) -> Response:
+        return json_response(report.allocations(self.pools))
 
     async def _openapi_v2(self, request: Request) -> Response:
         # kubectl validates `kind: List` manifests client-side from the v2 document, which it reads only as protobuf.

@@ -1,7 +1,7 @@
 """Store failures, independent of HTTP: the apiserver's registry maps them onto Kubernetes Status errors.
 
 StoreError
-├── KeyExists         create of a key that is present
+├── KeyExists         create of a key that is present (`key` says which: the object's or a claim's)
 ├── KeyNotFound       update/delete of a key that is absent
 ├── RevisionConflict  the key's mod revision is not the one the caller expected
 ├── Compacted         a read or watch asked for a revision etcd has compacted away
@@ -16,7 +16,9 @@ class StoreError(Exception):
 
 
 class KeyExists(StoreError):
-    pass
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
 
 
 class KeyNotFound(StoreError):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
@@ -50,6 +50,18 @@ class WatchEvent:
     value: bytes  # empty for DELETE
     revision: int
     prev_value: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class Claims:
+    """Keys written in the same transaction as an object: `take` must be absent and is created, `release` is
+    deleted. The apiserver's allocators use them so an address and the object holding it commit together."""
+
+    take: dict[str, bytes] = field(default_factory=dict)
+    release: tuple[str, ...] = ()
+
+
+NO_CLAIMS = Claims()
 
 
 def prefix_end(prefix: bytes) -> bytes:
@@ -141,44 +153,74 @@ class EtcdStore:
     def _get_op(self, key: str) -> Any:
         return rpc.RequestOp(request_range=rpc.RangeRequest(key=self._key(key)))
 
-    async def create(self, key: str, value: bytes) -> int:
-        """Write `key` only if it is absent; returns the new revision."""
-        response = await self._txn([self._compare_exists(key, False)], [self._put(key, value)])
+    def _claim_ops(self, claims: Claims) -> tuple[list[Any], list[Any]]:
+        compares = [self._compare_exists(key, False) for key in claims.take]
+        ops = [self._put(key, value) for key, value in claims.take.items()]
+        ops += [self._delete_op(key) for key in claims.release]
+        return compares, ops
+
+    def _delete_op(self, key: str, prev_kv: bool = False) -> Any:
+        return rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=self._key(key), prev_kv=prev_kv))
+
+    async def create(self, key: str, value: bytes, claims: Claims = NO_CLAIMS) -> int:
+        """Write `key` (and `claims`) only if it and every claimed key are absent; returns the new revision."""
+        compares, ops = self._claim_ops(claims)
+        response = await self._txn(
+            [self._compare_exists(key, False), *compares],
+            [self._put(key, value), *ops],
+            [self._get_op(k) for k in (key, *claims.take)],
+        )
         if not response.succeeded:
-            raise KeyExists(key)
+            for k, result in zip((key, *claims.take), response.responses, strict=True):
+                if result.response_range.kvs:
+                    raise KeyExists(k)
+            raise KeyExists(key)  # it was there at compare time and went away since
         return int(response.header.revision)
 
-    async def update(self, key: str, value: bytes, *, expected_revision: int | None) -> int:
+    async def update(
+        self, key: str, value: bytes, *, expected_revision: int | None, claims: Claims = NO_CLAIMS
+    ) -> int:
         """Overwrite an existing key, only at `expected_revision` when given; returns the new revision."""
-        guard = (
-            self._compare_mod(key, expected_revision)
-            if expected_revision is not None
-            else self._compare_exists(key, True)
+        compares, ops = self._claim_ops(claims)
+        response = await self._txn(
+            [self._guard(key, expected_revision), *compares],
+            [self._put(key, value), *ops],
+            [self._get_op(k) for k in (key, *claims.take)],
         )
-        response = await self._txn([guard], [self._put(key, value)], [self._get_op(key)])
         if not response.succeeded:
-            self._raise_failed(key, response)
+            self._raise_failed(key, expected_revision, claims, response)
         return int(response.header.revision)
 
-    async def delete(self, key: str, *, expected_revision: int | None = None) -> tuple[bytes, int]:
-        """Delete a key (only at `expected_revision` when given); returns its last value and the new revision."""
-        guard = (
-            self._compare_mod(key, expected_revision)
-            if expected_revision is not None
-            else self._compare_exists(key, True)
+    async def delete(
+        self, key: str, *, expected_revision: int | None = None, claims: Claims = NO_CLAIMS
+    ) -> tuple[bytes, int]:
+        """Delete a key (only at `expected_revision` when given), releasing `claims.release` in the same
+        transaction; returns its last value and the new revision."""
+        _, ops = self._claim_ops(Claims(release=claims.release))
+        response = await self._txn(
+            [self._guard(key, expected_revision)], [self._delete_op(key, prev_kv=True), *ops], [self._get_op(key)]
         )
-        op = rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=self._key(key), prev_kv=True))
-        response = await self._txn([guard], [op], [self._get_op(key)])
         if not response.succeeded:
-            self._raise_failed(key, response)
+            self._raise_failed(key, expected_revision, NO_CLAIMS, response)
         prev = response.responses[0].response_delete_range.prev_kvs
         return (prev[0].value if prev else b""), int(response.header.revision)
 
+    def _guard(self, key: str, expected_revision: int | None) -> Any:
+        if expected_revision is not None:
+            return self._compare_mod(key, expected_revision)
+        return self._compare_exists(key, True)
+
     @staticmethod
-    def _raise_failed(key: str, response: Any) -> None:
-        if not response.responses[0].response_range.kvs:
+    def _raise_failed(key: str, expected_revision: int | None, claims: Claims, response: Any) -> None:
+        found = response.responses[0].response_range.kvs
+        if not found:
             raise KeyNotFound(key)
-        raise RevisionConflict(key)
+        if expected_revision is not None and found[0].mod_revision != expected_revision:
+            raise RevisionConflict(key)
+        for k, result in zip(claims.take, response.responses[1:], strict=True):
+            if result.response_range.kvs:
+                raise KeyExists(k)
+        raise RevisionConflict(key)  # something changed between the compare and the read: the caller retries
 
     async def compact(self, revision: int) -> None:
         await self.connect()

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
-from tinykube.api.resources import RESOURCES
+from typing import TYPE_CHECKING
+
+from tinykube.api.resources import RESOURCES, by_path
 from tinykube.apiserver.registry.core import STRATEGIES
 from tinykube.apiserver.registry.generic import Registry, Request, Strategy
+from tinykube.apiserver.registry.service import ServiceStrategy
+
+if TYPE_CHECKING:  # the allocators build on the registry's Allocation, so they are imported by the app
+    from tinykube.apiserver.allocators.services import ServicePools
 
 __all__ = ["Registry", "Request", "Strategy", "strategies"]
 
 
-def strategies() -> dict[str, Strategy]:
-    return {r.plural: STRATEGIES.get(r.plural, Strategy)(r) for r in RESOURCES}
+def strategies(service_pools: ServicePools) -> dict[str, Strategy]:
+    found = {r.plural: STRATEGIES.get(r.plural, Strategy)(r) for r in RESOURCES}
+    services = by_path("", "v1", "services")
+    assert services is not None
+    found["services"] = ServiceStrategy(services, service_pools)
+    return found

@@ -1,12 +1,12 @@
 """Strategies for the core/v1 and discovery.k8s.io/v1 kinds: upstream v1 defaulting and the validation that keeps
-stored objects well-formed. Service allocation and full Service validation belong to the Service allocator work."""
+stored objects well-formed. Services have their own module (`service.py`): they allocate."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from tinykube.api.errors import FieldError, not_supported, required
-from tinykube.api.meta import dns1035_label, dns1123_label, now
+from tinykube.api.meta import dns1123_label, now
 from tinykube.apiserver.registry.generic import Strategy
 
 
@@ -28,38 +28,6 @@ class NamespaceStrategy(Strategy):
     def mark_deleting(self, obj: dict[str, Any]) -> None:
         super().mark_deleting(obj)
         obj.setdefault("status", {})["phase"] = "Terminating"
-
-
-class ServiceStrategy(Strategy):
-    name_rule = staticmethod(dns1035_label)
-    has_status = True
-    return_deleted_object = True
-
-    def default(self, obj: dict[str, Any]) -> None:
-        spec = obj.setdefault("spec", {})
-        spec.setdefault("type", "ClusterIP")
-        if spec.get("sessionAffinity", "") == "":
-            spec["sessionAffinity"] = "None"
-        if spec["sessionAffinity"] == "ClientIP":
-            client_ip = spec.setdefault("sessionAffinityConfig", {}).setdefault("clientIP", {})
-            client_ip.setdefault("timeoutSeconds", 10800)
-        for port in spec.get("ports") or []:
-            if isinstance(port, dict):
-                port.setdefault("protocol", "TCP")
-                if port.get("targetPort") in (None, 0, ""):
-                    port["targetPort"] = port.get("port")
-        if spec["type"] != "ExternalName":
-            spec.setdefault("internalTrafficPolicy", "Cluster")
-        if spec["type"] in ("NodePort", "LoadBalancer") and not spec.get("externalTrafficPolicy"):
-            spec["externalTrafficPolicy"] = "Cluster"
-        if spec["type"] == "LoadBalancer":
-            spec.setdefault("allocateLoadBalancerNodePorts", True)
-        obj.setdefault("status", {}).setdefault("loadBalancer", {})
-
-    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-        kinds = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
-        kind = obj["spec"].get("type")
-        return [] if kind in kinds else [not_supported("spec.type", kind, kinds)]
 
 
 class PodStrategy(Strategy):
@@ -175,7 +143,6 @@ class EndpointSliceStrategy(Strategy):
 
 STRATEGIES: dict[str, type[Strategy]] = {
     "namespaces": NamespaceStrategy,
-    "services": ServiceStrategy,
     "pods": PodStrategy,
     "nodes": NodeStrategy,
     "endpoints": EndpointsStrategy,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -28,11 +28,30 @@ from tinykube.api.patch import apply_patch
 from tinykube.api.resources import ResourceInfo
 from tinykube.apiserver.watchcache import CachedObject, WatchCache
 from tinykube.store.errors import KeyExists, KeyNotFound, RevisionConflict, StoreUnavailable
-from tinykube.store.etcd import EtcdStore
+from tinykube.store.etcd import NO_CLAIMS, Claims, EtcdStore
 
 SYSTEM_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
-_GENERATE_NAME_ATTEMPTS = 8
+_CREATE_ATTEMPTS = 8  # generated names and picked allocations that someone else took meanwhile are retried
 _UPDATE_ATTEMPTS = 16
+
+
+def _nothing(*_args: Any) -> None:
+    return None
+
+
+@dataclass
+class Allocation:
+    """What a write claims and releases in its own etcd transaction (see `Claims`).
+
+    A claim someone else holds fails the transaction: for a value the client asked for, the write fails with the
+    error in `conflicts`; a value the allocator picked itself is picked again. `committed` runs with the revision
+    once the write is in etcd; `finished` always runs, committed or not.
+    """
+
+    claims: Claims = NO_CLAIMS
+    conflicts: dict[str, errors.ApiError] = field(default_factory=dict)
+    committed: Callable[[int], None] = _nothing
+    finished: Callable[[], None] = _nothing
 
 
 class Strategy:
@@ -44,6 +63,7 @@ class Strategy:
     has_status = False
     clears_status_on_create = True
     tracks_generation = False
+    allocates = False  # `allocate` fills in values (picks), so a retry must start from the request as sent
 
     def __init__(self, resource: ResourceInfo) -> None:
         self.resource = resource
@@ -73,6 +93,15 @@ class Strategy:
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
         """Kind-specific validation; metadata is validated by the registry."""
         return []
+
+    def allocate(self, new: dict[str, Any], old: dict[str, Any] | None, dry_run: bool) -> Allocation:
+        """Values the object takes from shared pools (cluster IPs, node ports); runs before validation, as upstream's
+        allocation does, so an allocation error is reported alone."""
+        return Allocation()
+
+    def release(self, obj: dict[str, Any]) -> Claims:
+        """Keys that go away with the object, in its delete transaction."""
+        return NO_CLAIMS
 
     def finalizing(self, obj: dict[str, Any]) -> bool:
         """True while something must happen before a deleted object may go away."""
@@ -186,31 +215,43 @@ class Registry:
             meta["namespace"] = req.namespace
         strategy = self.strategies[req.resource.plural]
         generated = not meta.get("name") and bool(meta.get("generateName"))
-        for field in ("resourceVersion", *SYSTEM_FIELDS):
-            meta.pop(field, None)
+        for field_name in ("resourceVersion", *SYSTEM_FIELDS):
+            meta.pop(field_name, None)
         strategy.prepare_create(obj)
-        for _attempt in range(_GENERATE_NAME_ATTEMPTS):
+        for _attempt in range(_CREATE_ATTEMPTS):
             if generated:
                 meta["name"] = generate_name(meta["generateName"])
             self._check_namespace(req, meta.get("name", ""))
-            self._validate(req, obj, None)
             meta["uid"] = new_uid()
             meta["creationTimestamp"] = now()
             if strategy.tracks_generation:
                 meta["generation"] = 1
-            if req.dry_run:
-                return obj
-            named = Request(req.resource, req.namespace, meta["name"])
+            key = self.key(Request(req.resource, req.namespace, meta.get("name", "")))
+            candidate = copy.deepcopy(obj) if strategy.allocates else obj
+            allocation = strategy.allocate(candidate, None, req.dry_run)
             try:
-                revision = await self._store_call(self.store.create(self.key(named), _strip_for_storage(obj)))
-            except KeyExists:
+                self._validate(req, candidate, None)
+                if req.dry_run:
+                    return candidate
+                value = _strip_for_storage(candidate)
+                revision = await self._store_call(self.store.create(key, value, allocation.claims))
+                allocation.committed(revision)
+            except KeyExists as err:
+                if err.key != key:
+                    if err.key in allocation.conflicts:
+                        raise allocation.conflicts[err.key] from None
+                    continue  # a value we picked was taken meanwhile: pick again
                 if generated:
                     continue
                 raise errors.already_exists(req.resource.plural, meta["name"], req.resource.group) from None
-            meta["resourceVersion"] = str(revision)
+            finally:
+                allocation.finished()
+            candidate["metadata"]["resourceVersion"] = str(revision)
             await self._settle(req, revision)
-            return obj
-        raise errors.already_exists(req.resource.plural, meta["name"], req.resource.group)
+            return candidate
+        if generated:
+            raise errors.already_exists(req.resource.plural, meta["name"], req.resource.group)
+        raise errors.conflict(req.resource.plural, meta["name"], req.resource.group, reason="allocation kept failing")
 
     # ---- update and patch ------------------------------------------------------------------------------------
 
@@ -271,27 +312,45 @@ class Registry:
         else:
             strategy.prepare_update(new, old)
             _keep_system_meta(new, old, strategy)
-        self._validate(req, new, old)
-        if _same(new, old):
-            return old
-        if req.dry_run:
-            return new
-        if old["metadata"].get("deletionTimestamp") and not strategy.finalizing(new):
-            return await self._delete_stored(req, new, revision)
-        try:
-            return await self._store_update(req, new, revision)
-        except RevisionConflict:
-            if retry_on_conflict:
-                raise
-            raise errors.conflict(req.resource.plural, req.name, req.resource.group) from None
+        allocates = strategy.allocates and not req.subresource
+        for _attempt in range(_CREATE_ATTEMPTS):
+            candidate = copy.deepcopy(new) if allocates else new
+            allocation = strategy.allocate(candidate, old, req.dry_run) if allocates else Allocation()
+            try:
+                self._validate(req, candidate, old)
+                if _same(candidate, old):
+                    return old
+                if req.dry_run:
+                    return candidate
+                if old["metadata"].get("deletionTimestamp") and not strategy.finalizing(candidate):
+                    return await self._delete_stored(req, candidate, revision)
+                written = await self._store_update(req, candidate, revision, allocation)
+            except RevisionConflict:
+                if retry_on_conflict:
+                    raise
+                raise errors.conflict(req.resource.plural, req.name, req.resource.group) from None
+            except KeyExists as err:
+                if err.key in allocation.conflicts:
+                    raise allocation.conflicts[err.key] from None
+                continue  # a value we picked was taken meanwhile: pick again
+            finally:
+                allocation.finished()
+            return written
+        raise errors.conflict(req.resource.plural, req.name, req.resource.group, reason="allocation kept failing")
 
-    async def _store_update(self, req: Request, new: dict[str, Any], revision: int) -> dict[str, Any]:
+    async def _store_update(
+        self, req: Request, new: dict[str, Any], revision: int, allocation: Allocation | None = None
+    ) -> dict[str, Any]:
+        allocation = allocation or Allocation()
         try:
             written = await self._store_call(
-                self.store.update(self.key(req), _strip_for_storage(new), expected_revision=revision)
+                self.store.update(
+                    self.key(req), _strip_for_storage(new), expected_revision=revision, claims=allocation.claims
+                )
             )
         except KeyNotFound:
             raise errors.not_found(req.resource.plural, req.name, req.resource.group) from None
+        allocation.committed(written)
         new["metadata"]["resourceVersion"] = str(written)
         await self._settle(req, written)
         return new
@@ -345,7 +404,10 @@ class Registry:
 
     async def _delete_stored(self, req: Request, obj: dict[str, Any], revision: int) -> dict[str, Any]:
         try:
-            _, written = await self._store_call(self.store.delete(self.key(req), expected_revision=revision))
+            claims = self.strategies[req.resource.plural].release(obj)
+            _, written = await self._store_call(
+                self.store.delete(self.key(req), expected_revision=revision, claims=claims)
+            )
         except KeyNotFound:
             raise errors.not_found(req.resource.plural, req.name, req.resource.group) from None
         obj["metadata"]["resourceVersion"] = str(written)
@@ -362,8 +424,8 @@ def _same(new: dict[str, Any], old: dict[str, Any]) -> bool:
 
 def _keep_system_meta(new: dict[str, Any], old: dict[str, Any], strategy: Strategy) -> None:
     meta, old_meta = new["metadata"], old["metadata"]
-    for field in ("creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
-        _copy_field(old_meta, meta, field)
+    for name in ("creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
+        _copy_field(old_meta, meta, name)
     meta.setdefault("uid", old_meta.get("uid"))
     if strategy.tracks_generation and new.get("spec") != old.get("spec"):
         meta["generation"] = int(old_meta.get("generation", 0)) + 1

@@ -1,0 +1,77 @@
+"""Services: upstream's v1 defaulting and validation, with cluster IPs, node ports and load-balancer IPs taken
+from the cluster's pools in the Service's own write (see `allocators/services.py`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tinykube.api.errors import FieldError
+from tinykube.api.meta import dns1035_label
+from tinykube.api.resources import ResourceInfo
+from tinykube.apiserver.registry.generic import Allocation, Strategy
+from tinykube.apiserver.registry.service_validation import externally_accessible, validate_service
+from tinykube.store.etcd import Claims
+
+if TYPE_CHECKING:
+    from tinykube.apiserver.allocators.services import ServicePools
+
+
+class ServiceStrategy(Strategy):
+    name_rule = staticmethod(dns1035_label)
+    has_status = True
+    return_deleted_object = True
+    allocates = True
+
+    def __init__(self, resource: ResourceInfo, pools: ServicePools) -> None:
+        super().__init__(resource)
+        self.pools = pools
+
+    def default(self, obj: dict[str, Any]) -> None:
+        spec = obj.setdefault("spec", {})
+        if not isinstance(spec, dict):
+            return  # validation reports it
+        spec.setdefault("type", "ClusterIP")
+        if spec.get("sessionAffinity", "") == "":
+            spec["sessionAffinity"] = "None"
+        if spec["sessionAffinity"] == "None":
+            spec.pop("sessionAffinityConfig", None)
+        elif spec["sessionAffinity"] == "ClientIP":
+            config = spec.get("sessionAffinityConfig")
+            if not isinstance(config, dict):
+                config = spec["sessionAffinityConfig"] = {}
+            client_ip = config.get("clientIP")
+            if not isinstance(client_ip, dict):
+                client_ip = config["clientIP"] = {}
+            if client_ip.get("timeoutSeconds") is None:
+                client_ip["timeoutSeconds"] = 10800
+        for port in spec.get("ports") or []:
+            if isinstance(port, dict):
+                if not port.get("protocol"):
+                    port["protocol"] = "TCP"
+                if port.get("targetPort") in (None, 0, ""):
+                    port["targetPort"] = port.get("port")
+        if spec["type"] in ("ClusterIP", "NodePort", "LoadBalancer") and spec.get("internalTrafficPolicy") is None:
+            spec["internalTrafficPolicy"] = "Cluster"
+        if not spec.get("externalTrafficPolicy") and externally_accessible(obj):
+            spec["externalTrafficPolicy"] = "Cluster"
+        if spec["type"] == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is None:
+            spec["allocateLoadBalancerNodePorts"] = True
+        if spec["type"] == "ExternalName":
+            spec.pop("internalTrafficPolicy", None)  # upstream drops it on read for ExternalName
+        status = obj.setdefault("status", {})
+        if isinstance(status, dict):
+            status.setdefault("loadBalancer", {})
+            for ingress in (status.get("loadBalancer") or {}).get("ingress") or []:
+                if isinstance(ingress, dict) and ingress.get("ip") and not ingress.get("ipMode"):
+                    ingress["ipMode"] = "VIP"
+
+    def allocate(self, new: dict[str, Any], old: dict[str, Any] | None, dry_run: bool) -> Allocation:
+        if not isinstance(new.get("spec"), dict):
+            return Allocation()
+        return self.pools.plan(new, old, dry_run)
+
+    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+        return validate_service(obj, old)
+
+    def release(self, obj: dict[str, Any]) -> Claims:
+        return self.pools.release(obj)
