@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tinykube.store.errors import Compacted, KeyExists, KeyNotFound, RevisionConflict
-from tinykube.store.etcd import EtcdStore, prefix_end
+from tinykube.store.etcd import Claims, EtcdStore, prefix_end
 from tinykube.store.launcher import EtcdProcess, find_etcd
 
 
@@ -130,3 +130,31 @@ def test_launcher_prefers_a_native_system_etcd() -> None:
     assert binary.path and binary.version
     if Path("/usr/bin/etcd").exists():
         assert binary.source == "system" and binary.path == "/usr/bin/etcd"
+
+
+def test_claims_commit_with_the_object_or_not_at_all(etcd: str) -> None:
+    async def scenario(store: EtcdStore) -> None:
+        await store.create("claims/b", b"held")
+        with pytest.raises(KeyExists) as caught:
+            await store.create("objects/x", b"x", Claims({"claims/a": b"x", "claims/b": b"x"}))
+        assert caught.value.key == "claims/b"  # says which claim someone else holds
+        assert await store.get("objects/x") is None and await store.get("claims/a") is None
+        revision = await store.create("objects/x", b"x", Claims({"claims/a": b"x"}))
+        claimed = await store.get("claims/a")
+        assert claimed is not None and claimed.mod_revision == revision
+
+        with pytest.raises(KeyExists) as caught:
+            await store.update("objects/x", b"y", expected_revision=revision, claims=Claims({"claims/b": b"x"}))
+        assert caught.value.key == "claims/b"
+        with pytest.raises(RevisionConflict):
+            await store.update("objects/x", b"y", expected_revision=revision - 1, claims=Claims({"claims/c": b"x"}))
+        assert await store.get("claims/c") is None
+        revision = await store.update(
+            "objects/x", b"y", expected_revision=revision, claims=Claims({"claims/c": b"x"}, release=("claims/a",))
+        )
+        assert await store.get("claims/a") is None and await store.get("claims/c") is not None
+
+        await store.delete("objects/x", expected_revision=revision, claims=Claims(release=("claims/c", "claims/zz")))
+        assert await store.get("claims/c") is None and await store.get("objects/x") is None
+
+    run(etcd, scenario)

@@ -56,7 +56,7 @@ class Entry:
 class AllocationIndex:
     def __init__(self, store: EtcdStore) -> None:
         self.store = store
-        self.entries: dict[str, Entry] = {}  # key (without PREFIX) -> holder and mod revision
+        self.entries: dict[str, Entry] = {}  # store key (`allocations/…`) -> holder and mod revision
         self._deleted_at: dict[str, int] = {}  # key -> revision of its last delete, to ignore late older events
         self.revision = 0
         self._task: asyncio.Task[None] | None = None
@@ -76,13 +76,16 @@ class AllocationIndex:
 
     def keys(self, pool: str) -> list[str]:
         """The allocated values of one pool (the part after `<pool>/`)."""
-        start = pool + "/"
+        start = f"{PREFIX}{pool}/"
         return [k[len(start) :] for k in self.entries if k.startswith(start)]
 
-    def note_written(self, keys: list[str], holder: Holder, revision: int) -> None:
-        """Record our own committed claims at once, so the next pick here does not wait for the watch."""
-        for key in keys:
-            self._put(key, Entry(holder, revision))
+    def note_committed(self, taken: dict[str, bytes], released: tuple[str, ...], revision: int) -> None:
+        """Record our own committed claims and releases at once: the next request to this apiserver sees them
+        without waiting for the watch (a released value is re-allocatable immediately, as upstream's is)."""
+        for key, holder in taken.items():
+            self._put(key, Entry(Holder.decode(holder), revision))
+        for key in released:
+            self._delete(key, revision)
 
     async def _relist(self) -> None:
         listed = await self.store.scan(PREFIX)
@@ -108,14 +111,17 @@ class AllocationIndex:
                 backoff = min(backoff * 2, 5.0)
 
     def _apply(self, change: WatchEvent) -> None:
-        key = change.key[len(PREFIX) :]
+        key = change.key
         if change.type == "DELETE":
-            current = self.entries.get(key)
-            if current is None or current.revision < change.revision:
-                self.entries.pop(key, None)
-                self._deleted_at[key] = change.revision
+            self._delete(key, change.revision)
         else:
             self._put(key, Entry(Holder.decode(change.value), change.revision))
+
+    def _delete(self, key: str, revision: int) -> None:
+        current = self.entries.get(key)
+        if current is None or current.revision < revision:
+            self.entries.pop(key, None)
+            self._deleted_at[key] = max(revision, self._deleted_at.get(key, 0))
 
     def _put(self, key: str, entry: Entry) -> None:
         current = self.entries.get(key)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from tinykube.apiserver.allocators.index import AllocationIndex, Holder
+from tinykube.apiserver.allocators.index import PREFIX, AllocationIndex, Holder
 from tinykube.apiserver.allocators.ranges import Range, RangeFull, pick_offset
 
 
@@ -20,7 +20,8 @@ class Pool:
         self.errors: Counter[str] = Counter()
 
     def key(self, value: str) -> str:
-        return f"{self.name}/{value}"
+        """The etcd key (under the store's prefix) that records `value` as allocated."""
+        return f"{PREFIX}{self.name}/{value}"
 
     def holder(self, value: str) -> Holder | None:
         entry = self.index.get(self.key(value))

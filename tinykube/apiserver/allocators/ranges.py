@@ -154,6 +154,15 @@ def pick_offset(size: int, static_band: int, taken: Callable[[int], bool], rng: 
     return None
 
 
+def bitmap(offsets: list[int]) -> bytes:
+    """Upstream's RangeAllocation `data` for these offsets: the big-endian bytes of an integer whose bit i is set
+    for offset i (empty when nothing is allocated); shown for tools that read upstream's bitmap."""
+    value = 0
+    for offset in offsets:
+        value |= 1 << offset
+    return value.to_bytes((value.bit_length() + 7) // 8, "big")
+
+
 def parse_service_ranges(text: str) -> list[IPRange]:
     """`--service-cluster-ip-range`: one CIDR, or two of different families (dual-stack; the first is primary)."""
     cidrs = [c for c in text.split(",") if c.strip()]

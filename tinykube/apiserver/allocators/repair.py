@@ -74,7 +74,7 @@ class Repair:
         services = [
             orjson.loads(kv.value) for kv in (await self.store.scan("services/specs/", revision=revision)).items
         ]
-        stored = {kv.key[len(PREFIX) :]: kv for kv in (await self.store.scan(PREFIX, revision=revision)).items}
+        stored = {kv.key: kv for kv in (await self.store.scan(PREFIX, revision=revision)).items}
         report = PassReport()
         uses = [*self._ip_uses(services, report), *self._port_uses(services, report), *self._lb_uses(services)]
         used = await self._reconcile(uses, stored, report)
@@ -140,7 +140,7 @@ class Repair:
             holder = Holder.decode(kv.value) if kv else None
             # The Service the record names keeps the value; without a record, the first one listed does.
             owner = next((u for u in users if holder and u.svc["metadata"].get("uid") == holder.uid), users[0])
-            port = key.startswith(self.pools.node_ports.name + "/")
+            port = key.startswith(self.pools.node_ports.key(""))
             for other in users:
                 if other is owner:
                     continue
@@ -151,9 +151,9 @@ class Repair:
         return set(by_key)
 
     def _duplicate_message(self, key: str, value: str) -> str:
-        if key.startswith(self.pools.node_ports.name + "/"):
+        if key.startswith(self.pools.node_ports.key("")):
             return f"Port {value} was assigned to multiple services; please recreate service"
-        if self.pools.load_balancer_ips and key.startswith(self.pools.load_balancer_ips.name + "/"):
+        if self.pools.load_balancer_ips and key.startswith(self.pools.load_balancer_ips.key("")):
             return f"Load balancer IP {value} was assigned to multiple services; please recreate service"
         return f"Cluster IP [{_family(value)}]:{value} was assigned to multiple services; please recreate service"
 
@@ -161,13 +161,13 @@ class Repair:
         meta = use.svc["metadata"]
         holder = Holder(meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", ""))
         try:
-            await self.store.create(PREFIX + key, holder.encode())
+            await self.store.create(key, holder.encode())
         except KeyExists:
             return  # allocated meanwhile (by this Service's own write, or another): the next pass looks again
         report.marked.append(key)
         if port:
             self._report(report, use.svc, "PortNotAllocated", f"Port {use.value} is not allocated; repairing", True)
-        elif self.pools.load_balancer_ips and key.startswith(self.pools.load_balancer_ips.name + "/"):
+        elif self.pools.load_balancer_ips and key.startswith(self.pools.load_balancer_ips.key("")):
             message = f"Load balancer IP {use.value} is not allocated; repairing"
             self._report(report, use.svc, "LoadBalancerIPNotAllocated", message, False)
         else:
@@ -191,13 +191,13 @@ class Repair:
             log.warning("the allocation %s appears to have leaked: cleaning up", key)
             self.unused_passes.pop(key, None)
             try:
-                await self.store.delete(PREFIX + key, expected_revision=kv.mod_revision)
+                await self.store.delete(key, expected_revision=kv.mod_revision)
                 report.released.append(key)
             except (KeyNotFound, RevisionConflict):
                 pass  # released or re-allocated meanwhile
 
     def _managed(self, key: str) -> bool:
-        return any(key.startswith(pool.name + "/") for pool in self.pools.all())
+        return any(key.startswith(pool.key("")) for pool in self.pools.all())
 
 
 def _family(ip: str) -> str:

@@ -3,9 +3,11 @@ at `/debug/allocations` (per range: size, used, free, and which object holds eac
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from tinykube.apiserver.allocators.pool import Pool
+from tinykube.apiserver.allocators.ranges import bitmap
 from tinykube.apiserver.allocators.services import ServicePools
 
 KINDS = {"clusterips": "ClusterIP", "nodeports": "NodePort", "loadbalancerips": "LoadBalancerIP"}
@@ -23,6 +25,10 @@ def allocations(pools: ServicePools) -> dict[str, Any]:
                 "size": pool.range.size,
                 "used": len(used),
                 "free": pool.range.size - len(used),
+                # what upstream's RangeAllocation object would hold for the same allocations
+                "data": base64.b64encode(
+                    bitmap([o for v in used if (o := pool.range.offset_of(v)) is not None])
+                ).decode(),
                 "allocations": [
                     {"value": value, "kind": h.kind, "namespace": h.namespace, "name": h.name, "uid": h.uid}
                     for value, h in sorted(used.items(), key=lambda item: pool.range.offset_of(item[0]) or 0)

@@ -19,7 +19,7 @@ from typing import Any
 
 from tinykube.api import errors
 from tinykube.api.errors import FieldError, invalid
-from tinykube.apiserver.allocators.index import Holder
+from tinykube.apiserver.allocators.index import AllocationIndex, Holder
 from tinykube.apiserver.allocators.pool import Pool
 from tinykube.apiserver.allocators.ranges import IPRange, RangeError, RangeFull
 from tinykube.apiserver.registry.generic import Allocation
@@ -106,7 +106,11 @@ class ServicePools:
     def plan(self, svc: dict[str, Any], old: dict[str, Any] | None, dry_run: bool) -> Allocation:
         return _Plan(self, svc, old, dry_run).run()
 
-    def release(self, svc: dict[str, Any]) -> Claims:
+    @property
+    def index(self) -> AllocationIndex:
+        return self.node_ports.index
+
+    def release(self, svc: dict[str, Any]) -> Allocation:
         """Everything a deleted Service holds (unless the index says another object holds it), and its
         Endpoints, as upstream's registry deletes them with the Service."""
         meta = svc["metadata"]
@@ -115,7 +119,11 @@ class ServicePools:
         if self.load_balancer_ips:
             keys += [self._key_held(svc, self.load_balancer_ips, ip) for ip in ingress_ips_of(svc)]
         endpoints = f"endpoints/{meta.get('namespace', '')}/{meta.get('name', '')}"
-        return Claims(release=(*[k for k in keys if k], endpoints))
+        released = tuple(k for k in keys if k)
+        return Allocation(
+            Claims(release=(*released, endpoints)),
+            committed=lambda revision: self.index.note_committed({}, released, revision),
+        )
 
     def _ip_pool(self, ip: str) -> Pool | None:
         try:
@@ -460,7 +468,7 @@ class _Plan:
         return value
 
     def _pick(self, pool: Pool) -> str:
-        value = pool.pick(avoid={k.partition("/")[2] for k in self.take if k.startswith(pool.name + "/")})
+        value = pool.pick(avoid={k.rpartition("/")[2] for k in self.take if k.startswith(pool.key(""))})
         pool.in_flight.add(value)
         self.picked.append((pool, value))
         return self._take(pool, value, "dynamic")
@@ -483,13 +491,10 @@ class _Plan:
             pool.in_flight.discard(value)
 
     def _allocation(self) -> Allocation:
-        holder, keys = self._holder(), list(self.take)
         svc = self.svc
 
         def committed(revision: int) -> None:
-            pools = {p.name: p for p in self.pools.all()}
-            if keys:
-                next(iter(pools.values())).index.note_written(keys, holder, revision)
+            self.pools.index.note_committed(self.take, tuple(self.release), revision)
             for pool, scope in self.counted:
                 pool.allocations[scope] += 1
             for reason, message in self.warnings:

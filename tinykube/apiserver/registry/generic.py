@@ -99,9 +99,9 @@ class Strategy:
         allocation does, so an allocation error is reported alone."""
         return Allocation()
 
-    def release(self, obj: dict[str, Any]) -> Claims:
+    def release(self, obj: dict[str, Any]) -> Allocation:
         """Keys that go away with the object, in its delete transaction."""
-        return NO_CLAIMS
+        return Allocation()
 
     def finalizing(self, obj: dict[str, Any]) -> bool:
         """True while something must happen before a deleted object may go away."""
@@ -210,6 +210,8 @@ class Registry:
             raise self._invalid(req, obj, errs)
 
     async def create(self, req: Request, obj: dict[str, Any]) -> dict[str, Any]:
+        obj.setdefault("apiVersion", req.resource.api_version)
+        obj.setdefault("kind", req.resource.kind)
         meta = obj.setdefault("metadata", {})
         if req.resource.namespaced:
             meta["namespace"] = req.namespace
@@ -404,10 +406,11 @@ class Registry:
 
     async def _delete_stored(self, req: Request, obj: dict[str, Any], revision: int) -> dict[str, Any]:
         try:
-            claims = self.strategies[req.resource.plural].release(obj)
+            release = self.strategies[req.resource.plural].release(obj)
             _, written = await self._store_call(
-                self.store.delete(self.key(req), expected_revision=revision, claims=claims)
+                self.store.delete(self.key(req), expected_revision=revision, claims=release.claims)
             )
+            release.committed(written)
         except KeyNotFound:
             raise errors.not_found(req.resource.plural, req.name, req.resource.group) from None
         obj["metadata"]["resourceVersion"] = str(written)

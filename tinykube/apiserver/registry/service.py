@@ -10,7 +10,6 @@ from tinykube.api.meta import dns1035_label
 from tinykube.api.resources import ResourceInfo
 from tinykube.apiserver.registry.generic import Allocation, Strategy
 from tinykube.apiserver.registry.service_validation import externally_accessible, validate_service
-from tinykube.store.etcd import Claims
 
 if TYPE_CHECKING:
     from tinykube.apiserver.allocators.services import ServicePools
@@ -73,5 +72,5 @@ class ServiceStrategy(Strategy):
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
         return validate_service(obj, old)
 
-    def release(self, obj: dict[str, Any]) -> Claims:
+    def release(self, obj: dict[str, Any]) -> Allocation:
         return self.pools.release(obj)
