@@ -515,10 +515,12 @@ def test_load_balancer_pool_exhausted_reports_an_event(tiny: Api) -> None:
     assert pending["status"]["loadBalancer"] == {}
     events = _wait_for_events(tiny, "c")
     assert events[0]["reason"] == "LoadBalancerPoolExhausted" and events[0]["type"] == "Warning"
-    tiny.http.delete(tiny.path("a"))
-    # the next write of the pending Service (any update, or the repair pass) assigns the freed address
-    obj = _update(tiny, "c", lambda s: None)
-    assert obj["status"]["loadBalancer"]["ingress"]
+    assert tiny.http.delete(tiny.path("a")).status_code == 200
+    deadline = time.monotonic() + 10  # the freed address goes to the waiting Service without anyone asking
+    while not tiny.get("c")["status"]["loadBalancer"].get("ingress") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    ingress = tiny.get("c")["status"]["loadBalancer"]["ingress"]
+    assert len(ingress) == 1 and ipaddress.ip_address(ingress[0]["ip"]) in ipaddress.ip_network("172.20.255.0/30")
 
 
 def _wait_for_events(api: Api, name: str) -> list[dict[str, Any]]:

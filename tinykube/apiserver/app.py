@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from tinykube.apiserver.events import EventRecorder
 from tinykube.apiserver.handlers import ResourceHandler, json_response
 from tinykube.apiserver.metrics import Metrics
 from tinykube.apiserver.registry import Registry, strategies
+from tinykube.apiserver.registry import Request as RegistryRequest
 from tinykube.apiserver.watchcache import WatchCache
 from tinykube.store.etcd import EtcdStore
 
@@ -74,7 +76,9 @@ class ApiServer:
         self.registry = Registry(self.store, self.caches, strategies(self.pools))
         self.events = EventRecorder(self.registry)
         self.pools.warn = lambda svc, reason, message: self.events.warn(svc, reason, message, "service-controller")
+        self.pools.load_balancer_ip_freed = self._serve_pending_load_balancers_soon
         self.repair = Repair(self.store, self.pools, self.events.warn)
+        self._pending_load_balancers: asyncio.Task[None] | None = None
         self.metrics = Metrics()
         self.ready = asyncio.Event()
         self.app = self._build_app()
@@ -103,6 +107,26 @@ class ApiServer:
         Services, the system Services in place."""
         await self.repair.run_once()
         await ensure_system_services(self.registry, self.pools, self.config.api_port)
+        await self._serve_pending_load_balancers()
+
+    def _serve_pending_load_balancers_soon(self) -> None:
+        if self._pending_load_balancers is None or self._pending_load_balancers.done():
+            self._pending_load_balancers = asyncio.create_task(self._serve_pending_load_balancers())
+
+    async def _serve_pending_load_balancers(self) -> None:
+        """LoadBalancer Services still without an ingress IP (the pool was exhausted) get one by being
+        rewritten unchanged: their write allocates what is free now."""
+        for _key, cached in list(self.caches["services"].items()):
+            svc = cached.obj
+            spec, status = svc.get("spec") or {}, svc.get("status") or {}
+            if spec.get("type") != "LoadBalancer" or spec.get("loadBalancerClass"):
+                continue
+            if (status.get("loadBalancer") or {}).get("ingress"):
+                continue
+            meta = svc["metadata"]
+            request = RegistryRequest(self.caches["services"].resource, meta["namespace"], meta["name"])
+            with contextlib.suppress(errors.ApiError):
+                await self.registry.update(request, copy.deepcopy(svc))
 
     async def _repair_forever(self) -> None:
         while True:

@@ -88,6 +88,8 @@ class ServicePools:
     load_balancer_ips: Pool | None = None
     # Called after a write committed, with the Service and (reason, message) warnings worth an Event.
     warn: Callable[[dict[str, Any], str, str], None] = lambda svc, reason, message: None
+    # Called after a write gave a load-balancer IP back, so Services waiting for one can be served.
+    load_balancer_ip_freed: Callable[[], None] = lambda: None
 
     def for_family(self, family: str) -> Pool | None:
         return next((p for p in self.cluster_ips if p.range.family == family), None)
@@ -122,8 +124,13 @@ class ServicePools:
         released = tuple(k for k in keys if k)
         return Allocation(
             Claims(release=(*released, endpoints)),
-            committed=lambda revision: self.index.note_committed({}, released, revision),
+            committed=lambda revision: self.committed({}, released, revision),
         )
+
+    def committed(self, taken: dict[str, bytes], released: tuple[str, ...], revision: int) -> None:
+        self.index.note_committed(taken, released, revision)
+        if self.load_balancer_ips and any(k.startswith(self.load_balancer_ips.key("")) for k in released):
+            self.load_balancer_ip_freed()
 
     def _ip_pool(self, ip: str) -> Pool | None:
         try:
@@ -494,7 +501,7 @@ class _Plan:
         svc = self.svc
 
         def committed(revision: int) -> None:
-            self.pools.index.note_committed(self.take, tuple(self.release), revision)
+            self.pools.committed(self.take, tuple(self.release), revision)
             for pool, scope in self.counted:
                 pool.allocations[scope] += 1
             for reason, message in self.warnings:
