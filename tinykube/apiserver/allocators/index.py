@@ -89,7 +89,7 @@ class AllocationIndex:
 
     async def _relist(self) -> None:
         listed = await self.store.scan(PREFIX)
-        self.entries = {kv.key[len(PREFIX) :]: Entry(Holder.decode(kv.value), kv.mod_revision) for kv in listed.items}
+        self.entries = {kv.key: Entry(Holder.decode(kv.value), kv.mod_revision) for kv in listed.items}
         self._deleted_at.clear()
         self.revision = listed.revision
 
