@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tinykube.apiserver.allocators.ranges import IPRange, PortRange, parse_service_ranges
 from tinykube.apiserver.app import DEFAULT_LOAD_BALANCER_RANGE, DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_RANGE
+from tinykube.controllers.manager import known_controllers, select_controllers
 from tinykube.up import UpOptions, default_data_dir
 
 
@@ -67,6 +68,13 @@ def _up_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="SECONDS",
         help="how often the ClusterIP/NodePort repair loops run (default: 180, as upstream)",
     )
+    up.add_argument(
+        "--controllers",
+        default="*",
+        metavar="LIST",
+        help="controllers to run: '*' for all, a name to add, '-name' to leave one out, e.g. '*,-endpointslice' "
+        f"(known: {', '.join(known_controllers())})",
+    )
     up.add_argument("--insecure", action="store_true", help="serve plain HTTP (loopback tests only)")
     up.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
 
@@ -77,11 +85,25 @@ def _kubeconfig_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     kc.add_argument("--data-dir", type=Path)
 
 
+def _controllers_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ctl = sub.add_parser("controllers", help="run the controllers alone against a cluster (foreground)")
+    ctl.add_argument("--kubeconfig", type=Path, required=True, help="the cluster to control")
+    ctl.add_argument("--context", help="kubeconfig context (default: its current context)")
+    ctl.add_argument(
+        "--controllers",
+        default="*",
+        metavar="LIST",
+        help=f"as for `up` (known: {', '.join(known_controllers())})",
+    )
+    ctl.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tinykube", description="A miniature Kubernetes Service control plane.")
     sub = p.add_subparsers(dest="command", required=True)
     _up_parser(sub)
     _kubeconfig_parser(sub)
+    _controllers_parser(sub)
     return p
 
 
@@ -90,10 +112,7 @@ def _up(args: argparse.Namespace) -> int:
 
     from tinykube.up import run_up
 
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    _logging(args.verbose)
     if args.api_port < 0 or args.api_port > 65535:
         return _fail(f"--api-port must be between 0 and 65535, not {args.api_port}")
     try:
@@ -103,6 +122,10 @@ def _up(args: argparse.Namespace) -> int:
             IPRange.parse(args.loadbalancer_ip_range)
     except ValueError as err:
         return _fail(str(err))
+    try:
+        controllers = select_controllers(args.controllers)
+    except ValueError as err:
+        return _fail(f"--controllers: {err}")
     if args.repair_interval <= 0:
         return _fail(f"--repair-interval must be positive, not {args.repair_interval}")
     opts = UpOptions(
@@ -121,6 +144,7 @@ def _up(args: argparse.Namespace) -> int:
         service_node_port_range=args.service_node_port_range,
         load_balancer_ip_range=args.loadbalancer_ip_range,
         repair_interval=args.repair_interval,
+        controllers=controllers,
     )
     uvloop.run(run_up(opts))
     return 0
@@ -138,6 +162,36 @@ def _kubeconfig(args: argparse.Namespace) -> int:
     return _fail(f"no cluster named {args.name!r} (looked in {directory})")
 
 
+def _controllers(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from tinykube.client.rest import RestClient
+    from tinykube.controllers.manager import run_controllers
+
+    _logging(args.verbose)
+    try:
+        names = select_controllers(args.controllers)
+        client = RestClient.from_kubeconfig(args.kubeconfig, args.context)
+    except (ValueError, OSError, KeyError, StopIteration) as err:
+        return _fail(f"cannot run controllers: {err or type(err).__name__}")
+
+    async def main() -> None:
+        try:
+            await run_controllers(client, names)
+        finally:
+            await client.close()
+
+    asyncio.run(main())
+    return 0
+
+
+def _logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
 def _fail(message: str) -> int:
     print(f"tinykube: {message}", file=sys.stderr)
     return 1
@@ -145,7 +199,7 @@ def _fail(message: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    handlers = {"up": _up, "kubeconfig": _kubeconfig}
+    handlers = {"up": _up, "kubeconfig": _kubeconfig, "controllers": _controllers}
     try:
         return handlers[args.command](args)
     except KeyboardInterrupt:

@@ -1,0 +1,79 @@
+"""The controller manager: which controllers run (`--controllers`, as kube-controller-manager's flag), sharing
+one REST client and one set of informers."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from tinykube.client.informer import SharedInformers
+from tinykube.client.rest import RestClient
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ControllerContext:
+    client: RestClient
+    informers: SharedInformers
+
+
+class Controller(Protocol):
+    """Runs until cancelled; registers its informer handlers, starts the informers, waits for them to sync, then
+    reconciles. A controller must converge from any state (level-triggered), so restarts need no manual step."""
+
+    async def run(self) -> None: ...
+
+
+Factory = Callable[[ControllerContext], Controller]
+
+
+def _factories() -> dict[str, Factory]:
+    from tinykube.controllers.endpoints import EndpointsController
+    from tinykube.controllers.namespace import NamespaceController
+
+    return {
+        "namespace": lambda ctx: NamespaceController(ctx.client),
+        "endpoints": EndpointsController,
+    }
+
+
+def known_controllers() -> list[str]:
+    return sorted(_factories())
+
+
+def select_controllers(spec: str) -> list[str]:
+    """`*` (all), names, and `-name` to leave one out, comma-separated: `*,-endpointslice`."""
+    known = known_controllers()
+    chosen: set[str] = set()
+    for item in (part.strip() for part in spec.split(",")):
+        if not item:
+            continue
+        name = item.removeprefix("-")
+        if item == "*":
+            chosen.update(known)
+        elif name not in known:
+            raise ValueError(f"unknown controller {name!r} (known: {', '.join(known)})")
+        elif item.startswith("-"):
+            chosen.discard(name)
+        else:
+            chosen.add(name)
+    return sorted(chosen)
+
+
+async def run_controllers(client: RestClient, names: list[str]) -> None:
+    """Run the named controllers until cancelled."""
+    informers = SharedInformers(client)
+    ctx = ControllerContext(client, informers)
+    factories = _factories()
+    tasks = [asyncio.create_task(factories[name](ctx).run(), name=f"{name}-controller") for name in names]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await informers.stop()
