@@ -171,9 +171,21 @@ def test_node_port_repairs(etcd: str) -> None:
         reported = sorted((e[0], e[1], e[2], e[3], e[4]) for e in w.events)
         component, action = "portallocator-repair-controller", "PortAllocation"
         assert reported == [
-            ("copy", "PortAlreadyAllocated", "Port 30080 was assigned to multiple services; please recreate service", component, action),  # noqa: E501
+            (
+                "copy",
+                "PortAlreadyAllocated",
+                "Port 30080 was assigned to multiple services; please recreate service",
+                component,
+                action,
+            ),
             ("dns", "PortNotAllocated", "Port 30053 is not allocated; repairing", component, action),
-            ("far", "PortOutOfRange", "Port 40000 is not within the port range 30000-32767; please recreate service", component, action),  # noqa: E501
+            (
+                "far",
+                "PortOutOfRange",
+                "Port 40000 is not within the port range 30000-32767; please recreate service",
+                component,
+                action,
+            ),
             ("lb", "PortNotAllocated", "Port 30100 is not allocated; repairing", component, action),
         ]
         assert await w.allocated("nodeports") == {"30053", "30080", "30100", "30999"}

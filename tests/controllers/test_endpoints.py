@@ -23,17 +23,15 @@ from tinykube.client.kubeconfig import load_credentials
 from tinykube.client.rest import RestClient
 from tinykube.controllers.endpoints import (
     OVER_CAPACITY,
-    TRIGGER_TIME,
     EndpointsController,
     PodEntry,
-    TriggerTimes,
     build_endpoints,
     repack,
-    rfc3339nano,
     truncate,
     up_to_date,
 )
 from tinykube.controllers.manager import ControllerContext
+from tinykube.controllers.triggers import TRIGGER_TIME, TriggerTimes, rfc3339nano
 
 Object = dict[str, Any]
 HTTP = {"name": "http", "port": 80, "targetPort": "http"}

@@ -27,6 +27,17 @@ def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def parse_time(value: Any) -> datetime | None:
+    """An RFC 3339 `metav1.Time`/`MicroTime` string as an aware datetime; None if unset or malformed."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
 def new_uid() -> str:
     return str(uuid.uuid4())
 

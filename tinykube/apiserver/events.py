@@ -1,17 +1,13 @@
-"""Events the apiserver itself reports (repair loops, the built-in load balancer), as core/v1 Events.
-
-A repeated event (same object, reason and message) is counted on one Event, as upstream's recorder aggregates.
-"""
+"""Events the apiserver itself reports (repair loops, the built-in load balancer), written through its registry."""
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 from typing import Any
 
 from tinykube.api import errors
-from tinykube.api.meta import now
+from tinykube.api.events import new_event, repeated
 from tinykube.api.resources import by_path
 from tinykube.apiserver.registry import Registry, Request
 
@@ -27,50 +23,19 @@ class EventRecorder:
 
     def warn(self, obj: dict[str, Any], reason: str, message: str, component: str, action: str = "") -> None:
         """Record without waiting (callers are in the middle of a write or a repair pass)."""
-        recording = self.record(obj, "Warning", reason, message, component, action)
-        task = asyncio.get_running_loop().create_task(recording)
+        task = asyncio.get_running_loop().create_task(
+            self.record(new_event(obj, "Warning", reason, message, component, action))
+        )
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
-    async def record(
-        self, obj: dict[str, Any], type_: str, reason: str, message: str, component: str, action: str = ""
-    ) -> None:
+    async def record(self, event: dict[str, Any]) -> None:
         assert EVENTS is not None
-        meta = obj["metadata"]
-        namespace = meta.get("namespace") or "default"
-        digest = hashlib.sha256(f"{meta.get('uid')}/{reason}/{message}".encode()).hexdigest()[:16]
-        name = f"{meta['name']}.{digest}"
-        stamp = now()
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": name, "namespace": namespace},
-            "involvedObject": {
-                "apiVersion": obj.get("apiVersion", "v1"),
-                "kind": obj.get("kind", "Service"),
-                "namespace": meta.get("namespace"),
-                "name": meta["name"],
-                "uid": meta.get("uid"),
-                "resourceVersion": meta.get("resourceVersion"),
-            },
-            "reason": reason,
-            "message": message,
-            "type": type_,
-            "action": action,
-            "count": 1,
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "source": {"component": component},
-            "reportingComponent": component,
-            "reportingInstance": "",
-        }
-        request = Request(EVENTS, namespace, name)
+        request = Request(EVENTS, event["metadata"]["namespace"], event["metadata"]["name"])
         try:
             try:
                 await self.registry.create(request, event)
             except errors.AlreadyExists:
-                existing = self.registry.get(request).obj
-                bumped = {**existing, "count": int(existing.get("count") or 1) + 1, "lastTimestamp": stamp}
-                await self.registry.update(request, bumped)
+                await self.registry.update(request, repeated(self.registry.get(request).obj, event))
         except errors.ApiError as err:  # e.g. the namespace is going away: nothing to report on
-            log.debug("event %s/%s not recorded: %s", namespace, reason, err)
+            log.debug("event %s not recorded: %s", event["reason"], err)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from tinykube.api.meta import parse_time
 from tinykube.api.resources import ResourceInfo
 
 __all__ = ["PRINTERS", "Column", "Printer", "human_duration", "table"]
@@ -381,22 +382,9 @@ def human_duration(seconds: float) -> str:
     return f"{hours // 24 // 365}y"
 
 
-def _parse_time(value: Any) -> datetime | None:
-    """An RFC 3339 ``metav1.Time``/``MicroTime`` string as an aware datetime; None if unset."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed
-
-
 def _since(value: Any, now: datetime) -> str:
     """``translateTimestampSince``: ``<unknown>`` for an unset time, else its human age."""
-    when = _parse_time(value)
+    when = parse_time(value)
     if when is None:
         return "<unknown>"
     return human_duration((now - when).total_seconds())
@@ -567,7 +555,7 @@ class _RestartTally:
         self.count += _int(status.get("restartCount"))
         terminated = _dict(_dict(status.get("lastState")).get("terminated"))
         if terminated:
-            finished = _parse_time(terminated.get("finishedAt"))
+            finished = parse_time(terminated.get("finishedAt"))
             if finished is not None and (self.last is None or finished > self.last):
                 self.last = finished
 
@@ -835,12 +823,12 @@ def _event_source(obj: Mapping[str, Any]) -> str:
 
 
 def _event_cells(obj: dict[str, Any], now: datetime) -> Cells:
-    if _parse_time(obj.get("firstTimestamp")) is not None:
+    if parse_time(obj.get("firstTimestamp")) is not None:
         first_seen = _since(obj.get("firstTimestamp"), now)
     else:
         first_seen = _since(obj.get("eventTime"), now)
     last_seen = _since(obj.get("lastTimestamp"), now)
-    if _parse_time(obj.get("lastTimestamp")) is None:
+    if parse_time(obj.get("lastTimestamp")) is None:
         last_seen = first_seen
     count = _int(obj.get("count"))
     series = obj.get("series")
@@ -872,7 +860,7 @@ def _event_cells(obj: dict[str, Any], now: datetime) -> Cells:
 
 def _default_cells(obj: dict[str, Any], now: datetime) -> Cells:
     """``defaultTableConvertor``: name and creationTimestamp in RFC 3339 UTC (Go zero time if unset)."""
-    created = _parse_time(_meta(obj).get("creationTimestamp"))
+    created = parse_time(_meta(obj).get("creationTimestamp"))
     stamp = created.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if created else "0001-01-01T00:00:00Z"
     return [_name(obj), stamp]
 

@@ -18,20 +18,21 @@ import contextlib
 import logging
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-import httpx
 import orjson
 
 from tinykube.api import errors
 from tinykube.api.resources import ResourceInfo, by_path
+from tinykube.client.events import record_event
 from tinykube.client.informer import object_key
 from tinykube.client.workqueue import WorkQueue, run_workers
 from tinykube.controllers.manager import ControllerContext
 from tinykube.controllers.pods import (
     Object,
+    endpoint_view,
     find_port,
     headless,
     pod_ips,
@@ -42,11 +43,11 @@ from tinykube.controllers.pods import (
     should_be_in_endpoints,
     should_set_hostname,
 )
+from tinykube.controllers.triggers import TRIGGER_TIME, TriggerTimes, rfc3339nano
 
 log = logging.getLogger(__name__)
 
 HEADLESS_LABEL = "service.kubernetes.io/headless"
-TRIGGER_TIME = "endpoints.kubernetes.io/last-change-trigger-time"
 OVER_CAPACITY = "endpoints.kubernetes.io/over-capacity"
 LEADER = "control-plane.alpha.kubernetes.io/leader"
 MAX_CAPACITY = 1000  # addresses (ready + not ready) in one Endpoints object
@@ -255,78 +256,7 @@ def _set_or_drop(mapping: dict[str, str], key: str, value: str | None) -> None:
         mapping[key] = value
 
 
-# ---- trigger times ---------------------------------------------------------------------------------------------
-
-
-def parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def rfc3339nano(moment: datetime) -> str:
-    """Go's RFC3339Nano in UTC: fractional seconds without trailing zeros, none at all when whole."""
-    moment = moment.astimezone(UTC)
-    fraction = f".{moment.microsecond:06d}".rstrip("0") if moment.microsecond else ""
-    return moment.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
-
-
-def _ready_since(pod: Object) -> datetime | None:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    ready = next((c for c in conditions if c.get("type") == "Ready"), None)
-    return parse_time(ready.get("lastTransitionTime")) if ready else None
-
-
-@dataclass(slots=True)
-class _Seen:
-    service: datetime | None
-    pods: dict[str, datetime] = field(default_factory=dict)
-
-
-class TriggerTimes:
-    """When the change behind an Endpoints update happened (upstream's TriggerTimeTracker): a Service seen for the
-    first time → its creation; later, the earliest Ready transition (or Service creation) newer than last seen."""
-
-    def __init__(self) -> None:
-        self._seen: dict[str, _Seen] = {}
-
-    def observe(self, key: str, svc: Object, pods: Iterable[Object]) -> datetime | None:
-        created = parse_time(svc["metadata"].get("creationTimestamp"))
-        now = _Seen(created, {p["metadata"]["name"]: t for p in pods if (t := _ready_since(p)) is not None})
-        last, self._seen[key] = self._seen.get(key), now
-        if last is None:
-            return created
-        changed = [t for name, t in now.pods.items() if name not in last.pods or t > last.pods[name]]
-        if created is not None and (last.service is None or created > last.service):
-            changed.append(created)
-        return min(changed, default=None)
-
-    def forget(self, key: str) -> None:
-        self._seen.pop(key, None)
-
-
 # ---- the controller --------------------------------------------------------------------------------------------
-
-
-def _pod_view(pod: Object) -> tuple[Any, ...]:
-    """What of a pod can change its address, its readiness or which Services select it."""
-    meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
-    return (
-        meta.get("labels"),
-        meta.get("deletionTimestamp"),
-        spec.get("hostname"),
-        spec.get("subdomain"),
-        spec.get("nodeName"),
-        status.get("phase"),
-        status.get("podIP"),
-        status.get("podIPs"),
-        pod_ready(pod),
-        _ready_since(pod),
-    )
 
 
 def _label_index(pod: Object) -> list[str]:
@@ -397,7 +327,7 @@ class EndpointsController:
             self._enqueue_services_of(pod)
 
     def _pod_updated(self, old: Object, new: Object) -> None:
-        if self.started.is_set() and _pod_view(old) != _pod_view(new):
+        if self.started.is_set() and endpoint_view(old) != endpoint_view(new):
             self._enqueue_services_of(old)  # the Services it leaves (labels changed) …
             self._enqueue_services_of(new)  # … and those it joins
 
@@ -480,28 +410,15 @@ class EndpointsController:
 
     async def _warn_failed(self, endpoints: Object, err: errors.ApiError, *, creating: bool) -> None:
         """A Warning event on the Endpoints, as upstream records it."""
-        meta, key = endpoints["metadata"], object_key(endpoints)
+        key = object_key(endpoints)
         if creating:
             reason, message = "FailedToCreateEndpoint", f"Failed to create endpoint for service {key}: {err}"
         else:
             reason, message = "FailedToUpdateEndpoint", f"Failed to update endpoint {key}: {err}"
-        involved = {"apiVersion": "v1", "kind": "Endpoints", "namespace": meta["namespace"], "name": meta["name"]}
-        involved |= {field: meta[field] for field in ("uid", "resourceVersion") if meta.get(field)}
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
-            "involvedObject": involved,
-            "reason": reason,
-            "message": message,
-            "type": "Warning",
-            "source": {"component": COMPONENT},
-            "reportingComponent": COMPONENT,
-        }
-        try:
-            await self.ctx.client.create(EVENTS, meta["namespace"], event)
-        except (errors.ApiError, httpx.HTTPError) as event_err:  # reporting is best effort
-            log.debug("event %s for %s not recorded: %s", reason, key, event_err)
+        endpoints = {"apiVersion": "v1", "kind": "Endpoints", **endpoints}
+        await record_event(
+            self.ctx.client, endpoints, type_="Warning", reason=reason, message=message, component=COMPONENT
+        )
 
 
 def _namespace_terminating(err: errors.ApiError) -> bool:

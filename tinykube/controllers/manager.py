@@ -33,11 +33,15 @@ Factory = Callable[[ControllerContext], Controller]
 
 def _factories() -> dict[str, Factory]:
     from tinykube.controllers.endpoints import EndpointsController
+    from tinykube.controllers.endpointslice import EndpointSliceController
+    from tinykube.controllers.endpointslicemirroring import EndpointSliceMirroringController
     from tinykube.controllers.namespace import NamespaceController
 
     return {
         "namespace": lambda ctx: NamespaceController(ctx.client),
         "endpoints": EndpointsController,
+        "endpointslice": EndpointSliceController,
+        "endpointslicemirroring": EndpointSliceMirroringController,
     }
 
 

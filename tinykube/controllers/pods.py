@@ -8,6 +8,8 @@ import ipaddress
 from collections.abc import Mapping
 from typing import Any
 
+from tinykube.controllers.triggers import ready_since
+
 Object = dict[str, Any]
 
 
@@ -108,3 +110,23 @@ def service_families(svc: Object) -> list[str]:
 
 def headless(svc: Object) -> bool:
     return (svc.get("spec") or {}).get("clusterIP") in ("None", "", None)
+
+
+def endpoint_view(pod: Object) -> tuple[Any, ...]:
+    """What of a pod can change its endpoints or which Services select it: updates that leave it alone are not
+    worth a sync."""
+    meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
+    return (
+        meta.get("labels"),
+        meta.get("deletionTimestamp"),
+        spec.get("hostname"),
+        spec.get("subdomain"),
+        spec.get("nodeName"),
+        spec.get("containers"),
+        spec.get("initContainers"),
+        status.get("phase"),
+        status.get("podIP"),
+        status.get("podIPs"),
+        pod_ready(pod),
+        ready_since(pod),
+    )

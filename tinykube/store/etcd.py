@@ -177,9 +177,7 @@ class EtcdStore:
             raise KeyExists(key)  # it was there at compare time and went away since
         return int(response.header.revision)
 
-    async def update(
-        self, key: str, value: bytes, *, expected_revision: int | None, claims: Claims = NO_CLAIMS
-    ) -> int:
+    async def update(self, key: str, value: bytes, *, expected_revision: int | None, claims: Claims = NO_CLAIMS) -> int:
         """Overwrite an existing key, only at `expected_revision` when given; returns the new revision."""
         compares, ops = self._claim_ops(claims)
         response = await self._txn(

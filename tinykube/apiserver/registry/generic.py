@@ -112,6 +112,12 @@ class Strategy:
         obj["metadata"].setdefault("deletionGracePeriodSeconds", 0)
 
 
+def _clone(obj: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of a JSON object (several times faster than `copy.deepcopy`, and API objects are JSON)."""
+    clone: dict[str, Any] = orjson.loads(orjson.dumps(obj))
+    return clone
+
+
 def _copy_field(src: dict[str, Any], dst: dict[str, Any], field: str) -> None:
     if field in src:
         dst[field] = copy.deepcopy(src[field])
@@ -229,7 +235,7 @@ class Registry:
             if strategy.tracks_generation:
                 meta["generation"] = 1
             key = self.key(Request(req.resource, req.namespace, meta.get("name", "")))
-            candidate = copy.deepcopy(obj) if strategy.allocates else obj
+            candidate = _clone(obj) if strategy.allocates else obj
             allocation = strategy.allocate(candidate, None, req.dry_run)
             try:
                 self._validate(req, candidate, None)
@@ -316,7 +322,7 @@ class Registry:
             _keep_system_meta(new, old, strategy)
         allocates = strategy.allocates and not req.subresource
         for _attempt in range(_CREATE_ATTEMPTS):
-            candidate = copy.deepcopy(new) if allocates else new
+            candidate = _clone(new) if allocates else new
             allocation = strategy.allocate(candidate, old, req.dry_run) if allocates else Allocation()
             try:
                 self._validate(req, candidate, old)
