@@ -119,8 +119,9 @@ def wrk_creates(bench: Bench, script: Path, namespace: str, seconds: int) -> dic
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     return {
         "rate": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),  # type: ignore[union-attr]
-        "p50": _ms(re.search(r"50%\s+(\S+)", out).group(1)),  # type: ignore[union-attr]
-        "p99": _ms(re.search(r"99%\s+(\S+)", out).group(1)),  # type: ignore[union-attr]
+        # anchored: a stdev column such as "72.50%" must not be read as the 50th percentile
+        "p50": _ms(re.search(r"^\s+50%\s+(\S+)", out, re.M).group(1)),  # type: ignore[union-attr]
+        "p99": _ms(re.search(r"^\s+99%\s+(\S+)", out, re.M).group(1)),  # type: ignore[union-attr]
         "errors": float(errors.group(1)) if errors else 0.0,
     }
 
