@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
 import ssl
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,31 +49,56 @@ class Bench:
         return total / 1024
 
     def stop(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(30)
+        stop(self.proc)
 
 
-def start(*extra: str) -> Bench:
-    """Start a cluster and return once /readyz is green; `startup` is the wall time from exec to green."""
-    data_dir = Path(tempfile.mkdtemp(prefix="tinykube-bench-")) / "c"
+def start(*extra: str, data_dir: Path | None = None) -> Bench:
+    """Start a cluster (in `data_dir`, else a fresh temporary one) and return once /readyz is green; `startup` is
+    the wall time from exec to green. The process is ended if it does not come up."""
+    data_dir = data_dir or Path(tempfile.mkdtemp(prefix="tinykube-bench-")) / "c"
     began = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "tinykube.cli", "up", "--api-port", "0", "--data-dir", str(data_dir), *extra],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    state = data_dir / "cluster.json"
-    while not state.exists():
-        if proc.poll() is not None:
-            raise RuntimeError("tinykube up failed")
-        time.sleep(0.005)
-    server = json.loads(state.read_text())["server"]
-    bench = Bench(server, (data_dir / "token").read_text().strip(), data_dir / "pki" / "ca.crt", proc, data_dir, 0)
-    with bench.client() as c:
-        while c.get("/readyz").status_code != 200:
+    try:
+        state = data_dir / "cluster.json"  # written atomically by `tinykube up`
+        deadline = time.monotonic() + 60
+        while not state.exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("tinykube up did not start")
             time.sleep(0.005)
+        server = json.loads(state.read_text())["server"]
+        bench = Bench(server, (data_dir / "token").read_text().strip(), data_dir / "pki" / "ca.crt", proc, data_dir, 0)
+        with bench.client() as c:
+            while c.get("/readyz").status_code != 200:
+                time.sleep(0.005)
+    except BaseException:
+        stop(proc)
+        raise
     bench.startup = time.perf_counter() - began
     return bench
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextlib.contextmanager
+def temporary_dir(prefix: str) -> Iterator[Path]:
+    """A temporary directory for a benchmark's clusters, removed afterwards whatever happens."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def percentile(values: list[float], p: float) -> float:

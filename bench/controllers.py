@@ -23,11 +23,9 @@ import contextlib
 import os
 import random
 import re
-import shutil
 import ssl
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -37,8 +35,7 @@ from urllib.parse import urlsplit
 
 import orjson
 import uvloop
-from common import Bench, percentile
-from services import start, stop
+from common import Bench, percentile, start, stop, temporary_dir
 
 NS = "bench"
 PODS_PER_SERVICE = 10
@@ -405,20 +402,11 @@ async def cold_start(bench: Bench, services: int, log: Path) -> dict[str, Any]:
         await close_watches(conns, tasks)
 
 
-@contextlib.contextmanager
-def _workdir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="tinykube-bench-controllers-"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
 def main(flip_services: int = 1000, cold: str = "1000,2000", count: int = 200) -> int:
     rows, failed = [], []
-    with _workdir() as workdir:
+    with temporary_dir("tinykube-bench-controllers-") as workdir:
         if flip_services:
-            bench = start(workdir, "flips")
+            bench = start(data_dir=workdir / "flips")
             try:
                 r = uvloop.run(flips(bench, flip_services, count))
             finally:
@@ -435,7 +423,7 @@ def main(flip_services: int = 1000, cold: str = "1000,2000", count: int = 200) -
                     f"(set-up {r['setup']:.0f} s) |"
                 )
         for n in (int(x) for x in cold.split(",") if x):
-            bench = start(workdir, f"cold{n}", "--controllers", "namespace")
+            bench = start("--controllers", "namespace", data_dir=workdir / f"cold{n}")
             try:
                 r = uvloop.run(cold_start(bench, n, workdir / f"controllers-{n}.log"))
             finally:

@@ -18,22 +18,19 @@ import contextlib
 import multiprocessing
 import re
 import shutil
-import signal
 import ssl
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
 import uvloop
-from common import Bench, env_with, percentile
+from common import Bench, env_with, percentile, start, stop, temporary_dir
 
 from tinykube.store.etcd import EtcdStore
 from tinykube.store.launcher import EtcdProcess, find_etcd
@@ -44,60 +41,8 @@ NODE_PORT_RANGE = "20000-32767"
 NAMES = ("a", "b")  # the two apiservers of (b)
 KINDS = {"clusterips": "ClusterIP", "nodeports": "NodePort", "loadbalancerips": "LoadBalancerIP"}
 
-# POST Services with unique names (one namespace per run, in WRK_NS); as create.lua, but with a port to serve.
-SERVICE_LUA = """
-local counter = 0
-local thread_id = 0
-local ns = os.getenv("WRK_NS") or "default"
-
-function setup(thread)
-  thread_id = thread_id + 1
-  thread:set("tid", thread_id)
-end
-
-function request()
-  counter = counter + 1
-  local body = '{"metadata":{"name":"s' .. tid .. '-' .. counter .. '"},"spec":{"ports":[{"port":80}]}}'
-  local headers = {["Content-Type"] = "application/json"}
-  for name, value in pairs(wrk.headers) do headers[name] = value end  -- keeps -H Authorization
-  return wrk.format("POST", "/api/v1/namespaces/" .. ns .. "/services", headers, body)
-end
-"""
-
-
-def start(workdir: Path, name: str, *extra: str) -> Bench:
-    """`tinykube up` in `workdir/name`, once /readyz is green. As `common.start`, but the process is ended if it
-    does not come up, and `cluster.json` is read until it parses (it can be seen half-written)."""
-    data_dir = workdir / name
-    command = [sys.executable, "-m", "tinykube.cli", "up", "--api-port", "0", "--data-dir", str(data_dir)]
-    proc = subprocess.Popen([*command, "--name", name, *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"tinykube up ({name}) did not start")
-            with contextlib.suppress(OSError, ValueError):
-                server = orjson.loads((data_dir / "cluster.json").read_bytes())["server"]
-                break
-            time.sleep(0.01)
-        bench = Bench(server, (data_dir / "token").read_text().strip(), data_dir / "pki" / "ca.crt", proc, data_dir, 0)
-        with bench.client() as c:
-            while c.get("/readyz").status_code != 200:
-                time.sleep(0.01)
-        return bench
-    except BaseException:
-        stop(proc)
-        raise
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+# what create.lua adds to each body to make it a Service
+SERVICE_SPEC = '"spec":{"ports":[{"port":80}]}'
 
 
 # ---- (a) sustained creates with wrk ----------------------------------------------------------------------------
@@ -108,13 +53,16 @@ def _ms(text: str) -> float:
     return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}[unit]
 
 
-def wrk_creates(bench: Bench, script: Path, namespace: str, seconds: int) -> dict[str, float]:
+def wrk_creates(bench: Bench, namespace: str, seconds: int, **env: str) -> dict[str, float]:
     """Creates/s, p50/p99 in ms and the number of responses that were not 2xx, for one wrk run."""
     with bench.client() as c:
         c.post("/api/v1/namespaces", json={"metadata": {"name": namespace}}).raise_for_status()
     cmd = ["wrk", "-t2", "-c16", f"-d{seconds}s", "--latency", "-H", f"Authorization: Bearer {bench.token}"]
     out = subprocess.run(
-        [*cmd, "-s", str(script), bench.server + "/"], capture_output=True, text=True, env=env_with(WRK_NS=namespace)
+        [*cmd, "-s", str(HERE / "create.lua"), bench.server + "/"],
+        capture_output=True,
+        text=True,
+        env=env_with(WRK_NS=namespace, **env),
     ).stdout
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     return {
@@ -128,14 +76,13 @@ def wrk_creates(bench: Bench, script: Path, namespace: str, seconds: int) -> dic
 
 def sustained(seconds: int, rounds: int, workdir: Path) -> tuple[list[str], list[str]]:
     """Rounds of Endpoints then Services creates on one apiserver; returns table rows and failed checks."""
-    script = workdir / "create_service.lua"
-    script.write_text(SERVICE_LUA)
-    bench = start(workdir, "alloc", "--service-cluster-ip-range", CLUSTER_IP_RANGE)
+    bench = start("--service-cluster-ip-range", CLUSTER_IP_RANGE, data_dir=workdir / "alloc")
     runs: dict[str, list[dict[str, float]]] = {"Endpoints": [], "Services": []}
     try:
         for r in range(rounds):
-            runs["Endpoints"].append(wrk_creates(bench, HERE / "create.lua", f"bench-ep-{r}", seconds))
-            runs["Services"].append(wrk_creates(bench, script, f"bench-svc-{r}", seconds))
+            runs["Endpoints"].append(wrk_creates(bench, f"bench-ep-{r}", seconds))
+            services_env = {"WRK_RESOURCE": "services", "WRK_SPEC": SERVICE_SPEC}
+            runs["Services"].append(wrk_creates(bench, f"bench-svc-{r}", seconds, **services_env))
         services, reports = _settled([bench], None, time.monotonic() + 30)
     finally:
         stop(bench.proc)
@@ -337,7 +284,7 @@ def shared_etcd(total: int, concurrency: int, workdir: Path) -> tuple[list[str],
     try:
         ranges = ["--service-cluster-ip-range", CLUSTER_IP_RANGE, "--service-node-port-range", NODE_PORT_RANGE]
         for name in NAMES:
-            benches.append(start(workdir, name, "--etcd-servers", etcd.url, *ranges))
+            benches.append(start("--etcd-servers", etcd.url, *ranges, data_dir=workdir / name))
         with benches[0].client() as c:
             c.post("/api/v1/namespaces", json={"metadata": {"name": "bench-alloc"}}).raise_for_status()
         with benches[1].client() as c:
@@ -398,19 +345,10 @@ def shared_etcd(total: int, concurrency: int, workdir: Path) -> tuple[list[str],
     return rows, failed
 
 
-@contextlib.contextmanager
-def _workdir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="tinykube-bench-services-"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
 def main(seconds: int = 10, rounds: int = 2) -> int:
     if not shutil.which("wrk"):
         raise SystemExit("bench/services.py needs wrk (apt-get install wrk)")
-    with _workdir() as workdir:
+    with temporary_dir("tinykube-bench-services-") as workdir:
         rows_a, failed_a = sustained(seconds, rounds, workdir)
         rows_b, failed_b = shared_etcd(5_000, 64, workdir)
     print("| benchmark | result | tail / checks |\n|---|---|---|")

@@ -11,14 +11,18 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
 import yaml
+
+from tinykube.store.launcher import EtcdProcess, find_etcd
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -130,3 +134,26 @@ def namespace(api: httpx.Client, request: pytest.FixtureRequest) -> Iterator[str
     assert response.status_code == 201, response.text
     yield name
     api.delete(f"/api/v1/namespaces/{name}")
+
+
+@pytest.fixture(scope="module")
+def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A bare etcd of the module's own (tests give their keys a prefix of their own)."""
+    process = EtcdProcess(find_etcd(), tmp_path_factory.mktemp("etcd") / "data")
+    process.start()
+    try:
+        yield process.url
+    finally:
+        process.stop()
+
+
+def eventually(probe: Callable[[], T | None], timeout: float = 30.0, what: str = "condition") -> T:
+    """Poll `probe` until it returns something truthy (no timing is asserted: the deadline only bounds a hang)."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")

@@ -68,13 +68,7 @@ def _up_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="SECONDS",
         help="how often the ClusterIP/NodePort repair loops run (default: 180, as upstream)",
     )
-    up.add_argument(
-        "--controllers",
-        default="*",
-        metavar="LIST",
-        help="controllers to run: '*' for all, a name to add, '-name' to leave one out, e.g. '*,-endpointslice' "
-        f"(known: {', '.join(known_controllers())})",
-    )
+    _controllers_argument(up)
     up.add_argument("--insecure", action="store_true", help="serve plain HTTP (loopback tests only)")
     up.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
 
@@ -85,16 +79,21 @@ def _kubeconfig_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     kc.add_argument("--data-dir", type=Path)
 
 
+def _controllers_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--controllers",
+        default="*",
+        metavar="LIST",
+        help="controllers to run: '*' for all, a name to add, '-name' to leave one out, e.g. '*,-endpointslice' "
+        f"(known: {', '.join(known_controllers())})",
+    )
+
+
 def _controllers_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ctl = sub.add_parser("controllers", help="run the controllers alone against a cluster (foreground)")
     ctl.add_argument("--kubeconfig", type=Path, required=True, help="the cluster to control")
     ctl.add_argument("--context", help="kubeconfig context (default: its current context)")
-    ctl.add_argument(
-        "--controllers",
-        default="*",
-        metavar="LIST",
-        help=f"as for `up` (known: {', '.join(known_controllers())})",
-    )
+    _controllers_argument(ctl)
     ctl.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
 
 

@@ -183,7 +183,10 @@ class Cluster:
             "server": creds.server,
             "kubeconfig": str(self.kubeconfig.resolve()),
         }
-        (self.opts.dir / "cluster.json").write_text(json.dumps(state, indent=2) + "\n")
+        # Written aside and renamed: readers wait for this file and must never see it half-written.
+        partial = self.opts.dir / "cluster.json.tmp"
+        partial.write_text(json.dumps(state, indent=2) + "\n")
+        partial.replace(self.opts.dir / "cluster.json")
 
     async def stop(self) -> None:
         """Controllers and their connections first, so the apiserver has no idle client to wait for."""

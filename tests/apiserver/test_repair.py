@@ -8,12 +8,11 @@ import asyncio
 import secrets
 import shutil
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 
 from tests.conftest import start_cluster, stop_cluster
 from tinykube.apiserver.allocators.index import AllocationIndex, Holder
@@ -22,17 +21,6 @@ from tinykube.apiserver.allocators.ranges import IPRange, PortRange
 from tinykube.apiserver.allocators.repair import Repair
 from tinykube.apiserver.allocators.services import ServicePools
 from tinykube.store.etcd import EtcdStore
-from tinykube.store.launcher import EtcdProcess, find_etcd
-
-
-@pytest.fixture(scope="module")
-def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    process = EtcdProcess(find_etcd(), tmp_path_factory.mktemp("etcd") / "data")
-    process.start()
-    try:
-        yield process.url
-    finally:
-        process.stop()
 
 
 class World:

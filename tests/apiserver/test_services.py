@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import RunningCluster, start_cluster, stop_cluster
+from tests.conftest import RunningCluster, eventually, start_cluster, stop_cluster
 from tinykube.apiserver.allocators.ranges import IPRange, PortRange
 
 NS = "/api/v1/namespaces"
@@ -524,14 +524,11 @@ def test_load_balancer_pool_exhausted_reports_an_event(tiny: Api) -> None:
 
 
 def _wait_for_events(api: Api, name: str) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+    def found() -> list[dict[str, Any]]:
         events = api.http.get(f"{NS}/{api.ns}/events").json()["items"]
-        found = [e for e in events if e["involvedObject"]["name"] == name]
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"no event for {name}")
+        return [e for e in events if e["involvedObject"]["name"] == name]
+
+    return eventually(found, 10, f"an event for {name}")
 
 
 # ---- dual-stack ----------------------------------------------------------------------------------------------

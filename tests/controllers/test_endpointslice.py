@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
-from tests.conftest import RunningCluster, start_cluster, stop_cluster
+from tests.conftest import RunningCluster, eventually, start_cluster, stop_cluster
 from tinykube.api.resources import ResourceInfo
 from tinykube.client.informer import SharedInformers
 from tinykube.client.kubeconfig import Credentials, load_credentials
@@ -45,18 +45,6 @@ HTTP_CONTAINER = [{"name": "c", "image": "busybox", "ports": [{"name": "http", "
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------------
-
-
-def eventually(probe: Callable[[], T | None], timeout: float = 30.0, what: str = "condition") -> T:
-    """Poll `probe` until it returns something truthy (no timing is asserted: the deadline only bounds a hang)."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
 
 
 def service(name: str, *, selector: dict[str, str] | None, **spec: Any) -> Object:

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import httpx
 import pytest
 
+from tests.conftest import eventually
 from tinykube.controllers.endpointslicemirroring import mirror_groups, mirror_template, should_mirror
 from tinykube.controllers.slicepacking import port_key
 
@@ -153,17 +153,6 @@ def test_no_mirroring_without_service_or_endpoints_or_while_the_service_is_delet
 
 
 # ---- against the cluster ---------------------------------------------------------------------------------------
-
-
-def eventually(probe: Callable[[], T | None], timeout: float = 30.0, what: str = "condition") -> T:
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
 
 
 def mirrored(api: httpx.Client, ns: str, name: str, managed_by: str = MIRRORING) -> list[Object]:

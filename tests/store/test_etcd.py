@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tinykube.store.errors import Compacted, KeyExists, KeyNotFound, RevisionConflict
 from tinykube.store.etcd import Claims, EtcdStore, prefix_end
-from tinykube.store.launcher import EtcdProcess, find_etcd
-
-
-@pytest.fixture(scope="module")
-def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    process = EtcdProcess(find_etcd(), tmp_path_factory.mktemp("etcd") / "data")
-    process.start()
-    try:
-        yield process.url
-    finally:
-        process.stop()
+from tinykube.store.launcher import find_etcd
 
 
 def run(etcd: str, scenario: object) -> None:

@@ -14,7 +14,6 @@ etcd directly (or restores a backup); the loop is the safety net upstream's desi
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from typing import Any
 import orjson
 
 from tinykube.apiserver.allocators.index import PREFIX, Holder
-from tinykube.apiserver.allocators.services import ServicePools, cluster_ips_of, ingress_ips_of
+from tinykube.apiserver.allocators.services import ServicePools, cluster_ips_of, family_of, ingress_ips_of
 from tinykube.store.errors import KeyExists, KeyNotFound, RevisionConflict, StoreError
 from tinykube.store.etcd import EtcdStore, KeyValue
 
@@ -92,7 +91,7 @@ class Repair:
         for svc in services:
             for ip in cluster_ips_of(svc):
                 try:
-                    family = "IPv4" if ipaddress.ip_address(ip).version == 4 else "IPv6"
+                    family = family_of(ip)
                 except ValueError:
                     message = f"Cluster IP {ip} is not a valid IP; {_RECREATE}"
                     self._report(report, svc, "ClusterIPNotValid", message, False)
@@ -155,7 +154,7 @@ class Repair:
             return f"Port {value} was assigned to multiple services; please recreate service"
         if self.pools.load_balancer_ips and key.startswith(self.pools.load_balancer_ips.key("")):
             return f"Load balancer IP {value} was assigned to multiple services; please recreate service"
-        return f"Cluster IP [{_family(value)}]:{value} was assigned to multiple services; please recreate service"
+        return f"Cluster IP [{family_of(value)}]:{value} was assigned to multiple services; please recreate service"
 
     async def _mark(self, key: str, use: _Use, report: PassReport, port: bool) -> None:
         meta = use.svc["metadata"]
@@ -171,7 +170,7 @@ class Repair:
             message = f"Load balancer IP {use.value} is not allocated; repairing"
             self._report(report, use.svc, "LoadBalancerIPNotAllocated", message, False)
         else:
-            message = f"Cluster IP [{_family(use.value)}]:{use.value} is not allocated; repairing"
+            message = f"Cluster IP [{family_of(use.value)}]:{use.value} is not allocated; repairing"
             self._report(report, use.svc, "ClusterIPNotAllocated", message, False)
 
     async def _collect_leaks(self, stored: dict[str, KeyValue], used: set[str], report: PassReport) -> None:
@@ -198,10 +197,6 @@ class Repair:
 
     def _managed(self, key: str) -> bool:
         return any(key.startswith(pool.key("")) for pool in self.pools.all())
-
-
-def _family(ip: str) -> str:
-    return "IPv6" if ":" in ip else "IPv4"
 
 
 def _collect_node_ports(svc: dict[str, Any]) -> list[int]:

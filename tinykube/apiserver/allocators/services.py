@@ -24,6 +24,7 @@ from tinykube.apiserver.allocators.pool import Pool
 from tinykube.apiserver.allocators.ranges import IPRange, RangeError, RangeFull
 from tinykube.apiserver.registry.generic import Allocation
 from tinykube.apiserver.registry.service_validation import (
+    externally_accessible,
     is_headless,
     needs_health_check,
     validate_cluster_ips_related,
@@ -116,10 +117,10 @@ class ServicePools:
         """Everything a deleted Service holds (unless the index says another object holds it), and its
         Endpoints, as upstream's registry deletes them with the Service."""
         meta = svc["metadata"]
-        keys = [self._key_held(svc, pool, ip) for ip in cluster_ips_of(svc) if (pool := self._ip_pool(ip))]
-        keys += [self._key_held(svc, self.node_ports, str(port)) for port in node_ports_of(svc)]
+        keys = [self.held_key(svc, pool, ip) for ip in cluster_ips_of(svc) if (pool := self.pool_for_ip(ip))]
+        keys += [self.held_key(svc, self.node_ports, str(port)) for port in node_ports_of(svc)]
         if self.load_balancer_ips:
-            keys += [self._key_held(svc, self.load_balancer_ips, ip) for ip in ingress_ips_of(svc)]
+            keys += [self.held_key(svc, self.load_balancer_ips, ip) for ip in ingress_ips_of(svc)]
         endpoints = f"endpoints/{meta.get('namespace', '')}/{meta.get('name', '')}"
         released = tuple(k for k in keys if k)
         return Allocation(
@@ -132,14 +133,14 @@ class ServicePools:
         if self.load_balancer_ips and any(k.startswith(self.load_balancer_ips.key("")) for k in released):
             self.load_balancer_ip_freed()
 
-    def _ip_pool(self, ip: str) -> Pool | None:
+    def pool_for_ip(self, ip: str) -> Pool | None:
         try:
             return self.for_family(family_of(ip))
         except ValueError:
             return None
 
     @staticmethod
-    def _key_held(svc: dict[str, Any], pool: Pool, value: str) -> str:
+    def held_key(svc: dict[str, Any], pool: Pool, value: str) -> str:
         holder = pool.holder(value)
         uid = svc["metadata"].get("uid", "")
         return pool.key(value) if holder is None or holder.uid in ("", uid) else ""
@@ -179,7 +180,7 @@ class _Plan:
                 self._init_ip_families()
                 self._allocate_cluster_ips()
             else:
-                self._release_all(cluster_ips_of(self.old or {}), self.pools._ip_pool)
+                self._release_all(cluster_ips_of(self.old or {}), self.pools.pool_for_ip)
             self._allocate_node_ports()
             self._allocate_health_check_port()
             self._allocate_load_balancer_ip()
@@ -235,7 +236,7 @@ class _Plan:
                     spec.pop(name, None)
             self.svc.setdefault("status", {})["loadBalancer"] = {}
         unchanged_etp = spec.get("externalTrafficPolicy") == old.get("externalTrafficPolicy")
-        if _externally_accessible(old) and not _externally_accessible(spec) and unchanged_etp:
+        if externally_accessible(self.old or {}) and not externally_accessible(self.svc) and unchanged_etp:
             spec.pop("externalTrafficPolicy", None)
 
     def _normalize_cluster_ips(self) -> None:
@@ -362,7 +363,7 @@ class _Plan:
                 except RangeFull:
                     raise errors.internal_error("failed to allocate a serviceIP: range is full") from None
             ips[i : i + 1] = [value]
-        self._release_all(old_ips[len(spec["ipFamilies"]) :], self.pools._ip_pool)
+        self._release_all(old_ips[len(spec["ipFamilies"]) :], self.pools.pool_for_ip)
         spec["clusterIPs"] = ips
         spec["clusterIP"] = ips[0]
 
@@ -489,7 +490,7 @@ class _Plan:
         svc = self.old or self.svc
         for value in values:
             pool = pool_of(value)
-            key = ServicePools._key_held(svc, pool, value) if pool else ""
+            key = ServicePools.held_key(svc, pool, value) if pool else ""
             if key and key not in self.take:
                 self.release.append(key)
 
@@ -517,12 +518,6 @@ def _requested_later(ports: list[dict[str, Any]], number: int) -> int:
 
 def _other(family: str) -> str:
     return "IPv6" if family == "IPv4" else "IPv4"
-
-
-def _externally_accessible(spec: dict[str, Any]) -> bool:
-    return spec.get("type") in ("NodePort", "LoadBalancer") or (
-        spec.get("type") == "ClusterIP" and bool(spec.get("externalIPs"))
-    )
 
 
 def _same_prefer_dual_stack(spec: dict[str, Any], old: dict[str, Any]) -> bool:

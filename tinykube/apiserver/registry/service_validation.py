@@ -674,13 +674,7 @@ def _cluster_ips_update_errors(new: dict[str, Any], old: dict[str, Any]) -> list
     if new_ips == ["None"] and old_ips == ["None"]:
         return []
     shown = _go_slice(new.get("clusterIPs"), "string")
-    if len(new_ips) == len(old_ips):
-        changed = [i for i, (a, b) in enumerate(zip(old_ips, new_ips, strict=True)) if a != b]
-        return [_go_invalid(f"{_CLUSTER_IPS}[{i}]", shown, "may not change once set") for i in changed]
-    errs = _primary_change_errors(new_ips, old_ips, field=f"{_CLUSTER_IPS}[0]", shown=shown, what="clusterIP")
-    if len(new_ips) == 1 and len(old_ips) > 1:
-        errs += _release_secondary_errors(new, "clusterIP")
-    return errs
+    return _fixed_list_errors(new, new_ips, old_ips, path=_CLUSTER_IPS, shown=shown, what="clusterIP")
 
 
 def _ip_families_update_errors(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
@@ -689,13 +683,20 @@ def _ip_families_update_errors(new: dict[str, Any], old: dict[str, Any]) -> list
         return []
     new_families, old_families = _strings(new, "ipFamilies"), _strings(old, "ipFamilies")
     shown = _go_slice(new.get("ipFamilies"), "core.IPFamily")
-    path = "spec.ipFamilies"
-    if len(new_families) == len(old_families):
-        changed = [i for i, (a, b) in enumerate(zip(old_families, new_families, strict=True)) if a != b]
+    return _fixed_list_errors(new, new_families, old_families, path="spec.ipFamilies", shown=shown, what="ipFamily")
+
+
+def _fixed_list_errors(
+    svc: dict[str, Any], new: list[str], old: list[str], *, path: str, shown: str, what: str
+) -> list[FieldError]:
+    """clusterIPs and ipFamilies alike: entries may not change, the primary may not go, a secondary goes only with
+    SingleStack."""
+    if len(new) == len(old):
+        changed = [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b]
         return [_go_invalid(f"{path}[{i}]", shown, "may not change once set") for i in changed]
-    errs = _primary_change_errors(new_families, old_families, field=f"{path}[0]", shown=shown, what="ipFamily")
-    if len(new_families) == 1 and len(old_families) > 1:
-        errs += _release_secondary_errors(new, "ipFamily")
+    errs = _primary_change_errors(new, old, field=f"{path}[0]", shown=shown, what=what)
+    if len(new) == 1 and len(old) > 1:
+        errs += _release_secondary_errors(svc, what)
     return errs
 
 
