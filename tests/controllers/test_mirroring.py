@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from tests.conftest import eventually
+from tests.controllers.test_endpointslice import slices
 from tinykube.controllers.endpointslicemirroring import mirror_groups, mirror_template, should_mirror
 from tinykube.controllers.slicepacking import port_key
 
@@ -156,13 +157,7 @@ def test_no_mirroring_without_service_or_endpoints_or_while_the_service_is_delet
 
 
 def mirrored(api: httpx.Client, ns: str, name: str, managed_by: str = MIRRORING) -> list[Object]:
-    response = api.get(
-        f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices",
-        params={"labelSelector": f"{SERVICE_NAME}={name},{MANAGED_BY}={managed_by}"},
-    )
-    assert response.status_code == 200, response.text
-    items: list[Object] = response.json()["items"]
-    return items
+    return slices(api, ns, name, managed_by)
 
 
 def settled(api: httpx.Client, ns: str, name: str, check: Callable[[list[Object]], Any]) -> list[Object]:
