@@ -58,7 +58,7 @@ def start(*extra: str, data_dir: Path | None = None) -> Bench:
     data_dir = data_dir or Path(tempfile.mkdtemp(prefix="tinykube-bench-")) / "c"
     began = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tinykube.cli", "up", "--api-port", "0", "--data-dir", str(data_dir), *extra],
+        [sys.executable, "-m", "tinykube.cli", "up", "--api-port", "0", "--dns-port", "0", "--data-dir", str(data_dir), *extra],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

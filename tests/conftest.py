@@ -67,6 +67,8 @@ def start_cluster(data_dir: Path, *extra: str) -> RunningCluster:
             "up",
             "--api-port",
             "0",
+            "--dns-port",
+            "0",
             "--data-dir",
             str(data_dir),
             "--name",

@@ -7,10 +7,13 @@ import json
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 from tinykube.apiserver.allocators.ranges import IPRange, PortRange, parse_service_ranges
 from tinykube.apiserver.app import DEFAULT_LOAD_BALANCER_RANGE, DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_RANGE
 from tinykube.controllers.manager import known_controllers, select_controllers
+from tinykube.dns.answers import POD_MODES
+from tinykube.dns.run import DEFAULT_CLUSTER_CIDR, DEFAULT_DNS_PORT, DnsOptions, parse_upstream
 from tinykube.up import UpOptions, default_data_dir
 
 
@@ -69,6 +72,7 @@ def _up_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="how often the ClusterIP/NodePort repair loops run (default: 180, as upstream)",
     )
     _controllers_argument(up)
+    _dns_arguments(up, prefix="dns-")
     up.add_argument("--insecure", action="store_true", help="serve plain HTTP (loopback tests only)")
     up.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
 
@@ -89,6 +93,81 @@ def _controllers_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _dns_arguments(parser: argparse.ArgumentParser, prefix: str) -> None:
+    """The DNS server's flags; in `up` they carry a `dns-` prefix where a bare name would be ambiguous."""
+    parser.add_argument(
+        f"--{prefix}port",
+        dest="dns_port",
+        type=int,
+        default=DEFAULT_DNS_PORT,
+        help=f"DNS port (UDP and TCP) on 127.0.0.1 (default: {DEFAULT_DNS_PORT}; 0 picks a free one; -1: no DNS)",
+    )
+    parser.add_argument(
+        f"--{prefix}metrics-port",
+        dest="dns_metrics_port",
+        type=int,
+        default=None,
+        help="serve /health, /ready and /metrics of the DNS server on this port (0 picks a free one; default: none)",
+    )
+    parser.add_argument("--cluster-domain", default="cluster.local", help="DNS zone (default: cluster.local)")
+    parser.add_argument(
+        f"--{prefix}ttl", dest="dns_ttl", type=int, default=5, help="TTL of the answers, 0-3600 (default: 5)"
+    )
+    parser.add_argument(
+        f"--{prefix}pods",
+        dest="dns_pods",
+        default="disabled",
+        choices=POD_MODES,
+        help="a-b-c-d.<ns>.pod.<zone> records: disabled, insecure (any address) or verified (a pod has it)",
+    )
+    parser.add_argument(
+        f"--{prefix}upstream",
+        dest="dns_upstream",
+        default="",
+        metavar="HOST[:PORT],...",
+        help="forward names outside the cluster zones here (default: none, they are REFUSED)",
+    )
+    parser.add_argument(
+        "--cluster-cidr",
+        default=DEFAULT_CLUSTER_CIDR,
+        help=f"pod network; its reverse zone is served (default: {DEFAULT_CLUSTER_CIDR})",
+    )
+
+
+def _dns_options(args: argparse.Namespace, service_ranges: str, host: str = "127.0.0.1") -> DnsOptions:
+    """Raises ValueError for a bad flag."""
+    for flag, port in (("port", args.dns_port), ("metrics port", args.dns_metrics_port)):
+        if port is not None and not 0 <= port <= 65535:
+            raise ValueError(f"the DNS {flag} must be between 0 and 65535, not {port}")
+    options = DnsOptions(
+        host=host,
+        port=args.dns_port,
+        metrics_port=args.dns_metrics_port,
+        cluster_domain=args.cluster_domain,
+        ttl=args.dns_ttl,
+        pods=args.dns_pods,
+        upstreams=[parse_upstream(u) for u in args.dns_upstream.split(",") if u.strip()],
+        reverse_cidrs=[c.strip() for c in service_ranges.split(",") if c.strip()] + [args.cluster_cidr],
+    )
+    options.check()
+    return options
+
+
+def _dns_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    dns = sub.add_parser("dns", help="run the cluster DNS server alone against a cluster (foreground)")
+    dns.add_argument("--kubeconfig", type=Path, required=True, help="the cluster to serve")
+    dns.add_argument("--context", help="kubeconfig context (default: its current context)")
+    dns.add_argument("--address", default="127.0.0.1", help="listen address (default: 127.0.0.1)")
+    _dns_arguments(dns, prefix="")
+    dns.add_argument(
+        "--service-cluster-ip-range",
+        default=DEFAULT_SERVICE_RANGE,
+        metavar="CIDR[,CIDR]",
+        help=f"the cluster's ClusterIP range(s); their reverse zones are served (default: {DEFAULT_SERVICE_RANGE})",
+    )
+    dns.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
+
+
 def _controllers_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ctl = sub.add_parser("controllers", help="run the controllers alone against a cluster (foreground)")
     ctl.add_argument("--kubeconfig", type=Path, required=True, help="the cluster to control")
@@ -97,12 +176,24 @@ def _controllers_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     ctl.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
 
 
+def _env_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    env = sub.add_parser("env", help="print the environment a pod's container gets (its env and service variables)")
+    env.add_argument("pod", nargs="?", help="pod name (or give -f)")
+    env.add_argument("-n", "--namespace", default="default")
+    env.add_argument("-c", "--container", help="container name (default: the first)")
+    env.add_argument("-f", "--filename", type=Path, help="a pod manifest (YAML/JSON): what it would get if created now")
+    env.add_argument("--kubeconfig", type=Path, help="default: $KUBECONFIG, else the default cluster's kubeconfig")
+    env.add_argument("--context", help="kubeconfig context (default: its current context)")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tinykube", description="A miniature Kubernetes Service control plane.")
     sub = p.add_subparsers(dest="command", required=True)
     _up_parser(sub)
     _kubeconfig_parser(sub)
     _controllers_parser(sub)
+    _dns_parser(sub)
+    _env_parser(sub)
     return p
 
 
@@ -125,6 +216,10 @@ def _up(args: argparse.Namespace) -> int:
         controllers = select_controllers(args.controllers)
     except ValueError as err:
         return _fail(f"--controllers: {err}")
+    try:
+        dns = _dns_options(args, args.service_cluster_ip_range) if args.dns_port != -1 else None
+    except ValueError as err:
+        return _fail(str(err))
     if args.repair_interval <= 0:
         return _fail(f"--repair-interval must be positive, not {args.repair_interval}")
     opts = UpOptions(
@@ -144,6 +239,7 @@ def _up(args: argparse.Namespace) -> int:
         load_balancer_ip_range=args.loadbalancer_ip_range,
         repair_interval=args.repair_interval,
         controllers=controllers,
+        dns=dns,
     )
     uvloop.run(run_up(opts))
     return 0
@@ -184,6 +280,92 @@ def _controllers(args: argparse.Namespace) -> int:
     return 0
 
 
+def _dns(args: argparse.Namespace) -> int:
+    import asyncio
+
+    import uvloop
+
+    from tinykube.client.rest import RestClient
+    from tinykube.dns.run import DnsService
+
+    _logging(args.verbose)
+    try:
+        parse_service_ranges(args.service_cluster_ip_range)
+        options = _dns_options(args, args.service_cluster_ip_range, args.address)
+        client = RestClient.from_kubeconfig(args.kubeconfig, args.context)
+    except (ValueError, OSError, KeyError, StopIteration) as err:
+        return _fail(f"cannot run dns: {err or type(err).__name__}")
+
+    async def main() -> None:
+        service = DnsService(client, options)
+        try:
+            await service.start()
+        except OSError as err:
+            raise SystemExit(f"tinykube: cannot listen on {options.host}:{options.port}: {err.strerror}") from err
+        host, port = service.server.address
+        print(f"dns: {host}:{port} (UDP and TCP), zone {options.cluster_domain}", file=sys.stderr, flush=True)
+        try:
+            await service.wait_synced()
+            await asyncio.Event().wait()
+        finally:
+            await service.stop()
+            await client.close()
+
+    uvloop.run(main())
+    return 0
+
+
+def _env(args: argparse.Namespace) -> int:
+    import asyncio
+    import os
+
+    import yaml
+
+    from tinykube.api import errors
+    from tinykube.api.resources import builtin
+    from tinykube.client.rest import RestClient
+    from tinykube.kubelet_env.envvars import container_environment
+
+    if (args.pod is None) == (args.filename is None):
+        return _fail("env: give a pod name or -f FILE (one of them)")
+    kubeconfig = args.kubeconfig or Path(os.environ.get("KUBECONFIG") or default_data_dir("tinykube") / "kubeconfig")
+    try:
+        pod = yaml.safe_load(args.filename.read_text()) if args.filename else None
+        client = RestClient.from_kubeconfig(kubeconfig, args.context)
+    except (ValueError, OSError, KeyError, StopIteration, yaml.YAMLError) as err:
+        return _fail(f"env: {err or type(err).__name__}")
+    if pod is not None and (not isinstance(pod, dict) or pod.get("kind") != "Pod"):
+        return _fail(f"env: {args.filename} is not a Pod manifest")
+
+    async def fetch() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        try:
+            found = pod or await client.get(builtin("", "v1", "pods"), args.namespace, args.pod)
+            services = await client.list(builtin("", "v1", "services"))
+            return found, services["items"]
+        finally:
+            await client.close()
+
+    try:
+        found, services = asyncio.run(fetch())
+    except errors.ApiError as err:
+        return _fail(f"env: {err}")
+    except OSError as err:
+        return _fail(f"env: cannot reach the cluster in {kubeconfig}: {err}")
+    found.setdefault("metadata", {}).setdefault("namespace", args.namespace)
+    containers = (found.get("spec") or {}).get("containers") or []
+    chosen = [c for c in containers if args.container in (None, c.get("name"))]
+    if not chosen:
+        return _fail(
+            f"env: pod has no container {args.container!r}" if args.container else "env: pod has no containers"
+        )
+    try:
+        variables = container_environment(found, chosen[0], services)
+    except ValueError as err:
+        return _fail(f"env: {err}")
+    print("\n".join(f"{name}={value}" for name, value in variables))
+    return 0
+
+
 def _logging(verbose: bool) -> None:
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.WARNING,
@@ -198,7 +380,7 @@ def _fail(message: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    handlers = {"up": _up, "kubeconfig": _kubeconfig, "controllers": _controllers}
+    handlers = {"up": _up, "kubeconfig": _kubeconfig, "controllers": _controllers, "dns": _dns, "env": _env}
     try:
         return handlers[args.command](args)
     except KeyboardInterrupt:

@@ -33,6 +33,7 @@ from tinykube.apiserver.pki import ensure_pki
 from tinykube.client.kubeconfig import Credentials, merge_kubeconfig, write_kubeconfig
 from tinykube.client.rest import RestClient
 from tinykube.controllers.manager import run_controllers
+from tinykube.dns.run import DnsOptions, DnsService
 from tinykube.store.launcher import SAFE_HINT, EtcdProcess, find_etcd
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,7 @@ class UpOptions:
     load_balancer_ip_range: str = DEFAULT_LOAD_BALANCER_RANGE
     repair_interval: float = 180.0
     controllers: list[str] = field(default_factory=lambda: ["*"])  # names, as `select_controllers` returns them
+    dns: DnsOptions | None = field(default_factory=DnsOptions)  # None: no DNS server
 
     @property
     def dir(self) -> Path:
@@ -121,6 +123,7 @@ class Cluster:
         self.server: uvicorn.Server | None = None
         self.tasks: list[asyncio.Task[None]] = []
         self.client: RestClient | None = None
+        self.dns: DnsService | None = None
         self.kubeconfig = opts.kubeconfig or opts.dir / "kubeconfig"
 
     async def start(self) -> None:
@@ -172,9 +175,28 @@ class Cluster:
         write_kubeconfig(self.kubeconfig, opts.context, creds)
         if opts.update_user_kubeconfig:
             merge_kubeconfig(Path.home() / ".kube" / "config", opts.context, creds)
-        self._record(creds)
         self.client = RestClient(creds)
+        if opts.dns is not None:
+            await self._start_dns(opts.dns)
+        self._record(creds)
         self.tasks.append(asyncio.create_task(run_controllers(self.client, self.opts.controllers), name="controllers"))
+
+    async def _start_dns(self, options: DnsOptions) -> None:
+        assert self.client is not None
+        self.dns = DnsService(self.client, options)
+        try:
+            await self.dns.start()
+        except OSError as err:
+            await self.dns.stop()
+            self.dns = None
+            raise SystemExit(
+                f"tinykube: cannot listen on {options.host}:{options.port} for DNS: {err.strerror} (choose --dns-port)"
+            ) from err
+        # As CoreDNS's startup_timeout: ready means DNS knows the cluster, unless its watches take over 5 s.
+        synced = asyncio.create_task(self.dns.wait_synced(), name="dns-sync")
+        self.tasks.append(synced)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(synced), 5)
 
     def _record(self, creds: Credentials) -> None:
         state = {
@@ -183,6 +205,10 @@ class Cluster:
             "server": creds.server,
             "kubeconfig": str(self.kubeconfig.resolve()),
         }
+        if self.dns is not None:
+            state["dns"] = "{}:{}".format(*self.dns.server.address)
+            if self.dns.metrics_address is not None:
+                state["dns_metrics"] = "{}:{}".format(*self.dns.metrics_address)
         # Written aside and renamed: readers wait for this file and must never see it half-written.
         partial = self.opts.dir / "cluster.json.tmp"
         partial.write_text(json.dumps(state, indent=2) + "\n")
@@ -194,6 +220,8 @@ class Cluster:
         for task in controllers:
             task.cancel()
         await asyncio.gather(*controllers, return_exceptions=True)
+        if self.dns is not None:
+            await self.dns.stop()
         if self.client is not None:
             await self.client.close()
         if self.server is not None:
@@ -203,6 +231,17 @@ class Cluster:
             await asyncio.to_thread(self.etcd.stop)
         with contextlib.suppress(FileNotFoundError):
             (self.opts.dir / "cluster.json").unlink()
+
+
+def _dns_hint(host: str, port: int, domain: str) -> str:
+    """How to query the cluster DNS, and the host resolver settings that send the cluster zone to it."""
+    return "\n".join(
+        [
+            f"  dns:  dig @{host} -p {port} kubernetes.default.svc.{domain}",
+            f"        systemd-resolved: [Resolve] DNS={host}:{port} Domains=~{domain}",
+            f"        dnsmasq: server=/{domain}/{host}#{port}",
+        ]
+    )
 
 
 def _tune_gc() -> None:
@@ -227,6 +266,8 @@ async def run_up(opts: UpOptions) -> None:
         _say(f"tinykube cluster '{opts.name}' is ready ({time.monotonic() - started:.2f}s)")
         _say(f"  kubeconfig: {cluster.kubeconfig}")
         _say(f"  try: kubectl --kubeconfig {cluster.kubeconfig} get namespaces")
+        if cluster.dns is not None:
+            _say(_dns_hint(*cluster.dns.server.address, cluster.dns.options.cluster_domain))
         await stop.wait()
         _say("stopping")
     finally:

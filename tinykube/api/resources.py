@@ -62,6 +62,11 @@ def by_path(group: str, version: str, plural: str) -> ResourceInfo | None:
     return _BY_PATH.get((group, version, plural))
 
 
+def builtin(group: str, version: str, plural: str) -> ResourceInfo:
+    """A resource this apiserver always serves (KeyError for any other): for components naming what they watch."""
+    return _BY_PATH[(group, version, plural)]
+
+
 def by_kind(api_version: str, kind: str) -> ResourceInfo | None:
     return _BY_KIND.get((api_version, kind))
 

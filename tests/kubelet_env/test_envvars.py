@@ -1,0 +1,190 @@
+"""Service environment variables as the kubelet injects them (reference §6, vectors 36-38), and `tinykube env`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from tests.conftest import RunningCluster
+from tinykube.kubelet_env.envvars import container_environment, expand, service_environment
+
+
+def service(name: str, ip: str, *ports: dict[str, Any], namespace: str = "default") -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": namespace}, "spec": {"clusterIP": ip, "ports": list(ports)}}
+
+
+def pod(namespace: str = "default", **spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "p", "namespace": namespace}, "spec": {"containers": [{"name": "c"}], **spec}}
+
+
+KUBERNETES = service("kubernetes", "10.0.0.1", {"name": "https", "port": 443, "protocol": "TCP"})
+REDIS = service("redis-master", "10.0.0.11", {"port": 6379, "protocol": "TCP"})
+
+SEED_REDIS = """\
+REDIS_MASTER_SERVICE_HOST=10.0.0.11
+REDIS_MASTER_SERVICE_PORT=6379
+REDIS_MASTER_PORT=tcp://10.0.0.11:6379
+REDIS_MASTER_PORT_6379_TCP=tcp://10.0.0.11:6379
+REDIS_MASTER_PORT_6379_TCP_PROTO=tcp
+REDIS_MASTER_PORT_6379_TCP_PORT=6379
+REDIS_MASTER_PORT_6379_TCP_ADDR=10.0.0.11"""
+
+MASTER = """\
+KUBERNETES_SERVICE_HOST=10.0.0.1
+KUBERNETES_SERVICE_PORT=443
+KUBERNETES_SERVICE_PORT_HTTPS=443
+KUBERNETES_PORT=tcp://10.0.0.1:443
+KUBERNETES_PORT_443_TCP=tcp://10.0.0.1:443
+KUBERNETES_PORT_443_TCP_PROTO=tcp
+KUBERNETES_PORT_443_TCP_PORT=443
+KUBERNETES_PORT_443_TCP_ADDR=10.0.0.1"""
+
+
+def lines(variables: list[tuple[str, str]]) -> str:
+    return "\n".join(f"{name}={value}" for name, value in variables)
+
+
+def test_seed_example_and_master_service() -> None:  # vector 36
+    assert lines(service_environment(pod(), [REDIS, KUBERNETES])) == MASTER + "\n" + SEED_REDIS
+
+
+def test_service_links_disabled_keep_only_the_master_service() -> None:  # vector 37
+    assert lines(service_environment(pod(enableServiceLinks=False), [REDIS, KUBERNETES])) == MASTER
+
+
+def test_headless_and_external_name_services_give_nothing() -> None:  # vector 37
+    headless = service("db", "None", {"port": 5432})
+    external = {
+        "metadata": {"name": "ext", "namespace": "default"},
+        "spec": {"type": "ExternalName", "externalName": "x.org"},
+    }
+    assert lines(service_environment(pod(), [headless, external, KUBERNETES])) == MASTER
+
+
+def test_a_namespace_service_named_kubernetes_wins() -> None:  # vector 38
+    own = service("kubernetes", "10.0.0.99", {"port": 80, "protocol": "TCP"}, namespace="ns1")
+    for namespace in ("ns1", "apps"):  # sorts after and before "default"
+        own["metadata"]["namespace"] = namespace
+        found = dict(service_environment(pod(namespace), [KUBERNETES, own]))
+        assert found["KUBERNETES_SERVICE_HOST"] == "10.0.0.99" and found["KUBERNETES_SERVICE_PORT"] == "80"
+        assert "KUBERNETES_SERVICE_PORT_HTTPS" not in found
+
+
+def test_services_of_other_namespaces_are_not_given() -> None:
+    other = service("redis-master", "10.0.0.11", {"port": 6379}, namespace="other")
+    assert lines(service_environment(pod(), [other, KUBERNETES])) == MASTER
+
+
+def test_multi_port_named_ports() -> None:
+    web = service(
+        "web",
+        "10.0.0.20",
+        {"name": "http", "port": 80, "protocol": "TCP"},
+        {"name": "dns-udp", "port": 53, "protocol": "UDP"},
+    )
+    assert (
+        lines(service_environment(pod(), [web]))
+        == """\
+WEB_SERVICE_HOST=10.0.0.20
+WEB_SERVICE_PORT=80
+WEB_SERVICE_PORT_HTTP=80
+WEB_SERVICE_PORT_DNS_UDP=53
+WEB_PORT=tcp://10.0.0.20:80
+WEB_PORT_80_TCP=tcp://10.0.0.20:80
+WEB_PORT_80_TCP_PROTO=tcp
+WEB_PORT_80_TCP_PORT=80
+WEB_PORT_80_TCP_ADDR=10.0.0.20
+WEB_PORT_53_UDP=udp://10.0.0.20:53
+WEB_PORT_53_UDP_PROTO=udp
+WEB_PORT_53_UDP_PORT=53
+WEB_PORT_53_UDP_ADDR=10.0.0.20"""
+    )
+
+
+def test_ipv6_addresses_in_brackets_where_upstream_uses_them() -> None:
+    found = dict(service_environment(pod(), [service("v6", "fd00::1", {"port": 80, "protocol": "TCP"})]))
+    assert found["V6_SERVICE_HOST"] == "fd00::1" and found["V6_PORT_80_TCP_ADDR"] == "fd00::1"
+    assert found["V6_PORT"] == found["V6_PORT_80_TCP"] == "tcp://[fd00::1]:80"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("$(A)", "1"),
+        ("x$(A)y$(B)", "x1y2"),
+        ("$(MISSING)", "$(MISSING)"),
+        ("$$(A)", "$(A)"),
+        ("$$", "$"),
+        ("$(A", "$(A"),
+        ("a$b", "a$b"),
+        ("end$", "end$"),
+    ],
+)
+def test_expansion(text: str, expected: str) -> None:
+    assert expand(text, {"A": "1", "B": "2"}) == expected
+
+
+def test_container_env_wins_and_references_service_variables() -> None:
+    p = pod()
+    p["status"] = {"podIP": "10.244.1.5"}
+    container = {
+        "name": "c",
+        "env": [
+            {"name": "REDIS_MASTER_SERVICE_PORT", "value": "1"},
+            {"name": "URL", "value": "redis://$(REDIS_MASTER_SERVICE_HOST):$(REDIS_MASTER_SERVICE_PORT)"},
+            {"name": "ME", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": "NS", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        ],
+    }
+    found = container_environment(p, container, [REDIS])
+    assert found[:4] == [
+        ("REDIS_MASTER_SERVICE_PORT", "1"),
+        ("URL", "redis://10.0.0.11:1"),
+        ("ME", "10.244.1.5"),
+        ("NS", "default"),
+    ]
+    assert [name for name, _ in found].count("REDIS_MASTER_SERVICE_PORT") == 1
+
+
+def test_unsupported_sources_are_named() -> None:
+    container = {"name": "c", "env": [{"name": "X", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]}
+    with pytest.raises(ValueError, match="secretKeyRef"):
+        container_environment(pod(), container, [])
+
+
+def tinykube_env(cluster: RunningCluster, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "tinykube.cli", "env", "--kubeconfig", str(cluster.kubeconfig), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+
+def test_tinykube_env_prints_what_a_pod_gets(cluster: RunningCluster, namespace: str) -> None:
+    cluster.kubectl("-n", namespace, "create", "service", "clusterip", "redis-master", "--tcp=6379")
+    ip = cluster.kubectl_json("-n", namespace, "get", "service", "redis-master")["spec"]["clusterIP"]
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "printer"},
+        "spec": {
+            "containers": [
+                {"name": "c", "image": "busybox", "env": [{"name": "HOST", "value": "$(REDIS_MASTER_SERVICE_HOST)"}]}
+            ]
+        },
+    }
+    cluster.kubectl("-n", namespace, "apply", "-f", "-", input=json.dumps(manifest))
+    result = tinykube_env(cluster, "printer", "-n", namespace)
+    assert result.returncode == 0, result.stderr
+    printed = result.stdout.splitlines()
+    assert printed[0] == f"HOST={ip}"
+    assert f"REDIS_MASTER_SERVICE_HOST={ip}" in printed and "REDIS_MASTER_PORT_6379_TCP_PROTO=tcp" in printed
+    assert any(line.startswith("KUBERNETES_SERVICE_HOST=") for line in printed)
+
+
+def test_tinykube_env_errors(cluster: RunningCluster, namespace: str) -> None:
+    missing = tinykube_env(cluster, "nosuch", "-n", namespace)
+    assert missing.returncode == 1 and missing.stderr.strip() == 'tinykube: env: pods "nosuch" not found'
+    neither = tinykube_env(cluster)
+    assert neither.returncode == 1 and "give a pod name or -f FILE" in neither.stderr

@@ -1,0 +1,161 @@
+"""Running the cluster DNS server: informers feeding `ClusterRecords`, the DNS sockets, and the metrics port with
+`/health`, `/ready` and `/metrics` (CoreDNS serves these on :8080, :8181 and :9153; tinykube on one port)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tinykube.api.resources import builtin
+from tinykube.client.informer import SharedInformers
+from tinykube.client.rest import RestClient
+from tinykube.dns.answers import POD_MODES, Answerer, DnsSettings
+from tinykube.dns.cache import ResponseCache
+from tinykube.dns.metrics import DnsMetrics
+from tinykube.dns.names import Zones, reverse_zones
+from tinykube.dns.records import GLOBAL, ClusterRecords, Group, Object
+from tinykube.dns.server import DnsServer, Upstreams
+
+log = logging.getLogger(__name__)
+
+DEFAULT_DNS_PORT = 10053
+DEFAULT_CLUSTER_CIDR = "10.244.0.0/16"
+MAX_TTL = 3600
+
+
+@dataclass
+class DnsOptions:
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_DNS_PORT
+    metrics_port: int | None = None  # None: no metrics port; 0: a free one
+    cluster_domain: str = "cluster.local"
+    ttl: int = 5
+    pods: str = "disabled"
+    upstreams: list[tuple[str, int]] = field(default_factory=list)
+    reverse_cidrs: list[str] = field(default_factory=list)  # PTR zones: the service and pod ranges
+
+    def check(self) -> None:
+        """Raise ValueError with a one-line message for a bad option."""
+        if not 0 <= self.ttl <= MAX_TTL:
+            raise ValueError(f"ttl must be in range [0, {MAX_TTL}]: {self.ttl}")
+        if self.pods not in POD_MODES:
+            raise ValueError(f"pods must be one of {', '.join(POD_MODES)}: {self.pods!r}")
+        labels = self.cluster_domain.strip(".").split(".")
+        if not all(labels) or any(len(label) > 63 for label in labels):
+            raise ValueError(f"not a domain name: {self.cluster_domain!r}")
+        reverse_zones(self.reverse_cidrs)  # raises ValueError for a bad CIDR
+
+
+def parse_upstream(text: str) -> tuple[str, int]:
+    """`1.2.3.4`, `1.2.3.4:5353`, `[::1]:53` -> (host, port)."""
+    text = text.strip()
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port = rest.removeprefix(":") or "53"
+    elif text.count(":") == 1:
+        host, port = text.split(":")
+    else:
+        host, port = text, "53"
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"not an upstream resolver address (HOST[:PORT]): {text!r}")
+    return host, int(port)
+
+
+def _newest(put: Callable[[Object], None]) -> Callable[[Object, Object], None]:
+    return lambda _old, new: put(new)
+
+
+class DnsService:
+    """The DNS server of one cluster, fed from the apiserver through shared informers."""
+
+    def __init__(self, client: RestClient, options: DnsOptions, informers: SharedInformers | None = None) -> None:
+        options.check()
+        self.options = options
+        self.informers = informers or SharedInformers(client)
+        self.cache = ResponseCache()
+        self.records = ClusterRecords(on_change=self._invalidate, on_reset=self.cache.clear)
+        zones = Zones(options.cluster_domain, reverse_zones(options.reverse_cidrs))
+        settings = DnsSettings(
+            options.cluster_domain, tuple(options.reverse_cidrs), options.ttl, options.pods, (options.host,)
+        )
+        self.metrics = DnsMetrics(f"dns://{options.host}:{options.port}", zones.domain + ".")
+        self.server = DnsServer(
+            Answerer(self.records, settings, zones), Upstreams(options.upstreams), self.metrics, self.cache
+        )
+        self.metrics_address: tuple[str, int] | None = None
+        self._http: asyncio.Server | None = None
+
+    def _invalidate(self, group: Group) -> None:
+        self.cache.invalidate(group)
+        self.cache.invalidate(GLOBAL)  # reverse names and the NS glue may name what changed
+
+    def _watch(self) -> None:
+        records = self.records
+        watched: list[tuple[str, str, Callable[[Object], None], Callable[[Object], None]]] = [
+            ("", "namespaces", records.put_namespace, records.delete_namespace),
+            ("", "services", records.put_service, records.delete_service),
+            ("discovery.k8s.io", "endpointslices", records.put_slice, records.delete_slice),
+        ]
+        if self.options.pods == "verified":
+            watched.append(("", "pods", records.put_pod, records.delete_pod))
+        for group, plural, put, delete in watched:
+            informer = self.informers.informer(builtin(group, "v1", plural))
+            informer.add_handler(on_add=put, on_update=_newest(put), on_delete=delete)
+        self.informers.start()
+
+    async def start(self) -> None:
+        """Listen (DNS at once; names that do not exist yet are SERVFAIL until the caches are synced)."""
+        self._watch()
+        await self.server.start(self.options.host, self.options.port)
+        self.metrics.server = "dns://{}:{}".format(*self.server.address)
+        if self.options.metrics_port is not None:
+            self._http = await asyncio.start_server(self._serve_http, self.options.host, self.options.metrics_port)
+            self.metrics_address = self._http.sockets[0].getsockname()[:2]
+
+    async def wait_synced(self) -> None:
+        await self.informers.wait_synced()
+        self.cache.clear()  # nothing cached before the sync is cached (server.synced gates it); be sure anyway
+        self.server.synced = True
+        log.info("dns: serving %s on %s:%d", self.options.cluster_domain, *self.server.address)
+
+    async def run(self) -> None:
+        """Start, serve until cancelled, stop."""
+        await self.start()
+        try:
+            await self.wait_synced()
+            await asyncio.Event().wait()
+        finally:
+            await self.stop()
+
+    async def stop(self) -> None:
+        await self.server.stop()
+        if self._http is not None:
+            self._http.close()
+        await self.informers.stop()
+
+    async def _serve_http(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Just enough HTTP/1.1 for probes and Prometheus: GET /health, /ready, /metrics; one request each."""
+        try:
+            request = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+            path = request.split(b" ", 2)[1].decode("latin-1") if request.count(b" ") >= 2 else ""
+            status, body = self._http_answer(path.split("?")[0])
+            head = f"HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {len(body)}\r\n"
+            writer.write(head.encode() + b"Connection: close\r\n\r\n" + body)
+            await writer.drain()
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ConnectionError):
+            pass
+        finally:
+            with contextlib.suppress(ConnectionError):
+                writer.close()
+
+    def _http_answer(self, path: str) -> tuple[str, bytes]:
+        if path == "/health":
+            return "200 OK", b"OK"
+        if path == "/ready":
+            return ("200 OK", b"OK") if self.server.synced else ("503 Service Unavailable", b"kubernetes\n")
+        if path == "/metrics":
+            return "200 OK", self.metrics.render().encode()
+        return "404 Not Found", b"404 page not found\n"

@@ -1,0 +1,131 @@
+"""DNS messages on the wire: reading queries (with their EDNS0 options) and writing responses that fit."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from dnslib import EDNS0, QTYPE, RCODE, RR, DNSError, DNSHeader, DNSQuestion, DNSRecord
+
+from tinykube.dns.answers import Answer
+
+HEADER = struct.Struct("!HHHHHH")
+OPCODE_QUERY = 0
+ADVERTISED_UDP_SIZE = 1232  # the DNS Flag Day 2020 size: no IP fragmentation on any common path
+MIN_UDP_SIZE = 512
+BADVERS = 16  # an extended rcode: 1 in the OPT record's upper bits
+
+
+class Unanswerable(Exception):
+    """A packet that gets no answer: too short to carry an ID, or itself a response (answering would loop)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    id: int
+    flags: int
+    rd: bool
+    qname: str  # as asked (case kept, final dot)
+    qtype: int
+    qclass: int
+    edns: bool
+    edns_version: int
+    udp_size: int  # what the client can take over UDP
+
+    @property
+    def type_name(self) -> str:
+        return str(QTYPE.get(self.qtype, f"TYPE{self.qtype}"))
+
+
+class Malformed(Exception):
+    """A packet with a header but no query we can read: answered with `rcode` and no question."""
+
+    def __init__(self, message_id: int, flags: int, rcode: int) -> None:
+        super().__init__(RCODE.get(rcode))
+        self.response = header_only(message_id, flags, rcode)
+
+
+def header_only(message_id: int, flags: int, rcode: int) -> bytes:
+    opcode_rd = flags & 0x7900  # opcode and RD, echoed
+    return HEADER.pack(message_id, 0x8000 | opcode_rd | rcode, 0, 0, 0, 0)
+
+
+def parse_query(data: bytes) -> Query:
+    if len(data) < HEADER.size:
+        raise Unanswerable("shorter than a header")
+    message_id, flags, qdcount, ancount, nscount, _ = HEADER.unpack_from(data)
+    if flags & 0x8000:
+        raise Unanswerable("a response")
+    if (flags >> 11) & 0xF != OPCODE_QUERY:
+        raise Malformed(message_id, flags, RCODE.NOTIMP)
+    if qdcount != 1 or ancount or nscount:
+        raise Malformed(message_id, flags, RCODE.FORMERR)
+    try:
+        record = DNSRecord.parse(data)
+    except (DNSError, ValueError, IndexError, UnicodeError, struct.error) as err:
+        raise Malformed(message_id, flags, RCODE.FORMERR) from err
+    options = [rr for rr in record.ar if rr.rtype == QTYPE.OPT]
+    if len(options) > 1:
+        raise Malformed(message_id, flags, RCODE.FORMERR)
+    opt = options[0] if options else None
+    question = record.q
+    return Query(
+        id=message_id,
+        flags=flags,
+        rd=bool(flags & 0x0100),
+        qname=str(question.qname),
+        qtype=question.qtype,
+        qclass=question.qclass,
+        edns=opt is not None,
+        edns_version=(opt.ttl >> 16) & 0xFF if opt else 0,
+        udp_size=max(MIN_UDP_SIZE, opt.rclass) if opt else MIN_UDP_SIZE,
+    )
+
+
+def encode(query: Query, answer: Answer, *, limit: int | None) -> tuple[bytes, bool]:
+    """The response; over UDP (`limit` set) one that does not fit is sent with TC set and no records, so the
+    client asks again over TCP. Returns the bytes and whether they were truncated."""
+    message = _message(query, answer, records=True)
+    data = message.pack()
+    if limit is None or len(data) <= limit:
+        return data, False
+    message = _message(query, answer, records=False)
+    message.header.tc = 1
+    return message.pack(), True
+
+
+def _message(query: Query, answer: Answer, *, records: bool) -> DNSRecord:
+    rcode = answer.rcode
+    header = DNSHeader(id=query.id, qr=1, aa=int(answer.authoritative), rd=int(query.rd), ra=0, rcode=rcode & 0xF)
+    message = DNSRecord(header, q=DNSQuestion(query.qname, query.qtype, query.qclass))
+    if records:
+        for rr in answer.answer:
+            message.add_answer(rr)
+        for rr in answer.authority:
+            message.add_auth(rr)
+        for rr in answer.additional:
+            message.add_ar(rr)
+    if query.edns:
+        message.add_ar(EDNS0(udp_len=ADVERTISED_UDP_SIZE, ext_rcode=rcode >> 4))
+    return message
+
+
+def answer_with(rcode: int) -> Answer:
+    return Answer(rcode, authoritative=False)
+
+
+def append_records(answer: Answer, upstream: bytes) -> bool:
+    """Add an upstream answer's records (an ExternalName target's A/AAAA); False if it has none to give."""
+    try:
+        reply = DNSRecord.parse(upstream)
+    except (DNSError, ValueError, IndexError, UnicodeError, struct.error):
+        return False
+    if reply.header.rcode != RCODE.NOERROR or not reply.rr:
+        return False
+    answer.answer.extend(rr for rr in reply.rr if isinstance(rr, RR))
+    return True
+
+
+def question(name: str, qtype: int) -> bytes:
+    packed: bytes = DNSRecord.question(name, QTYPE.get(qtype)).pack()
+    return packed
