@@ -45,6 +45,9 @@ def reverse_zones(cidrs: list[str]) -> list[str]:
         network = ipaddress.ip_network(cidr, strict=False)
         step = 8 if network.version == 4 else 4
         boundary = -(-network.prefixlen // step) * step  # round up to a whole label
+        if boundary == network.max_prefixlen:  # a zone per address would make each address its own zone's apex:
+            boundary -= step  # serve the enclosing zone instead (a /28 -> its /24)
+            network = network.supernet(new_prefix=boundary)
         subnets: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = list(network.subnets(new_prefix=boundary))
         for subnet in subnets[:256]:
             labels = subnet.network_address.reverse_pointer.split(".")

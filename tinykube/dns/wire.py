@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from dnslib import EDNS0, QTYPE, RCODE, RR, DNSError, DNSHeader, DNSQuestion, DNSRecord
+from dnslib import EDNS0, QTYPE, RCODE, RR, DNSError, DNSHeader, DNSLabel, DNSQuestion, DNSRecord
 
 from tinykube.dns.answers import Answer
 
@@ -14,6 +14,8 @@ OPCODE_QUERY = 0
 ADVERTISED_UDP_SIZE = 1232  # the DNS Flag Day 2020 size: no IP fragmentation on any common path
 MIN_UDP_SIZE = 512
 BADVERS = 16  # an extended rcode: 1 in the OPT record's upper bits
+MAX_LABEL = 63  # RFC 1035 2.3.4: octets in a label,
+MAX_NAME = 255  # and in a whole name on the wire
 
 
 class Unanswerable(Exception):
@@ -31,6 +33,7 @@ class Query:
     edns: bool
     edns_version: int
     udp_size: int  # what the client can take over UDP
+    question_name: DNSLabel | None = None  # the name as read, echoed byte for byte (`qname` cannot always say it)
 
     @property
     def type_name(self) -> str:
@@ -69,17 +72,30 @@ def parse_query(data: bytes) -> Query:
         raise Malformed(message_id, flags, RCODE.FORMERR)
     opt = options[0] if options else None
     question = record.q
+    labels = question.qname.label
+    if any(len(label) > MAX_LABEL for label in labels) or sum(len(label) + 1 for label in labels) + 1 > MAX_NAME:
+        raise Malformed(message_id, flags, RCODE.FORMERR)  # dnslib reads such names, but cannot write them back
     return Query(
         id=message_id,
         flags=flags,
         rd=bool(flags & 0x0100),
-        qname=str(question.qname),
+        qname=_text(question.qname),
         qtype=question.qtype,
         qclass=question.qclass,
         edns=opt is not None,
         edns_version=(opt.ttl >> 16) & 0xFF if opt else 0,
         udp_size=max(MIN_UDP_SIZE, opt.rclass) if opt else MIN_UDP_SIZE,
+        question_name=question.qname,
     )
+
+
+def _text(name: DNSLabel) -> str:
+    """The name as text for lookups. dnslib leaves a "." inside a label as it is, which would read as two labels
+    (`[kubernetes.default].svc...` as `kubernetes.default.svc...`): such a dot is escaped, so it matches nothing."""
+    text = str(name)
+    if any(b"." in label for label in name.label):
+        text = "".join(str(DNSLabel([label]))[:-1].replace(".", "\\.") + "." for label in name.label)
+    return text
 
 
 def encode(query: Query, answer: Answer, *, limit: int | None) -> tuple[bytes, bool]:
@@ -97,7 +113,8 @@ def encode(query: Query, answer: Answer, *, limit: int | None) -> tuple[bytes, b
 def _message(query: Query, answer: Answer, *, records: bool) -> DNSRecord:
     rcode = answer.rcode
     header = DNSHeader(id=query.id, qr=1, aa=int(answer.authoritative), rd=int(query.rd), ra=0, rcode=rcode & 0xF)
-    message = DNSRecord(header, q=DNSQuestion(query.qname, query.qtype, query.qclass))
+    qname = query.question_name if query.question_name is not None else query.qname
+    message = DNSRecord(header, q=DNSQuestion(qname, query.qtype, query.qclass))
     if records:
         for rr in answer.answer:
             message.add_answer(rr)
