@@ -52,13 +52,16 @@ class Bench:
         stop(self.proc)
 
 
+UP = [sys.executable, "-m", "tinykube.cli", "up", "--api-port", "0", "--dns-port", "0"]  # free ports: runs may overlap
+
+
 def start(*extra: str, data_dir: Path | None = None) -> Bench:
     """Start a cluster (in `data_dir`, else a fresh temporary one) and return once /readyz is green; `startup` is
     the wall time from exec to green. The process is ended if it does not come up."""
     data_dir = data_dir or Path(tempfile.mkdtemp(prefix="tinykube-bench-")) / "c"
     began = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tinykube.cli", "up", "--api-port", "0", "--dns-port", "0", "--data-dir", str(data_dir), *extra],
+        [*UP, "--data-dir", str(data_dir), *extra],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

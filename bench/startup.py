@@ -24,12 +24,9 @@ def main(runs: int = 5) -> None:
             bench.stop()
     for name in VARIANTS:
         print(f"{name}:")
-        print(
-            f"  startup to /readyz: median {statistics.median(times[name]):.2f}s, max {max(times[name]):.2f}s ({runs} runs)"
-        )
-        print(
-            f"  idle RSS (tinykube + etcd): median {statistics.median(memory[name]):.0f} MB, max {max(memory[name]):.0f} MB"
-        )
+        took, rss = times[name], memory[name]
+        print(f"  startup to /readyz: median {statistics.median(took):.2f}s, max {max(took):.2f}s ({runs} runs)")
+        print(f"  idle RSS (tinykube + etcd): median {statistics.median(rss):.0f} MB, max {max(rss):.0f} MB")
 
 
 if __name__ == "__main__":

@@ -69,6 +69,11 @@ def start_cluster(data_dir: Path, *extra: str) -> RunningCluster:
             "0",
             "--dns-port",
             "0",
+            # No node agent and no scheduler: tests set pod status themselves (the node tests start their own).
+            "--nodes",
+            "0",
+            "--controllers",
+            "*,-scheduler",
             "--data-dir",
             str(data_dir),
             "--name",

@@ -9,12 +9,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tinykube.api.defaults import CLUSTER_CIDR
 from tinykube.apiserver.allocators.ranges import IPRange, PortRange, parse_service_ranges
 from tinykube.apiserver.app import DEFAULT_LOAD_BALANCER_RANGE, DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_RANGE
 from tinykube.controllers.manager import known_controllers, select_controllers
+from tinykube.controllers.nodeipam import CidrAllocator
 from tinykube.dns.answers import POD_MODES
-from tinykube.dns.run import DEFAULT_CLUSTER_CIDR, DEFAULT_DNS_PORT, DnsOptions, parse_upstream
+from tinykube.dns.run import DEFAULT_DNS_PORT, DnsOptions, parse_upstream
 from tinykube.up import UpOptions, default_data_dir
+
+MAX_NODES = 250  # simulated nodes get 172.20.0.2-251
 
 
 def _up_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -72,6 +76,12 @@ def _up_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="how often the ClusterIP/NodePort repair loops run (default: 180, as upstream)",
     )
     _controllers_argument(up)
+    up.add_argument(
+        "--nodes",
+        type=int,
+        default=1,
+        help="node agents to run (simulated runtime: pods get an IP and run; nothing is executed) (default: 1)",
+    )
     _dns_arguments(up, prefix="dns-")
     up.add_argument("--insecure", action="store_true", help="serve plain HTTP (loopback tests only)")
     up.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
@@ -129,8 +139,8 @@ def _dns_arguments(parser: argparse.ArgumentParser, prefix: str) -> None:
     )
     parser.add_argument(
         "--cluster-cidr",
-        default=DEFAULT_CLUSTER_CIDR,
-        help=f"pod network; its reverse zone is served (default: {DEFAULT_CLUSTER_CIDR})",
+        default=CLUSTER_CIDR,
+        help=f"pod network; its reverse zone is served (default: {CLUSTER_CIDR})",
     )
 
 
@@ -176,6 +186,16 @@ def _controllers_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     ctl.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
 
 
+def _node_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    node = sub.add_parser("node", help="run a node agent against a cluster (foreground)")
+    node.add_argument("--kubeconfig", type=Path, required=True, help="the cluster to join")
+    node.add_argument("--context", help="kubeconfig context (default: its current context)")
+    node.add_argument("--name", required=True, help="node name")
+    node.add_argument("--node-ip", required=True, help="the node's InternalIP (and its pods' hostIP)")
+    node.add_argument("--runtime", choices=("simulated",), default="simulated", help="pod runtime (default: simulated)")
+    node.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
+
+
 def _env_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     env = sub.add_parser("env", help="print the environment a pod's container gets (its env and service variables)")
     env.add_argument("pod", nargs="?", help="pod name (or give -f)")
@@ -194,6 +214,7 @@ def parser() -> argparse.ArgumentParser:
     _controllers_parser(sub)
     _dns_parser(sub)
     _env_parser(sub)
+    _node_parser(sub)
     return p
 
 
@@ -220,6 +241,12 @@ def _up(args: argparse.Namespace) -> int:
         dns = _dns_options(args, args.service_cluster_ip_range) if args.dns_port != -1 else None
     except ValueError as err:
         return _fail(str(err))
+    if not 0 <= args.nodes <= MAX_NODES:
+        return _fail(f"--nodes must be between 0 and {MAX_NODES}, not {args.nodes}")
+    try:
+        CidrAllocator(args.cluster_cidr)
+    except ValueError as err:
+        return _fail(f"--cluster-cidr: {err}")
     if args.repair_interval <= 0:
         return _fail(f"--repair-interval must be positive, not {args.repair_interval}")
     opts = UpOptions(
@@ -240,6 +267,8 @@ def _up(args: argparse.Namespace) -> int:
         repair_interval=args.repair_interval,
         controllers=controllers,
         dns=dns,
+        cluster_cidr=args.cluster_cidr,
+        nodes=args.nodes,
     )
     uvloop.run(run_up(opts))
     return 0
@@ -315,6 +344,32 @@ def _dns(args: argparse.Namespace) -> int:
     return 0
 
 
+def _node(args: argparse.Namespace) -> int:
+    import ipaddress
+
+    import uvloop
+
+    from tinykube.client.rest import RestClient
+    from tinykube.node.agent import NodeAgent, NodeConfig
+    from tinykube.node.runtime import SimulatedRuntime
+
+    _logging(args.verbose)
+    try:
+        ipaddress.ip_address(args.node_ip)
+        client = RestClient.from_kubeconfig(args.kubeconfig, args.context)
+    except (ValueError, OSError, KeyError, StopIteration) as err:
+        return _fail(f"cannot run node: {err or type(err).__name__}")
+
+    async def main() -> None:
+        try:
+            await NodeAgent(client, NodeConfig(args.name, args.node_ip), SimulatedRuntime()).run()
+        finally:
+            await client.close()
+
+    uvloop.run(main())
+    return 0
+
+
 def _env(args: argparse.Namespace) -> int:
     import asyncio
     import os
@@ -380,7 +435,14 @@ def _fail(message: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    handlers = {"up": _up, "kubeconfig": _kubeconfig, "controllers": _controllers, "dns": _dns, "env": _env}
+    handlers = {
+        "up": _up,
+        "kubeconfig": _kubeconfig,
+        "controllers": _controllers,
+        "dns": _dns,
+        "env": _env,
+        "node": _node,
+    }
     try:
         return handlers[args.command](args)
     except KeyboardInterrupt:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import uvicorn
 
+from tinykube.api.defaults import CLUSTER_CIDR
 from tinykube.apiserver.app import (
     DEFAULT_LOAD_BALANCER_RANGE,
     DEFAULT_NODE_PORT_RANGE,
@@ -34,9 +35,13 @@ from tinykube.client.kubeconfig import Credentials, merge_kubeconfig, write_kube
 from tinykube.client.rest import RestClient
 from tinykube.controllers.manager import run_controllers
 from tinykube.dns.run import DnsOptions, DnsService
+from tinykube.node.agent import NodeAgent, NodeConfig
+from tinykube.node.runtime import SimulatedRuntime
 from tinykube.store.launcher import SAFE_HINT, EtcdProcess, find_etcd
 
 log = logging.getLogger(__name__)
+
+SIMULATED_NODE_NET = "172.20.0"  # node-N is .N+1, as in the netns sandbox's LAN
 
 
 def default_data_dir(name: str) -> Path:
@@ -63,6 +68,8 @@ class UpOptions:
     repair_interval: float = 180.0
     controllers: list[str] = field(default_factory=lambda: ["*"])  # names, as `select_controllers` returns them
     dns: DnsOptions | None = field(default_factory=DnsOptions)  # None: no DNS server
+    cluster_cidr: str = CLUSTER_CIDR
+    nodes: int = 1  # node agents with the simulated runtime, named node-1, node-2, ...
 
     @property
     def dir(self) -> Path:
@@ -178,8 +185,22 @@ class Cluster:
         self.client = RestClient(creds)
         if opts.dns is not None:
             await self._start_dns(opts.dns)
-        self._record(creds)
-        self.tasks.append(asyncio.create_task(run_controllers(self.client, self.opts.controllers), name="controllers"))
+        controllers = run_controllers(self.client, opts.controllers, cluster_cidr=opts.cluster_cidr)
+        self.tasks.append(asyncio.create_task(controllers, name="controllers"))
+        await self._start_nodes(opts.nodes)
+        self._record(creds)  # last: tests and tools wait for this file to use the cluster
+
+    async def _start_nodes(self, count: int) -> None:
+        """Simulated nodes on the sandbox LAN's addresses (nothing is sent to them: their pods run nowhere)."""
+        assert self.client is not None
+        agents = [
+            NodeAgent(self.client, NodeConfig(f"node-{i}", f"{SIMULATED_NODE_NET}.{1 + i}"), SimulatedRuntime())
+            for i in range(1, count + 1)
+        ]
+        self.tasks += [asyncio.create_task(agent.run(), name=f"node {agent.config.name}") for agent in agents]
+        # Ready means `kubectl get nodes` shows them Ready, unless the node IPAM controller is switched off.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*(agent.registered.wait() for agent in agents)), 5)
 
     async def _start_dns(self, options: DnsOptions) -> None:
         assert self.client is not None

@@ -650,7 +650,7 @@ async def test_a_second_instance_writes_nothing_when_slices_are_correct(
 @pytest.fixture(scope="module")
 def no_slice_controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
     data_dir = tmp_path_factory.mktemp("noslices") / "noslices"
-    running = start_cluster(data_dir, "--controllers", "*,-endpointslice")
+    running = start_cluster(data_dir, "--controllers", "*,-endpointslice,-scheduler")
     try:
         yield running
     finally:

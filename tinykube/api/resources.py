@@ -48,7 +48,7 @@ RESOURCES: tuple[ResourceInfo, ...] = (
     ResourceInfo("", "v1", "Namespace", "namespaces", "namespace", False, ("ns",), ("status", "finalize")),
     ResourceInfo("", "v1", "Service", "services", "service", True, ("svc",), ("status",), ("all",)),
     ResourceInfo("", "v1", "Endpoints", "endpoints", "endpoints", True, ("ep",)),
-    ResourceInfo("", "v1", "Pod", "pods", "pod", True, ("po",), ("status",), ("all",)),
+    ResourceInfo("", "v1", "Pod", "pods", "pod", True, ("po",), ("status", "binding", "log"), ("all",)),
     ResourceInfo("", "v1", "Node", "nodes", "node", False, ("no",), ("status",)),
     ResourceInfo("", "v1", "Event", "events", "event", True, ("ev",)),
     ResourceInfo("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", "endpointslice", True),

@@ -29,6 +29,7 @@ from tinykube.apiserver.bootstrap import ensure_namespaces, ensure_system_servic
 from tinykube.apiserver.events import EventRecorder
 from tinykube.apiserver.handlers import ResourceHandler, json_response
 from tinykube.apiserver.metrics import Metrics
+from tinykube.apiserver.podlogs import PodLogs
 from tinykube.apiserver.registry import Registry, strategies
 from tinykube.apiserver.registry import Request as RegistryRequest
 from tinykube.apiserver.watchcache import WatchCache
@@ -80,6 +81,7 @@ class ApiServer:
         self.repair = Repair(self.store, self.pools, self.events.warn)
         self._pending_load_balancers: asyncio.Task[None] | None = None
         self.metrics = Metrics()
+        self.pod_logs = PodLogs(self.registry)
         self.ready = asyncio.Event()
         self.app = self._build_app()
 
@@ -100,6 +102,7 @@ class ApiServer:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*(c.stop() for c in self.caches.values()), self.allocations.stop())
+            await self.pod_logs.close()
             await self.store.close()
 
     async def _repair_pass(self) -> None:
@@ -152,7 +155,7 @@ class ApiServer:
         app = FastAPI(lifespan=self.lifespan, openapi_url=None, docs_url=None, redoc_url=None)
         app.add_exception_handler(errors.ApiError, self._api_error)  # type: ignore[arg-type]
         app.add_exception_handler(Exception, self._internal_error)
-        resources = ResourceHandler(self.registry)
+        resources = ResourceHandler(self.registry, self.pod_logs)
         counted = self.metrics.counting(resources)
         routes = [
             ("/version", self._version),

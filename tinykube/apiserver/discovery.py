@@ -11,7 +11,17 @@ from tinykube.api.resources import RESOURCES, ResourceInfo, group_versions, in_g
 from tinykube.apiserver.negotiation import accept_params
 
 KUBE_VERSION = (1, 32, 0)
-SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "finalize": ["update"]}
+SUBRESOURCE_VERBS = {
+    "status": ["get", "patch", "update"],
+    "finalize": ["update"],
+    "binding": ["create"],
+    "log": ["get"],
+}
+SUBRESOURCE_KINDS = {"binding": "Binding"}  # what the subresource takes, where it is not the resource's kind
+# Create-only collections outside the resource table (no storage of their own): upstream's legacy `bindings`.
+EXTRA_CORE_RESOURCES: list[dict[str, Any]] = [
+    {"name": "bindings", "singularName": "binding", "namespaced": True, "kind": "Binding"}
+]
 
 
 def version_info() -> dict[str, str]:
@@ -79,10 +89,12 @@ def api_resource_list(group: str, version: str) -> dict[str, Any] | None:
                     "name": f"{r.plural}/{sub}",
                     "singularName": "",
                     "namespaced": r.namespaced,
-                    "kind": r.kind,
+                    "kind": SUBRESOURCE_KINDS.get(sub, r.kind),
                     "verbs": SUBRESOURCE_VERBS[sub],
                 }
             )
+    if not group:
+        resources += [{**extra, "verbs": ["create"]} for extra in EXTRA_CORE_RESOURCES]
     gv = f"{group}/{version}" if group else version
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}
 
@@ -102,7 +114,12 @@ def _aggregated_resource(r: ResourceInfo) -> dict[str, Any]:
         entry["categories"] = list(r.categories)
     if r.subresources:
         entry["subresources"] = [
-            {"subresource": s, "responseKind": kind, "verbs": SUBRESOURCE_VERBS[s]} for s in r.subresources
+            {
+                "subresource": s,
+                "responseKind": {**kind, "kind": SUBRESOURCE_KINDS.get(s, r.kind)},
+                "verbs": SUBRESOURCE_VERBS[s],
+            }
+            for s in r.subresources
         ]
     return entry
 
@@ -115,6 +132,17 @@ def aggregated(core: bool, api_version: str) -> dict[str, Any]:
         if (group == "") != core:
             continue
         resources = [_aggregated_resource(r) for r in RESOURCES if r.group == group and r.version == version]
+        if not group:
+            resources += [
+                {
+                    "resource": extra["name"],
+                    "responseKind": {"group": "", "version": version, "kind": extra["kind"]},
+                    "scope": "Namespaced",
+                    "singularResource": extra["singularName"],
+                    "verbs": ["create"],
+                }
+                for extra in EXTRA_CORE_RESOURCES
+            ]
         items.append(
             {
                 "metadata": {"name": group, "creationTimestamp": None},

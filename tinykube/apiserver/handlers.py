@@ -27,9 +27,11 @@ from tinykube.apiserver.negotiation import (
     partial_metadata,
     rendering,
 )
+from tinykube.apiserver.podlogs import PodLogs
 from tinykube.apiserver.printers import table
 from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.registry import Request as RegistryRequest
+from tinykube.apiserver.registry.binding import BINDING, bind
 from tinykube.apiserver.watch import watch_response
 
 JSON = "application/json"
@@ -87,16 +89,41 @@ def _dry_run(request: Request) -> bool:
     return bool(values)
 
 
+def _legacy_bindings(path: str) -> str | None:
+    """The namespace of `/api/v1/namespaces/{ns}/bindings`, upstream's older form of `pods/{name}/binding`."""
+    parts = [p for p in path.split("/") if p]
+    if len(parts) == 5 and parts[:3] == ["api", "v1", "namespaces"] and parts[4] == "bindings":
+        return parts[3]
+    return None
+
+
+def _not_allowed() -> errors.MethodNotAllowed:
+    return errors.MethodNotAllowed("the server does not allow this method on the requested resource")
+
+
 class ResourceHandler:
     """Starlette endpoint for every resource URL."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, logs: PodLogs) -> None:
         self.registry = registry
+        self.logs = logs
 
     async def __call__(self, request: Request) -> Response:
+        legacy_namespace = _legacy_bindings(request.url.path)
+        if legacy_namespace is not None:
+            request.scope[RESOURCE_KEY] = "bindings"
+            if request.method != "POST":
+                raise _not_allowed()
+            return await self._bind(request, Target(BINDING, legacy_namespace))
         target = parse_path(request.url.path)
         request.scope[RESOURCE_KEY] = target.resource.plural
         method = request.method
+        if target.subresource in ("binding", "log"):  # pods' connect-like subresources: one verb each
+            if target.subresource == "binding" and method == "POST":
+                return await self._bind(request, target)
+            if target.subresource == "log" and method == "GET":
+                return await self.logs.get(target.namespace, target.name, request.query_params)
+            raise _not_allowed()
         if method == "GET":
             return await self._read(request, target)
         if target.resource.namespaced and not target.namespace:  # writes need a namespace in the URL
@@ -213,6 +240,17 @@ class ResourceHandler:
             deleted.append(orjson.dumps(obj))
         page = listing.Page(page.items, page.revision, "", None)
         return json_response(listing.list_body(target.resource.list_kind, target.resource.api_version, page, deleted))
+
+    async def _bind(self, request: Request, target: Target) -> Response:
+        """POST of a Binding, to `pods/{name}/binding` or (without a name in the URL) to `bindings`."""
+        binding = decode_object(await self._body(request), request.headers.get("content-type", JSON), BINDING)
+        self._check_namespace(binding, target)
+        name = target.name if target.resource is not BINDING else binding["metadata"].get("name", "")
+        await bind(self.registry, target.namespace, name, binding, _dry_run(request))
+        # upstream answers a Status, not the Binding, with the create's 201 filled in as its code
+        return json_response(
+            {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201
+        )
 
     @staticmethod
     def _check_namespace(obj: dict[str, Any], target: Target) -> None:

@@ -34,6 +34,13 @@ _BY_CODE: dict[int, type[errors.ApiError]] = {
 }
 
 
+PATCH_TYPES = {
+    "strategic": "application/strategic-merge-patch+json",
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+}
+
+
 def path_for(resource: ResourceInfo, namespace: str = "", name: str = "", subresource: str = "") -> str:
     base = f"/apis/{resource.group}/{resource.version}" if resource.group else f"/api/{resource.version}"
     if resource.namespaced and namespace:
@@ -82,9 +89,11 @@ class RestClient:
     async def close(self) -> None:
         await self._http.aclose()
 
-    async def request(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
+    async def request(
+        self, method: str, path: str, body: Any = None, *, content_type: str = "application/json", **params: Any
+    ) -> Any:
         content = orjson.dumps(body) if body is not None else None
-        headers = {"Content-Type": "application/json"} if content else {}
+        headers = {"Content-Type": content_type} if content else {}
         response = await self._http.request(method, path, content=content, params=params or None, headers=headers)
         _raise_for_status(response)
         return orjson.loads(response.content) if response.content else None
@@ -97,8 +106,27 @@ class RestClient:
         result: dict[str, Any] = await self.request("GET", path_for(resource, namespace), **params)
         return result
 
-    async def create(self, resource: ResourceInfo, namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
-        result: dict[str, Any] = await self.request("POST", path_for(resource, namespace), obj)
+    async def create(
+        self, resource: ResourceInfo, namespace: str, obj: dict[str, Any], *, name: str = "", subresource: str = ""
+    ) -> dict[str, Any]:
+        """POST to the collection, or to an object's subresource (`binding`) when `subresource` is given."""
+        result: dict[str, Any] = await self.request("POST", path_for(resource, namespace, name, subresource), obj)
+        return result
+
+    async def patch(
+        self,
+        resource: ResourceInfo,
+        namespace: str,
+        name: str,
+        body: Any,
+        *,
+        subresource: str = "",
+        patch_type: str = "strategic",
+    ) -> dict[str, Any]:
+        """PATCH with a strategic merge patch (lists such as conditions merged by key), `merge` or `json`."""
+        path = path_for(resource, namespace, name, subresource)
+        content_type = PATCH_TYPES[patch_type]
+        result: dict[str, Any] = await self.request("PATCH", path, body, content_type=content_type)
         return result
 
     async def update(
@@ -108,8 +136,9 @@ class RestClient:
         result: dict[str, Any] = await self.request("PUT", path, obj)
         return result
 
-    async def delete(self, resource: ResourceInfo, namespace: str, name: str) -> Any:
-        return await self.request("DELETE", path_for(resource, namespace, name))
+    async def delete(self, resource: ResourceInfo, namespace: str, name: str, **params: Any) -> Any:
+        """DELETE; `params` are query parameters such as `gracePeriodSeconds`."""
+        return await self.request("DELETE", path_for(resource, namespace, name), **params)
 
     async def watch(self, resource: ResourceInfo, namespace: str = "", **params: Any) -> AsyncIterator[dict[str, Any]]:
         """Watch events as dicts; the stream ends when the server ends it (timeout) or on error."""

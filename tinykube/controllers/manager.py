@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from tinykube.api.defaults import CLUSTER_CIDR
 from tinykube.client.informer import SharedInformers
 from tinykube.client.rest import RestClient
 
@@ -19,6 +20,7 @@ log = logging.getLogger(__name__)
 class ControllerContext:
     client: RestClient
     informers: SharedInformers
+    cluster_cidr: str = CLUSTER_CIDR  # the pod network the node IPAM controller cuts into per-node /24s
 
 
 class Controller(Protocol):
@@ -36,12 +38,16 @@ def _factories() -> dict[str, Factory]:
     from tinykube.controllers.endpointslice import EndpointSliceController
     from tinykube.controllers.endpointslicemirroring import EndpointSliceMirroringController
     from tinykube.controllers.namespace import NamespaceController
+    from tinykube.controllers.nodeipam import NodeIpamController
+    from tinykube.controllers.scheduler import Scheduler
 
     return {
         "namespace": lambda ctx: NamespaceController(ctx.client),
         "endpoints": EndpointsController,
         "endpointslice": EndpointSliceController,
         "endpointslicemirroring": EndpointSliceMirroringController,
+        "nodeipam": lambda ctx: NodeIpamController(ctx, ctx.cluster_cidr),
+        "scheduler": Scheduler,
     }
 
 
@@ -68,10 +74,10 @@ def select_controllers(spec: str) -> list[str]:
     return sorted(chosen)
 
 
-async def run_controllers(client: RestClient, names: list[str]) -> None:
+async def run_controllers(client: RestClient, names: list[str], *, cluster_cidr: str = CLUSTER_CIDR) -> None:
     """Run the named controllers until cancelled."""
     informers = SharedInformers(client)
-    ctx = ControllerContext(client, informers)
+    ctx = ControllerContext(client, informers, cluster_cidr)
     factories = _factories()
     tasks = [asyncio.create_task(factories[name](ctx).run(), name=f"{name}-controller") for name in names]
     try:

@@ -22,7 +22,6 @@ from tinykube.dns.server import DnsServer, Upstreams
 log = logging.getLogger(__name__)
 
 DEFAULT_DNS_PORT = 10053
-DEFAULT_CLUSTER_CIDR = "10.244.0.0/16"
 MAX_TTL = 3600
 
 

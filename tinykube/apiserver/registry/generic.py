@@ -363,6 +363,28 @@ class Registry:
         await self._settle(req, written)
         return new
 
+    async def guaranteed_update(
+        self,
+        req: Request,
+        mutate: Callable[[dict[str, Any]], None],
+        preconditions: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Upstream's GuaranteedUpdate: `mutate` the latest stored object (it may raise an ApiError) and write it
+        back conditionally on its revision, retrying when someone else wrote in between. No strategy runs: this is
+        for subresources (pods/binding) that change a few fields the API user may not write directly."""
+        for _attempt in range(_UPDATE_ATTEMPTS):
+            old, revision = await self._read(req)
+            _check_preconditions(req, old, preconditions or {})
+            new = _clone(old)
+            mutate(new)
+            if req.dry_run:
+                return new
+            try:
+                return await self._store_update(req, new, revision)
+            except RevisionConflict:
+                continue
+        raise errors.conflict(req.resource.plural, req.name, req.resource.group)
+
     def prepare_subresource(self, req: Request, new: dict[str, Any], old: dict[str, Any]) -> None:
         """Subresources other than status: only namespaces' `finalize` (it writes spec.finalizers alone)."""
         if req.subresource != "finalize":

@@ -1,0 +1,223 @@
+"""Node agents (simulated runtime), the scheduler and node IPAM in a real `tinykube up --nodes 2`."""
+
+from __future__ import annotations
+
+import ipaddress
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import RunningCluster, eventually, start_cluster, stop_cluster
+
+
+@pytest.fixture(scope="module")
+def nodes_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
+    running = start_cluster(tmp_path_factory.mktemp("nodes") / "c", "--nodes", "2", "--controllers", "*")
+    try:
+        with running.http() as http:  # `up` waits for its nodes, but only so long: a loaded machine may take longer
+
+            def registered() -> bool:
+                nodes = http.get("/api/v1/nodes").json()["items"]
+                ready = [n for n in nodes if condition(n, "Ready").get("status") == "True" and n["spec"].get("podCIDR")]
+                return len(ready) == 2
+
+            eventually(registered, what="two Ready nodes with pod CIDRs")
+        yield running
+    finally:
+        stop_cluster(running)
+
+
+@pytest.fixture
+def client(nodes_cluster: RunningCluster) -> Iterator[httpx.Client]:
+    with nodes_cluster.http() as http:
+        yield http
+
+
+@pytest.fixture
+def ns(client: httpx.Client, request: pytest.FixtureRequest) -> Iterator[str]:
+    name = f"n-{request.node.name.lower().replace('_', '-')[:40].strip('-')}"
+    assert client.post("/api/v1/namespaces", json={"metadata": {"name": name}}).status_code == 201
+    yield name
+    client.delete(f"/api/v1/namespaces/{name}")
+
+
+def pod(name: str, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": labels or {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}], **spec},
+    }
+
+
+def get(client: httpx.Client, path: str) -> dict[str, Any]:
+    response = client.get(path)
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == kind), {})
+
+
+def running_and_ready(client: httpx.Client, ns: str, name: str) -> dict[str, Any] | None:
+    found = get(client, f"/api/v1/namespaces/{ns}/pods/{name}")
+    ok = found["status"].get("phase") == "Running" and condition(found, "Ready").get("status") == "True"
+    return found if ok else None
+
+
+def test_nodes_register_ready_with_pod_cidrs(client: httpx.Client) -> None:
+    nodes = {n["metadata"]["name"]: n for n in get(client, "/api/v1/nodes")["items"]}
+    assert set(nodes) == {"node-1", "node-2"}
+    cidrs = {n["spec"]["podCIDR"] for n in nodes.values()}
+    assert cidrs == {"10.244.0.0/24", "10.244.1.0/24"}
+    for name, node in nodes.items():
+        assert node["spec"]["podCIDRs"] == [node["spec"]["podCIDR"]]
+        assert condition(node, "Ready")["status"] == "True" and condition(node, "Ready")["reason"] == "KubeletReady"
+        addresses = {a["type"]: a["address"] for a in node["status"]["addresses"]}
+        assert addresses["Hostname"] == name and addresses["InternalIP"].startswith("172.20.0.")
+        assert node["metadata"]["labels"]["kubernetes.io/hostname"] == name
+
+
+def test_kubectl_shows_ready_nodes(nodes_cluster: RunningCluster) -> None:
+    lines = nodes_cluster.kubectl("get", "nodes", "--no-headers").stdout.splitlines()
+    assert sorted(line.split()[:2] for line in lines) == [["node-1", "Ready"], ["node-2", "Ready"]]
+
+
+def test_pods_are_spread_run_and_get_addresses_from_their_node(client: httpx.Client, ns: str) -> None:
+    for i in range(4):
+        assert client.post(f"/api/v1/namespaces/{ns}/pods", json=pod(f"p{i}")).status_code == 201
+    pods = [eventually(lambda i=i: running_and_ready(client, ns, f"p{i}"), what=f"p{i} running") for i in range(4)]
+    nodes = {n["metadata"]["name"]: n for n in get(client, "/api/v1/nodes")["items"]}
+    per_node = sorted(p["spec"]["nodeName"] for p in pods)
+    assert per_node == ["node-1", "node-1", "node-2", "node-2"]  # least pods first
+    assert len({p["status"]["podIP"] for p in pods}) == 4
+    for found in pods:
+        node = nodes[found["spec"]["nodeName"]]
+        status = found["status"]
+        assert ipaddress.ip_address(status["podIP"]) in ipaddress.ip_network(node["spec"]["podCIDR"])
+        assert status["podIPs"] == [{"ip": status["podIP"]}]
+        internal = next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
+        assert status["hostIP"] == internal
+        assert condition(found, "PodScheduled")["status"] == "True"
+        assert [c["type"] for c in status["conditions"]][:5] == [
+            "PodReadyToStartContainers",
+            "Initialized",
+            "Ready",
+            "ContainersReady",
+            "PodScheduled",
+        ]
+        (container,) = status["containerStatuses"]
+        assert container["ready"] and container["started"] and container["restartCount"] == 0
+        assert "running" in container["state"]
+
+
+def test_ready_annotation_flips_readiness_and_endpoints_follow(client: httpx.Client, ns: str) -> None:
+    service = {"metadata": {"name": "web"}, "spec": {"selector": {"app": "flip"}, "ports": [{"port": 80}]}}
+    assert client.post(f"/api/v1/namespaces/{ns}/services", json=service).status_code == 201
+    assert client.post(f"/api/v1/namespaces/{ns}/pods", json=pod("f", {"app": "flip"})).status_code == 201
+    eventually(lambda: running_and_ready(client, ns, "f"), what="pod ready")
+
+    def slice_ready() -> bool | None:
+        slices = get(client, f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices")["items"]
+        endpoints = [e for s in slices for e in s.get("endpoints") or []]
+        return endpoints[0]["conditions"]["ready"] if len(endpoints) == 1 else None
+
+    assert eventually(slice_ready, what="ready endpoint") is True
+    patch = {"metadata": {"annotations": {"tinykube.io/ready": "false"}}}
+    headers = {"Content-Type": "application/merge-patch+json"}
+    assert client.patch(f"/api/v1/namespaces/{ns}/pods/f", json=patch, headers=headers).status_code == 200
+
+    def not_ready() -> dict[str, Any] | None:
+        ready = condition(get(client, f"/api/v1/namespaces/{ns}/pods/f"), "Ready")
+        return ready if ready.get("status") == "False" else None
+
+    ready = eventually(not_ready, what="pod not ready")
+    assert ready["reason"] == "ContainersNotReady" and ready["message"] == "containers with unready status: [c]"
+    eventually(lambda: slice_ready() is False, what="endpoint not ready")
+
+
+def test_readiness_gates_hold_ready_until_their_condition_is_true(client: httpx.Client, ns: str) -> None:
+    gated = pod("g", readinessGates=[{"conditionType": "example.com/lb"}])
+    assert client.post(f"/api/v1/namespaces/{ns}/pods", json=gated).status_code == 201
+
+    def gate_message() -> str | None:
+        ready = condition(get(client, f"/api/v1/namespaces/{ns}/pods/g"), "Ready")
+        return ready.get("message") if ready.get("reason") == "ReadinessGatesNotReady" else None
+
+    message = eventually(gate_message, what="readiness gate reported")
+    assert message == 'corresponding condition of pod readiness gate "example.com/lb" does not exist.'
+    status = {"status": {"conditions": [{"type": "example.com/lb", "status": "True"}]}}
+    headers = {"Content-Type": "application/strategic-merge-patch+json"}
+    assert client.patch(f"/api/v1/namespaces/{ns}/pods/g/status", json=status, headers=headers).status_code == 200
+    found = eventually(lambda: running_and_ready(client, ns, "g"), what="ready once the gate is true")
+    assert condition(found, "example.com/lb")["status"] == "True"
+
+
+def test_a_pod_no_node_fits_is_unschedulable(client: httpx.Client, ns: str) -> None:
+    picky = pod("picky", nodeSelector={"disk": "ssd"})
+    assert client.post(f"/api/v1/namespaces/{ns}/pods", json=picky).status_code == 201
+
+    def unschedulable() -> dict[str, Any] | None:
+        scheduled = condition(get(client, f"/api/v1/namespaces/{ns}/pods/picky"), "PodScheduled")
+        return scheduled if scheduled.get("status") == "False" else None
+
+    scheduled = eventually(unschedulable, what="PodScheduled False")
+    assert scheduled["reason"] == "Unschedulable"
+    assert scheduled["message"] == "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
+    assert not get(client, f"/api/v1/namespaces/{ns}/pods/picky")["spec"].get("nodeName")
+
+
+def test_deleted_pods_give_their_address_back(client: httpx.Client, ns: str) -> None:
+    on_node = "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1"
+    eventually(lambda: not get(client, on_node)["items"], what="node-1 without pods of earlier tests")
+    cidr = ipaddress.ip_network(get(client, "/api/v1/nodes/node-1")["spec"]["podCIDR"])
+    first_free = str(cidr.network_address + 2)  # .1 is the node's own
+    assert client.post(f"/api/v1/namespaces/{ns}/pods", json=pod("a", nodeName="node-1")).status_code == 201
+    assert eventually(lambda: running_and_ready(client, ns, "a"))["status"]["podIP"] == first_free
+    assert client.delete(f"/api/v1/namespaces/{ns}/pods/a").status_code == 200
+    assert client.post(f"/api/v1/namespaces/{ns}/pods", json=pod("b", nodeName="node-1")).status_code == 201
+    assert eventually(lambda: running_and_ready(client, ns, "b"))["status"]["podIP"] == first_free
+
+
+def test_tinykube_node_joins_a_cluster(nodes_cluster: RunningCluster, client: httpx.Client, tmp_path: Path) -> None:
+    log = (tmp_path / "node.log").open("wb")
+    agent = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tinykube.cli",
+            "node",
+            "--kubeconfig",
+            str(nodes_cluster.kubeconfig),
+            "--name",
+            "extra",
+            "--node-ip",
+            "172.20.0.99",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        node = eventually(
+            lambda: (
+                client.get("/api/v1/nodes/extra").json()
+                if client.get("/api/v1/nodes/extra").status_code == 200
+                else None
+            ),
+            what="node extra",
+        )
+        ready = eventually(
+            lambda: condition(get(client, "/api/v1/nodes/extra"), "Ready").get("status") == "True", what="extra ready"
+        )
+        assert ready and node["metadata"]["name"] == "extra"
+        assert eventually(lambda: get(client, "/api/v1/nodes/extra")["spec"].get("podCIDR"), what="pod CIDR")
+    finally:
+        agent.send_signal(signal.SIGINT)
+        agent.wait(30)
+        client.delete("/api/v1/nodes/extra")

@@ -1,0 +1,217 @@
+"""The node agent (a minimal kubelet): registers its Node, keeps it Ready with heartbeats, runs the pods bound to
+it through a runtime, and reports their status.
+
+Like the kubelet it talks to the apiserver only through the REST API: a Node create plus status patches, and one
+pod watch limited to `spec.nodeName=<node>`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from tinykube.api import errors
+from tinykube.api.meta import now
+from tinykube.api.resources import builtin
+from tinykube.client.informer import Informer, object_key
+from tinykube.client.rest import RestClient
+from tinykube.client.workqueue import WorkQueue, run_workers
+from tinykube.node.runtime import NoFreeAddress, PodAddresses, Runtime
+from tinykube.node.status import PodState, pod_status
+
+log = logging.getLogger(__name__)
+
+Object = dict[str, Any]
+PODS, NODES = builtin("", "v1", "pods"), builtin("", "v1", "nodes")
+KUBELET_VERSION = "v1.32.0-tinykube"
+HEARTBEAT = 10.0  # seconds, as the kubelet's --node-status-update-frequency
+WORKERS = 8
+NO_ADDRESS_RETRY = 5.0  # seconds
+DEFAULT_GRACE = 30  # seconds, the API's default terminationGracePeriodSeconds
+NODE_CONDITIONS = (
+    ("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+    ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+    ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+    ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+)
+
+
+@dataclass
+class NodeConfig:
+    name: str
+    ip: str  # InternalIP, and every pod's hostIP
+    labels: dict[str, str] | None = None
+    heartbeat: float = HEARTBEAT
+
+
+def node_object(config: NodeConfig) -> Object:
+    labels = {
+        "kubernetes.io/hostname": config.name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        **(config.labels or {}),
+    }
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": config.name, "labels": labels}, "spec": {}}
+
+
+def node_status(config: NodeConfig, started: str) -> Object:
+    stamp = now()
+    return {
+        "conditions": [
+            {
+                "type": kind,
+                "status": status,
+                "reason": reason,
+                "message": message,
+                "lastHeartbeatTime": stamp,
+                "lastTransitionTime": started,
+            }
+            for kind, status, reason, message in NODE_CONDITIONS
+        ],
+        "addresses": [{"type": "InternalIP", "address": config.ip}, {"type": "Hostname", "address": config.name}],
+        "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"},
+        "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"},
+        "nodeInfo": {
+            "kubeletVersion": KUBELET_VERSION,
+            "kubeProxyVersion": "",
+            "containerRuntimeVersion": "tinykube://0.1.0",
+            "operatingSystem": "linux",
+            "architecture": "amd64",
+            "osImage": "tinykube",
+            "kernelVersion": "",
+            "machineID": "",
+            "systemUUID": "",
+            "bootID": "",
+        },
+    }
+
+
+def _reported(pod: Object, status: Object) -> bool:
+    """Whether the pod already shows `status` (compared on the fields we set)."""
+    current = pod.get("status") or {}
+    return all(current.get(key) == value for key, value in status.items())
+
+
+class NodeAgent:
+    def __init__(self, client: RestClient, config: NodeConfig, runtime: Runtime) -> None:
+        self.client = client
+        self.config = config
+        self.runtime = runtime
+        runtime.on_change = self._runtime_changed
+        self.pods = Informer(client, PODS, field_selector=f"spec.nodeName={config.name}")
+        self.queue: WorkQueue[str] = WorkQueue()
+        self.addresses: PodAddresses | None = None
+        self.started_at: dict[str, str] = {}  # pod key -> startTime, for the pods the runtime runs
+        self.last_seen: dict[str, Object] = {}  # pod key -> the pod as last synced, for its grace period once gone
+        self.registered = asyncio.Event()  # the Node exists with its pod CIDR
+        self._since = now()
+
+    # Node
+
+    async def register(self) -> str:
+        """Create (or take over) the Node, mark it Ready, and wait for its pod CIDR; returns the CIDR."""
+        with contextlib.suppress(errors.AlreadyExists):
+            await self.client.create(NODES, "", node_object(self.config))
+        await self._heartbeat()
+        delay = 0.01
+        while True:
+            node = await self.client.get(NODES, "", self.config.name)
+            cidr = (node.get("spec") or {}).get("podCIDR")
+            if cidr:
+                return str(cidr)
+            await asyncio.sleep(delay)  # the node IPAM controller assigns it
+            delay = min(delay * 2, 1.0)
+
+    async def _heartbeat(self) -> None:
+        status = node_status(self.config, self._since)
+        await self.client.patch(NODES, "", self.config.name, {"status": status}, subresource="status")
+
+    async def _heartbeats(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.heartbeat)
+            try:
+                await self._heartbeat()
+            except Exception as err:  # the apiserver may be away: keep running pods, try again
+                log.warning("node %s: heartbeat failed: %s", self.config.name, err)
+
+    # Pods
+
+    async def run(self) -> None:
+        cidr = await self.register()
+        self.addresses = PodAddresses(cidr)
+        self.registered.set()
+        self.pods.add_handler(
+            on_add=self._pod_seen, on_update=lambda _old, new: self._pod_seen(new), on_delete=self._pod_seen
+        )
+        watch = asyncio.create_task(self.pods.run(), name=f"node {self.config.name} pods")
+        heartbeats = asyncio.create_task(self._heartbeats(), name=f"node {self.config.name} heartbeats")
+        try:
+            await self.pods.wait_synced()
+            await run_workers(self.queue, WORKERS, self.sync)
+        finally:
+            self.queue.shutdown()
+            for task in (watch, heartbeats):
+                task.cancel()
+            await asyncio.gather(watch, heartbeats, return_exceptions=True)
+            await self.runtime.close()
+
+    def _pod_seen(self, pod: Object) -> None:
+        key = object_key(pod)
+        ip = (pod.get("status") or {}).get("podIP")
+        if ip and key not in self.started_at and self.addresses is not None and _within(ip, self.addresses):
+            self.addresses.occupy(ip, key)  # ours from before a restart: keep it
+        self.queue.add(key)
+
+    def _runtime_changed(self, key: str) -> None:
+        self.queue.add(key)
+
+    async def sync(self, key: str) -> None:
+        assert self.addresses is not None
+        pod = self.pods.store.get(key)
+        if pod is None or pod["metadata"].get("deletionTimestamp"):
+            await self._stop(key, pod)
+            return
+        self.last_seen[key] = pod
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return
+        try:
+            ip = self.addresses.allocate(key)
+        except NoFreeAddress as err:  # as a kubelet whose CNI is out of addresses: the pod waits, and is retried
+            log.warning("node %s: cannot start %s: %s", self.config.name, key, err)
+            self.queue.add_after(key, NO_ADDRESS_RETRY)
+            return
+        if key not in self.started_at:
+            self.started_at[key] = (pod.get("status") or {}).get("startTime") or now()
+            await self.runtime.start(key, pod, ip)
+        state = PodState(ip, self.config.ip, self.started_at[key], self.runtime.containers(key, pod))
+        status = pod_status(pod, state, now())
+        if _reported(pod, status):
+            return
+        meta = pod["metadata"]
+        with contextlib.suppress(errors.NotFound):  # deleted meanwhile: the delete event stops it
+            await self.client.patch(PODS, meta["namespace"], meta["name"], {"status": status}, subresource="status")
+
+    async def _stop(self, key: str, pod: Object | None) -> None:
+        """Stop a deleted pod: with its deletion grace period when it is being deleted gracefully, else (already
+        gone from the API) with its spec's `terminationGracePeriodSeconds`."""
+        known = pod or self.last_seen.pop(key, None) or {}
+        meta, spec = known.get("metadata") or {}, known.get("spec") or {}
+        grace = meta.get("deletionGracePeriodSeconds", spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE))
+        if self.started_at.pop(key, None) is not None:
+            await self.runtime.stop(key, float(grace))
+        if self.addresses is not None:
+            self.addresses.release(key)
+        if pod is not None:  # graceful deletion: the kubelet finishes it once the containers are gone
+            with contextlib.suppress(errors.NotFound):
+                await self.client.delete(PODS, meta["namespace"], meta["name"], gracePeriodSeconds=0)
+
+
+def _within(ip: str, addresses: PodAddresses) -> bool:
+    try:
+        return ipaddress.ip_address(ip) in addresses.network
+    except ValueError:
+        return False

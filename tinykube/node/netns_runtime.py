@@ -1,0 +1,567 @@
+"""The `netns` runtime: each pod is a network namespace attached to its node's namespace, each container its
+`command` + `args` run as a host process inside it (`ip netns exec`), supervised as the kubelet supervises
+containers.
+
+Per container, a supervisor task starts the process, runs its probes, and on exit decides by `restartPolicy`
+whether to start it again, after upstream's crash back-off (immediately the first time, then 10 s doubling to
+300 s, shown as `CrashLoopBackOff`). Output goes through a relay that writes CRI log files (`<time> stdout F
+<line>`), one per run as the kubelet's `<restartCount>.log`, so `logs()` can honour timestamps and `previous`.
+A command that cannot be started is a run that ends with `StartError` / exit code 128, as upstream reports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import signal
+from collections.abc import AsyncIterator, Callable, Coroutine
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from tinykube.api import errors
+from tinykube.api.meta import now
+from tinykube.kubelet_env.envvars import container_environment, expand
+from tinykube.node import netns, sandbox
+from tinykube.node.probes import Outcome, ProbeResults, ProbeSpec, Target, run_prober
+from tinykube.node.status import ContainerState
+
+log = logging.getLogger(__name__)
+
+Object = dict[str, Any]
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+DEFAULT_GRACE = 30.0
+IDLE = ["sleep", "infinity"]  # a container without a command: a pause container, running and serving nothing
+START_ERROR_AT = "1970-01-01T00:00:00Z"  # upstream's startedAt of a container that never started
+DRAIN = 1.0  # seconds to keep reading a finished container's pipes (a child it left may hold them open)
+FOLLOW_POLL = 0.1
+
+
+@dataclass(slots=True)
+class Backoff:
+    """Upstream's per-container restart back-off (`IsInBackOffSince` + `Next`): no wait the first time, then
+    `initial` doubling to `cap`; forgotten after twice `cap` without a restart."""
+
+    initial: float = 10.0
+    cap: float = 300.0
+    current: float = 0.0
+    updated: float = 0.0
+
+    def next_delay(self, clock: float) -> float:
+        if self.current and clock - self.updated > 2 * self.cap:
+            self.current = 0.0
+        wait = self.current
+        self.current = min(self.current * 2, self.cap) if self.current else self.initial
+        self.updated = clock + wait
+        return wait
+
+
+def should_restart(policy: str, exit_code: int) -> bool:
+    return policy == "Always" or (policy == "OnFailure" and exit_code != 0)
+
+
+def pod_phase(containers: list[ContainerState], restart_policy: str) -> str:
+    """Upstream's kubelet `getPhase` for a pod's (non-init) containers."""
+    running = waiting = stopped = succeeded = 0
+    for c in containers:
+        if c.running_since:
+            running += 1
+        elif c.terminated is not None:
+            stopped += 1
+            succeeded += c.terminated.get("exitCode") == 0
+        elif c.last_terminated is not None:
+            stopped += 1  # waiting to restart
+        else:
+            waiting += 1
+    if waiting or not (running or stopped):
+        return "Pending"
+    if running or restart_policy == "Always":
+        return "Running"
+    if stopped == succeeded:
+        return "Succeeded"
+    return "Failed" if restart_policy == "Never" else "Running"
+
+
+def exit_code(returncode: int) -> int:
+    return 128 - returncode if returncode < 0 else returncode  # killed by signal N: 128+N, as runc reports
+
+
+def missing_executable(argv0: str, path: str, cwd: str) -> str:
+    """Upstream's message when `argv0` cannot be executed, or ""."""
+    if "/" in argv0:
+        full = os.path.join(cwd, argv0)
+        if os.path.isfile(full) and os.access(full, os.X_OK):
+            return ""
+        return f'exec: "{argv0}": stat {argv0}: no such file or directory'
+    if shutil.which(argv0, path=path):
+        return ""
+    return f'exec: "{argv0}": executable file not found in $PATH'
+
+
+def stamp() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class StartFailure(Exception):
+    """A container that cannot be started; `waiting` failures (bad config) keep it waiting, the others end its
+    run with StartError."""
+
+    def __init__(self, reason: str, message: str, *, waiting: bool = False) -> None:
+        super().__init__(message)
+        self.reason, self.message, self.waiting = reason, message, waiting
+
+
+@dataclass(eq=False)
+class Container:
+    """One container of a running pod: its current run, and the records of the last two finished ones."""
+
+    spec: Object
+    backoff: Backoff
+    restart_count: int = 0
+    running_since: str = ""
+    ready: bool = False
+    waiting_reason: str = "ContainerCreating"
+    waiting_message: str = ""
+    finished: Object | None = None  # the last finished run's terminated record
+    before: Object | None = None  # the one before it (lastState once the container stays terminated)
+    done: bool = False  # finished for good: the policy does not restart it
+    process: asyncio.subprocess.Process | None = None
+    log_path: Path | None = None
+    previous_log: Path | None = None
+    run_over: asyncio.Event = field(default_factory=asyncio.Event)  # the current log gets no more lines
+    first_start: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def name(self) -> str:
+        return str(self.spec["name"])
+
+    def wait(self, reason: str, message: str = "") -> None:
+        self.waiting_reason, self.waiting_message = reason, message
+
+    def ended(self, record: Object) -> None:
+        self.running_since, self.ready, self.process = "", False, None
+        self.before, self.finished = self.finished, record
+        self.wait("ContainerCreating")  # until it restarts or is found done
+
+    def state(self, container_id: str) -> ContainerState:
+        """Running (lastState: the last run), terminated for good (lastState: the run before), or waiting."""
+        found = ContainerState(self.name, str(self.spec.get("image") or ""), container_id)
+        found.restart_count, found.ready, found.last_terminated = self.restart_count, self.ready, self.finished
+        if self.running_since:
+            found.running_since = self.running_since
+        elif self.done:
+            found.terminated, found.last_terminated = self.finished, self.before
+        else:
+            found.waiting_reason, found.waiting_message = self.waiting_reason, self.waiting_message
+        return found
+
+
+@dataclass(eq=False)
+class Pod:
+    key: str
+    pod: Object  # as started, with its IPs filled in (env vars and the downward API see them)
+    net: sandbox.PodNet
+    log_dir: Path
+    containers: dict[str, Container]
+    supervisors: list[asyncio.Task[None]] = field(default_factory=list)
+    helpers: set[asyncio.Task[None]] = field(default_factory=set)  # log relays, liveness kills
+
+    @property
+    def name(self) -> str:
+        return str(self.pod["metadata"]["name"])
+
+    @property
+    def policy(self) -> str:
+        return str((self.pod.get("spec") or {}).get("restartPolicy") or "Always")
+
+    @property
+    def grace(self) -> float:
+        return float((self.pod.get("spec") or {}).get("terminationGracePeriodSeconds", DEFAULT_GRACE))
+
+    def spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        task = asyncio.get_running_loop().create_task(work, name=name)
+        self.helpers.add(task)
+        task.add_done_callback(self.helpers.discard)
+
+
+class NetnsRuntime:
+    """Runs the pods of one node of a sandbox (see the module docstring)."""
+
+    def __init__(
+        self,
+        node: sandbox.NodeNet,
+        log_dir: Path,
+        services: Callable[[], list[Object]],
+        *,
+        dns_ip: str = "10.96.0.10",
+        cluster_domain: str = "cluster.local",
+        backoff: tuple[float, float] = (10.0, 300.0),
+    ) -> None:
+        self.on_change: Callable[[str], None] = lambda key: None
+        self.node = node
+        self.log_dir = log_dir
+        self.services = services
+        self.dns_ip = dns_ip
+        self.cluster_domain = cluster_domain
+        self.backoff = backoff
+        self.pods: dict[str, Pod] = {}
+
+    # The Runtime protocol
+
+    async def start(self, key: str, pod: Object, ip: str) -> None:
+        if key in self.pods:
+            return
+        meta = pod["metadata"]
+        net = self.node.pod(key, ip)
+        resolv = sandbox.resolv_conf(self.dns_ip, meta.get("namespace") or "default", self.cluster_domain)
+        try:
+            await asyncio.to_thread(sandbox.attach_pod, self.node, net, resolv)
+        except BaseException:
+            await asyncio.to_thread(sandbox.detach_pod, self.node, net)
+            raise
+        started = self._with_addresses(pod, ip)
+        run = Pod(key, started, net, self._pod_logs(started), self._containers(started))
+        self.pods[key] = run
+        for container in run.containers.values():
+            task = asyncio.create_task(self._supervise(run, container), name=f"{key}/{container.name}")
+            run.supervisors.append(task)
+        await asyncio.gather(*(c.first_start.wait() for c in run.containers.values()))
+
+    def containers(self, key: str, pod: Object) -> list[ContainerState]:
+        run = self.pods.get(key)
+        states = []
+        for spec in (pod.get("spec") or {}).get("containers") or []:
+            container = run.containers.get(spec["name"]) if run else None
+            states.append(self._state(run, container) if run and container else ContainerState(name=spec["name"]))
+        return states
+
+    def phase(self, key: str, pod: Object) -> str:
+        """The pod phase the agent should report (Pending, Running, Succeeded, Failed)."""
+        policy = str((pod.get("spec") or {}).get("restartPolicy") or "Always")
+        return pod_phase(self.containers(key, pod), policy)
+
+    async def stop(self, key: str, grace_seconds: float) -> None:
+        run = self.pods.pop(key, None)
+        if run is None:
+            return
+        for task in run.supervisors:
+            task.cancel()
+        await asyncio.gather(*run.supervisors, return_exceptions=True)
+        await self._terminate(run, grace_seconds)
+        await asyncio.gather(*run.helpers, return_exceptions=True)  # log relays end with their processes
+        await asyncio.to_thread(sandbox.detach_pod, self.node, run.net)
+        shutil.rmtree(run.log_dir, ignore_errors=True)
+
+    async def close(self, grace_seconds: float = 2.0) -> None:
+        await asyncio.gather(*(self.stop(key, grace_seconds) for key in list(self.pods)))
+
+    # Logs
+
+    def logs(
+        self,
+        key: str,
+        container: str,
+        *,
+        follow: bool = False,
+        tail_lines: int | None = None,
+        timestamps: bool = False,
+        previous: bool = False,
+        since_time: datetime | None = None,
+        limit_bytes: int | None = None,
+    ) -> AsyncIterator[bytes]:
+        """A container's log, as the kubelet's `containerLogs` serves it. Errors (unknown pod or container, no
+        previous run, not started yet) raise here, before anything is streamed."""
+        run = self.pods.get(key)
+        if run is None:
+            raise errors.NotFound(f'pod "{key}" not found')
+        found = run.containers.get(container)
+        if found is None:
+            raise errors.NotFound(f'container "{container}" in pod "{run.name}" not found')
+        path = found.previous_log if previous else found.log_path
+        if previous and (path is None or not path.exists()):
+            raise errors.BadRequest(f'previous terminated container "{container}" in pod "{run.name}" not found')
+        if path is None:
+            reason = found.waiting_reason or "ContainerCreating"
+            raise errors.BadRequest(f'container "{container}" in pod "{run.name}" is waiting to start: {reason}')
+        over = None if previous or not follow else found.run_over
+        return _read_log(path, over, tail_lines, timestamps, since_time, limit_bytes)
+
+    # Containers
+
+    def _with_addresses(self, pod: Object, ip: str) -> Object:
+        status = {**(pod.get("status") or {}), "podIP": ip, "podIPs": [{"ip": ip}]}
+        status.update(hostIP=self.node.ip, hostIPs=[{"ip": self.node.ip}])
+        return {**pod, "status": status}
+
+    def _pod_logs(self, pod: Object) -> Path:
+        meta = pod["metadata"]
+        directory = self.log_dir / f"{meta.get('namespace') or 'default'}_{meta['name']}_{meta.get('uid', '')}"
+        directory.mkdir(parents=True, exist_ok=True)
+        return directory
+
+    def _containers(self, pod: Object) -> dict[str, Container]:
+        initial, cap = self.backoff
+        specs = (pod.get("spec") or {}).get("containers") or []
+        return {spec["name"]: Container(spec, Backoff(initial, cap)) for spec in specs}
+
+    def _state(self, run: Pod, c: Container) -> ContainerState:
+        uid = run.pod["metadata"].get("uid") or run.key
+        return c.state(f"tinykube://{sandbox.short_hash(f'{uid}/{c.name}/{c.restart_count}', 32)}")
+
+    def _changed(self, run: Pod) -> None:
+        self.on_change(run.key)
+
+    async def _supervise(self, run: Pod, c: Container) -> None:
+        """Run the container, restarting it by the pod's policy, until the pod stops."""
+        try:
+            while True:
+                record = await self._run_once(run, c)
+                if record is not None and not should_restart(run.policy, record["exitCode"]):
+                    c.done = True
+                    self._changed(run)
+                    return
+                delay = c.backoff.next_delay(asyncio.get_running_loop().time())
+                if delay:
+                    if record is not None:
+                        c.wait("CrashLoopBackOff", f"back-off {delay:g}s restarting failed container={c.name} "
+                               f"pod={run.name}_{run.pod['metadata'].get('namespace') or 'default'}")  # fmt: skip
+                    self._changed(run)
+                    await asyncio.sleep(delay)
+                if record is not None:
+                    c.restart_count += 1
+        except Exception:
+            log.exception("pod %s: container %s: supervisor failed", run.key, c.name)
+        finally:
+            c.first_start.set()
+
+    async def _run_once(self, run: Pod, c: Container) -> Object | None:
+        """One run; returns its terminated record, or None when it could not be created (it stays waiting)."""
+        self._rotate(run, c)
+        try:
+            argv, env, cwd = self._command(run, c)
+            process = await self._spawn(run, c, argv, env, cwd)
+        except StartFailure as failure:
+            return self._failed_start(run, c, failure)
+        c.process, c.running_since = process, now()
+        c.ready = not c.spec.get("readinessProbe")  # without a probe, ready once running
+        c.first_start.set()
+        self._changed(run)
+        probes = self._probes(run, c, env)
+        try:
+            returncode = await process.wait()
+        finally:
+            for task in probes:
+                task.cancel()
+        code = exit_code(returncode)
+        record = {"exitCode": code, "reason": "Completed" if code == 0 else "Error"}
+        c.ended({**record, "startedAt": c.running_since, "finishedAt": now()})
+        self._changed(run)
+        return record
+
+    def _failed_start(self, run: Pod, c: Container, failure: StartFailure) -> Object | None:
+        c.run_over.set()
+        c.first_start.set()
+        if failure.waiting:
+            c.wait(failure.reason, failure.message)
+            self._changed(run)
+            return None
+        record = {"exitCode": 128, "reason": "StartError", "message": failure.message}
+        c.ended({**record, "startedAt": START_ERROR_AT, "finishedAt": now()})
+        c.wait("RunContainerError", failure.message)
+        self._changed(run)
+        return record
+
+    def _command(self, run: Pod, c: Container) -> tuple[list[str], dict[str, str], str]:
+        """The argv (with `$(VAR)` expanded), environment and working directory of a run."""
+        try:
+            pairs = container_environment(run.pod, c.spec, self.services())
+        except ValueError as err:
+            raise StartFailure("CreateContainerConfigError", str(err), waiting=True) from None
+        env = {"PATH": DEFAULT_PATH, "HOME": "/root", "HOSTNAME": run.name, **dict(pairs)}
+        argv = [expand(str(arg), env) for arg in [*(c.spec.get("command") or []), *(c.spec.get("args") or [])]]
+        argv = argv or IDLE
+        cwd = str(c.spec.get("workingDir") or "/")  # a container's default, rather than the agent's own
+        if not os.path.isdir(cwd):
+            raise StartFailure("StartError", f'chdir to cwd ("{cwd}") set in config.json failed: no such directory')
+        problem = missing_executable(argv[0], env["PATH"], cwd)
+        if problem:
+            raise StartFailure("StartError", problem)
+        return argv, env, cwd
+
+    def _rotate(self, run: Pod, c: Container) -> None:
+        """A fresh log file for this run (`<restartCount>.log`); only the previous run's is kept besides it."""
+        directory = run.log_dir / c.name
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / f"{c.restart_count - 2}.log").unlink(missing_ok=True)
+        path = directory / f"{c.restart_count}.log"
+        path.write_bytes(b"")
+        if path != c.log_path:  # not a retry of a run that could not be created
+            c.previous_log, c.log_path = c.log_path, path
+        c.run_over = asyncio.Event()
+
+    async def _spawn(
+        self, run: Pod, c: Container, argv: list[str], env: dict[str, str], cwd: str
+    ) -> asyncio.subprocess.Process:
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *netns.exec_argv(run.net.netns, argv),
+                env=env,
+                cwd=cwd,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,  # its own process group, signalled as a whole
+            )
+        except OSError as err:
+            raise StartFailure("StartError", str(err)) from None
+        assert process.stdout is not None and process.stderr is not None and c.log_path is not None
+        run.spawn(_relay(c.log_path, process, c.run_over), f"{run.key}/{c.name} log")
+        return process
+
+    def _probes(self, run: Pod, c: Container, env: dict[str, str]) -> list[asyncio.Task[None]]:
+        """Start the run's readiness and liveness probers (fresh results each run, as upstream's workers)."""
+        ports = {p["name"]: int(p["containerPort"]) for p in c.spec.get("ports") or [] if p.get("name")}
+        target = Target(run.net.ip, self.node.netns, netns.exec_argv(run.net.netns, []), env, ports)
+        tasks = []
+        if c.spec.get("readinessProbe"):
+            ready = ProbeSpec.parse(c.spec["readinessProbe"])
+            tasks.append(_prober(ready, target, ProbeResults(False), lambda ok, _: self._ready(run, c, ok)))
+        if c.spec.get("livenessProbe"):
+            live = ProbeSpec.parse(c.spec["livenessProbe"])
+            grace = run.grace if live.grace is None else live.grace
+            tasks.append(_prober(live, target, ProbeResults(True), lambda ok, why: self._alive(run, c, ok, why, grace)))
+        return tasks
+
+    def _ready(self, run: Pod, c: Container, ok: bool) -> None:
+        if c.running_since and c.ready != ok:
+            c.ready = ok
+            self._changed(run)
+
+    def _alive(self, run: Pod, c: Container, ok: bool, outcome: Outcome, grace: float) -> None:
+        """A failed liveness probe kills the container; its supervisor restarts it by the pod's policy."""
+        if ok or c.process is None:
+            return
+        log.info("pod %s: container %s failed liveness (%s), killing it", run.key, c.name, outcome.message)
+        run.spawn(_kill_group(c.process, grace), f"{run.key}/{c.name} kill")
+
+    async def _terminate(self, run: Pod, grace: float) -> None:
+        """SIGTERM every container's process group, SIGKILL after the grace period; then SIGKILL whatever else
+        still runs in the pod's namespace (a process that left its group)."""
+        processes = [c.process for c in run.containers.values() if c.process is not None]
+        await asyncio.gather(*(_kill_group(p, grace) for p in processes))
+        await asyncio.to_thread(netns.kill_all, run.net.netns, signal.SIGKILL)
+
+
+def _prober(
+    spec: ProbeSpec, target: Target, results: ProbeResults, changed: Callable[[bool, Outcome], None]
+) -> asyncio.Task[None]:
+    return asyncio.get_running_loop().create_task(run_prober(spec, target, results, changed))
+
+
+async def _kill_group(process: asyncio.subprocess.Process, grace: float) -> None:
+    """SIGTERM the process group, SIGKILL it if the leader outlives `grace`."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if process.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(process.wait(), grace)
+        grace = 5.0  # after SIGKILL: only a wedged kernel call keeps it
+
+
+async def _pump(stream: asyncio.StreamReader, tag: bytes, out: BinaryIO) -> None:
+    """Copy a pipe into the CRI log: full lines as `F`, an unfinished tail (or a very long line) as `P`."""
+    pending = b""
+    while chunk := await stream.read(65536):
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            out.write(b"%s %s F %s\n" % (stamp().encode(), tag, line))
+        if len(pending) >= 16384:
+            out.write(b"%s %s P %s\n" % (stamp().encode(), tag, pending))
+            pending = b""
+        out.flush()
+    if pending:
+        out.write(b"%s %s P %s\n" % (stamp().encode(), tag, pending))
+        out.flush()
+
+
+async def _relay(path: Path, process: asyncio.subprocess.Process, over: asyncio.Event) -> None:
+    """Both pipes of a run into its log; reading stops shortly after the process exits (a child left behind
+    could otherwise hold the pipes open forever)."""
+    assert process.stdout is not None and process.stderr is not None
+    with path.open("ab") as out:
+        pumps = asyncio.gather(_pump(process.stdout, b"stdout", out), _pump(process.stderr, b"stderr", out))
+        try:
+            await process.wait()
+            await asyncio.wait_for(asyncio.shield(pumps), DRAIN)
+        except TimeoutError:
+            pass
+        finally:
+            pumps.cancel()
+            with contextlib.suppress(BaseException):
+                await pumps
+            over.set()
+
+
+def _parse(line: bytes) -> tuple[str, bytes, bool] | None:
+    """A CRI log line: (timestamp, content, whether the line is complete)."""
+    parts = line.rstrip(b"\n").split(b" ", 3)
+    if len(parts) < 3:
+        return None
+    content = parts[3] if len(parts) == 4 else b""
+    return parts[0].decode(), content, parts[2] == b"F"
+
+
+def _format(entries: list[bytes], timestamps: bool, since: datetime | None) -> bytes:
+    out = []
+    for entry in entries:
+        parsed = _parse(entry)
+        if parsed is None:
+            continue
+        when, content, full = parsed
+        if since is not None and datetime.fromisoformat(when) < since:
+            continue
+        out.append((when.encode() + b" " if timestamps else b"") + content + (b"\n" if full else b""))
+    return b"".join(out)
+
+
+async def _read_log(
+    path: Path,
+    over: asyncio.Event | None,
+    tail_lines: int | None,
+    timestamps: bool,
+    since: datetime | None,
+    limit_bytes: int | None,
+) -> AsyncIterator[bytes]:
+    """The log's lines (the last `tail_lines`), then — following — new lines until the run is over."""
+    left = limit_bytes
+    with path.open("rb") as handle:
+        lines = handle.read().splitlines(keepends=True)
+        partial = lines.pop() if lines and not lines[-1].endswith(b"\n") else b""
+        if tail_lines is not None:
+            lines = lines[-tail_lines:] if tail_lines else []
+        chunk = _format(lines, timestamps, since)
+        while True:
+            if chunk:
+                if left is not None:
+                    chunk, left = chunk[:left], left - len(chunk)
+                yield chunk
+                if left is not None and left <= 0:
+                    return
+            if over is None:
+                return
+            done = over.is_set()
+            data = partial + handle.read()
+            complete = data[: data.rfind(b"\n") + 1]
+            partial = data[len(complete) :]
+            chunk = _format(complete.splitlines(keepends=True), timestamps, since)
+            if done and not chunk:
+                return
+            if not chunk:
+                await asyncio.sleep(FOLLOW_POLL)

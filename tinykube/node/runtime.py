@@ -1,0 +1,96 @@
+"""What a node agent needs from a pod runtime, the pod IP allocator, and the `simulated` runtime (no root, nothing
+executed: pods get an IP and run, as kwok's do)."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from tinykube.api.meta import now
+from tinykube.node.status import ContainerState, annotated_ready
+
+Object = dict[str, Any]
+
+
+class Runtime(Protocol):
+    """Runs the pods bound to one node. `on_change(pod key)` is set by the agent: the runtime calls it when a
+    pod's containers change on their own (a probe result, an exit), so the agent reports the new status."""
+
+    on_change: Callable[[str], None]
+
+    async def start(self, key: str, pod: Object, ip: str) -> None:
+        """Make the pod's sandbox and start its containers (returns once started, not once ready)."""
+
+    def containers(self, key: str, pod: Object) -> list[ContainerState]:
+        """The current state of each container in `pod`'s spec."""
+        ...
+
+    async def stop(self, key: str, grace_seconds: float) -> None:
+        """Stop the pod's containers (SIGTERM, then SIGKILL after the grace period) and remove its sandbox."""
+
+    async def close(self) -> None:
+        """Stop every pod (the agent is going away)."""
+
+
+class NoFreeAddress(RuntimeError):
+    pass
+
+
+class PodAddresses:
+    """Pod IPs from the node's pod CIDR, lowest free first; the network, the first address (the node's own, as a
+    bridge would hold it) and broadcast are never handed out."""
+
+    def __init__(self, cidr: str) -> None:
+        self.network = ipaddress.ip_network(cidr)
+        self.held: dict[str, str] = {}  # ip -> pod key
+
+    def occupy(self, ip: str, key: str) -> None:
+        self.held[ip] = key
+
+    def allocate(self, key: str) -> str:
+        for ip, holder in self.held.items():
+            if holder == key:
+                return ip
+        hosts = self.network.hosts()
+        next(hosts, None)  # the first host address stays the node's
+        for address in hosts:
+            if str(address) not in self.held:
+                self.held[str(address)] = key
+                return str(address)
+        raise NoFreeAddress(f"pod CIDR {self.network} has no free address")
+
+    def release(self, key: str) -> None:
+        for ip in [ip for ip, holder in self.held.items() if holder == key]:
+            del self.held[ip]
+
+
+class SimulatedRuntime:
+    """Containers are running from the moment the pod starts; ready follows the `tinykube.io/ready` annotation."""
+
+    def __init__(self) -> None:
+        self.on_change: Callable[[str], None] = lambda key: None
+        self._started: dict[str, str] = {}  # pod key -> when its containers started
+
+    async def start(self, key: str, pod: Object, ip: str) -> None:
+        self._started.setdefault(key, now())
+
+    def containers(self, key: str, pod: Object) -> list[ContainerState]:
+        since = self._started.get(key, "")
+        ready = bool(since) and annotated_ready(pod)
+        return [
+            ContainerState(
+                name=container["name"],
+                image=container.get("image", ""),
+                container_id=f"tinykube://{pod['metadata'].get('uid', key)}-{container['name']}",
+                running_since=since,
+                ready=ready,
+            )
+            for container in (pod.get("spec") or {}).get("containers") or []
+        ]
+
+    async def stop(self, key: str, grace_seconds: float) -> None:
+        self._started.pop(key, None)
+
+    async def close(self) -> None:
+        self._started.clear()

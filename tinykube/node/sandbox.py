@@ -1,0 +1,178 @@
+"""The netns dataplane's topology: a cluster sandbox of network namespaces, and a pod's plumbing into its node.
+
+    tk-<cluster>.lan       bridge br0 172.20.0.1/16 — the "LAN" every node and the external client sit on
+    tk-<cluster>.ext       eth0 172.20.0.250/16      — an external client (NodePorts, load balancer IPs)
+    tk-<cluster>.<node>    eth0 <node ip>/16; routes: other nodes' pod CIDRs via their node IPs, each local pod's
+                           /32 to its veth, the service CIDR via lo (so node → ClusterIP works once a proxy DNATs)
+    tk-<cluster>.<node>.<hash of pod key>
+                           eth0 <pod ip>/32, default via 169.254.1.1 (a permanent neighbour entry for the node
+                           side's fixed MAC, as Calico does), /etc/netns/<name>/resolv.conf
+
+The "." after the cluster name keeps clusters apart (cluster names have none), so `remove_sandbox(cluster)` can
+find everything of one cluster by prefix from a fresh process. Nothing is ever configured in the root namespace:
+veth pairs are created inside a sandbox namespace with their peer moved straight into another one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import re
+from dataclasses import dataclass
+
+from tinykube.node import netns
+
+LAN_CIDR = "172.20.0.0/16"
+LAN_GATEWAY = "172.20.0.1"  # the bridge's address
+EXTERNAL_IP = "172.20.0.250"
+POD_GATEWAY = "169.254.1.1"  # link-local next hop every pod routes through
+NODE_SIDE_MAC = "ee:ee:ee:ee:ee:ee"  # the node end of every pod veth (each is its own link, so one MAC does)
+BRIDGE = "br0"
+RESERVED = ("lan", "ext")
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+class SandboxError(Exception):
+    """The sandbox cannot be made as asked (a name in use, an invalid name)."""
+
+
+def netns_prefix(cluster: str) -> str:
+    return f"tk-{cluster}."
+
+
+def short_hash(text: str, length: int = 8) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def node_address(index: int) -> str:
+    """node-N's IP on the LAN (node-1 is 172.20.0.2)."""
+    return str(ipaddress.ip_network(LAN_CIDR).network_address + index + 1)
+
+
+def _check_name(kind: str, name: str) -> None:
+    if not _NAME.match(name) or len(name) > 63:
+        raise SandboxError(f"{kind} name {name!r}: lowercase letters, digits and '-' only (at most 63)")
+
+
+@dataclass(frozen=True, slots=True)
+class PodNet:
+    netns: str
+    veth: str  # the node-side end, in the node's namespace
+    ip: str
+
+
+@dataclass(frozen=True, slots=True)
+class NodeNet:
+    cluster: str
+    name: str
+    netns: str
+    ip: str
+    pod_cidr: str
+
+    def pod(self, key: str, ip: str) -> PodNet:
+        digest = short_hash(key)
+        return PodNet(netns=f"{self.netns}.{digest}", veth=f"veth{digest}", ip=ip)
+
+
+class Sandbox:
+    """One cluster's namespaces. `create()` makes the LAN and the external client, `add_node()` a node,
+    `destroy()` removes everything carrying the cluster's prefix (pods included)."""
+
+    def __init__(self, cluster: str, service_cidr: str = "10.96.0.0/16") -> None:
+        _check_name("cluster", cluster)
+        self.cluster = cluster
+        self.service_cidr = service_cidr
+        self.prefix = netns_prefix(cluster)
+        self.lan = f"{self.prefix}lan"
+        self.external = f"{self.prefix}ext"
+        self.nodes: dict[str, NodeNet] = {}
+
+    def create(self) -> None:
+        leftovers = netns.list_netns(self.prefix)
+        if leftovers:
+            raise SandboxError(
+                f"cluster {self.cluster!r} already has namespaces ({', '.join(leftovers[:3])}…); "
+                f"`tinykube down --name {self.cluster}` removes them"
+            )
+        try:
+            netns.ip("netns", "add", self.lan)
+            netns.ip_batch(
+                self.lan,
+                ["link set lo up", f"link add {BRIDGE} type bridge", f"link set {BRIDGE} up",
+                 f"addr add {LAN_GATEWAY}/16 dev {BRIDGE}"],
+            )  # fmt: skip
+            self._plug(self.external, "vext", EXTERNAL_IP)
+        except Exception:
+            self.destroy()
+            raise
+
+    def add_node(self, name: str, ip: str, pod_cidr: str) -> NodeNet:
+        _check_name("node", name)
+        if name in RESERVED or name in self.nodes:
+            raise SandboxError(f"node name {name!r} is reserved or in use")
+        node = NodeNet(self.cluster, name, f"{self.prefix}{name}", ip, pod_cidr)
+        self._plug(node.netns, f"vn{short_hash(name)}", ip)
+        netns.write_sysctl(node.netns, "net.ipv4.ip_forward", "1")
+        netns.ip("route", "add", self.service_cidr, "dev", "lo", "src", ip, netns=node.netns)
+        for other in self.nodes.values():
+            netns.ip("route", "replace", other.pod_cidr, "via", other.ip, netns=node.netns)
+            netns.ip("route", "replace", pod_cidr, "via", ip, netns=other.netns)
+        self.nodes[name] = node
+        return node
+
+    def _plug(self, name: str, lan_end: str, ip: str) -> None:
+        """A namespace `name` on the LAN: a veth from the bridge, `eth0` with `ip`."""
+        netns.ip("netns", "add", name)
+        netns.ip_batch(
+            self.lan,
+            [f"link add {lan_end} type veth peer name eth0 netns {name}", f"link set {lan_end} master {BRIDGE}",
+             f"link set {lan_end} up"],
+        )  # fmt: skip
+        netns.ip_batch(name, ["link set lo up", f"addr add {ip}/16 dev eth0", "link set eth0 up"])
+
+    def destroy(self) -> list[str]:
+        self.nodes.clear()
+        return remove_sandbox(self.cluster)
+
+
+def remove_sandbox(cluster: str) -> list[str]:
+    """Remove every namespace and /etc/netns entry of `cluster` (pods first), killing what runs in them; works
+    from a fresh process. Returns the names removed."""
+    prefix = netns_prefix(cluster)
+    names = sorted(netns.list_netns(prefix), key=lambda name: -name.count("."))  # pods, then nodes, then the LAN
+    return [name for name in names if netns.delete(name)]
+
+
+# Pods
+
+
+def resolv_conf(dns_ip: str, namespace: str, domain: str) -> str:
+    """The kubelet's resolv.conf for a ClusterFirst pod."""
+    search = f"{namespace}.svc.{domain} svc.{domain} {domain}"
+    return f"nameserver {dns_ip}\nsearch {search}\noptions ndots:5\n"
+
+
+def attach_pod(node: NodeNet, pod: PodNet, resolv: str) -> None:
+    """Make the pod's namespace, its resolv.conf, and the veth to its node with routes both ways."""
+    netns.ip("netns", "add", pod.netns)
+    etc = netns.NETNS_ETC / pod.netns
+    etc.mkdir(parents=True, exist_ok=True)
+    (etc / "resolv.conf").write_text(resolv)
+    netns.ip_batch(
+        node.netns,
+        [f"link add {pod.veth} address {NODE_SIDE_MAC} type veth peer name eth0 netns {pod.netns}",
+         f"link set {pod.veth} up", f"route replace {pod.ip}/32 dev {pod.veth} scope link"],
+    )  # fmt: skip
+    netns.ip_batch(
+        pod.netns,
+        ["link set lo up", f"addr add {pod.ip}/32 dev eth0", "link set eth0 up",
+         f"neigh replace {POD_GATEWAY} lladdr {NODE_SIDE_MAC} dev eth0 nud permanent",
+         f"route add {POD_GATEWAY} dev eth0 scope link", f"route add default via {POD_GATEWAY} dev eth0"],
+    )  # fmt: skip
+
+
+def detach_pod(node: NodeNet, pod: PodNet) -> None:
+    """Remove the pod's veth (its route goes with it), namespace and /etc/netns entry. Idempotent."""
+    if netns.exists(node.netns):
+        netns.ip("link", "del", pod.veth, netns=node.netns, check=False)
+    netns.delete(pod.netns)
