@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -81,6 +83,13 @@ def _up_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         type=int,
         default=1,
         help="node agents to run (simulated runtime: pods get an IP and run; nothing is executed) (default: 1)",
+    )
+    up.add_argument(
+        "--dataplane",
+        choices=("none", "netns"),
+        default="none",
+        help="none: pods are simulated (default); netns: nodes and pods are network namespaces, containers run as "
+        "processes in them (root; `tinykube down` removes what a crashed `up` left)",
     )
     _dns_arguments(up, prefix="dns-")
     up.add_argument("--insecure", action="store_true", help="serve plain HTTP (loopback tests only)")
@@ -186,6 +195,12 @@ def _controllers_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     ctl.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
 
 
+def _down_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    down = sub.add_parser("down", help="stop a cluster and remove its network namespaces (also after a crash)")
+    down.add_argument("--name", default="tinykube")
+    down.add_argument("--data-dir", type=Path)
+
+
 def _node_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     node = sub.add_parser("node", help="run a node agent against a cluster (foreground)")
     node.add_argument("--kubeconfig", type=Path, required=True, help="the cluster to join")
@@ -215,6 +230,7 @@ def parser() -> argparse.ArgumentParser:
     _dns_parser(sub)
     _env_parser(sub)
     _node_parser(sub)
+    _down_parser(sub)
     return p
 
 
@@ -247,6 +263,10 @@ def _up(args: argparse.Namespace) -> int:
         CidrAllocator(args.cluster_cidr)
     except ValueError as err:
         return _fail(f"--cluster-cidr: {err}")
+    if args.dataplane == "netns" and os.geteuid() != 0:
+        return _fail("--dataplane netns needs root (it creates network namespaces)")
+    if args.dataplane == "netns" and not re.fullmatch(r"[a-z0-9-]{1,40}", args.name):
+        return _fail(f"--name {args.name!r}: with --dataplane netns, lowercase letters, digits and '-' only")
     if args.repair_interval <= 0:
         return _fail(f"--repair-interval must be positive, not {args.repair_interval}")
     opts = UpOptions(
@@ -269,6 +289,7 @@ def _up(args: argparse.Namespace) -> int:
         dns=dns,
         cluster_cidr=args.cluster_cidr,
         nodes=args.nodes,
+        dataplane=args.dataplane,
     )
     uvloop.run(run_up(opts))
     return 0
@@ -344,6 +365,30 @@ def _dns(args: argparse.Namespace) -> int:
     return 0
 
 
+def _down(args: argparse.Namespace) -> int:
+    """SIGTERM to the cluster's `up` (it cleans up after itself), then whatever namespaces are left."""
+    import signal
+    import time
+
+    from tinykube.node.sandbox import remove_sandbox
+
+    state = (args.data_dir or default_data_dir(args.name)) / "cluster.json"
+    if state.exists():
+        pid = int(json.loads(state.read_text())["pid"])
+        try:
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 30
+            while state.exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            print(f"stopped tinykube up (pid {pid})")
+        except ProcessLookupError:
+            state.unlink()  # it crashed: its state file is stale
+    removed = remove_sandbox(args.name) if os.geteuid() == 0 else []
+    if removed:
+        print(f"removed {len(removed)} network namespace(s): {', '.join(removed)}")
+    return 0
+
+
 def _node(args: argparse.Namespace) -> int:
     import ipaddress
 
@@ -362,7 +407,7 @@ def _node(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         try:
-            await NodeAgent(client, NodeConfig(args.name, args.node_ip), SimulatedRuntime()).run()
+            await NodeAgent(client, NodeConfig(args.name, args.node_ip), lambda _cidr: SimulatedRuntime()).run()
         finally:
             await client.close()
 
@@ -442,6 +487,7 @@ def main(argv: list[str] | None = None) -> int:
         "dns": _dns,
         "env": _env,
         "node": _node,
+        "down": _down,
     }
     try:
         return handlers[args.command](args)

@@ -36,12 +36,16 @@ from tinykube.client.rest import RestClient
 from tinykube.controllers.manager import run_controllers
 from tinykube.dns.run import DnsOptions, DnsService
 from tinykube.node.agent import NodeAgent, NodeConfig
-from tinykube.node.runtime import SimulatedRuntime
+from tinykube.node.dataplane import NetnsDataplane
+from tinykube.node.runtime import Runtime, SimulatedRuntime
+from tinykube.node.sandbox import SandboxError, node_address
 from tinykube.store.launcher import SAFE_HINT, EtcdProcess, find_etcd
 
 log = logging.getLogger(__name__)
 
-SIMULATED_NODE_NET = "172.20.0"  # node-N is .N+1, as in the netns sandbox's LAN
+
+def _simulated(_pod_cidr: str) -> Runtime:
+    return SimulatedRuntime()
 
 
 def default_data_dir(name: str) -> Path:
@@ -69,7 +73,8 @@ class UpOptions:
     controllers: list[str] = field(default_factory=lambda: ["*"])  # names, as `select_controllers` returns them
     dns: DnsOptions | None = field(default_factory=DnsOptions)  # None: no DNS server
     cluster_cidr: str = CLUSTER_CIDR
-    nodes: int = 1  # node agents with the simulated runtime, named node-1, node-2, ...
+    nodes: int = 1  # node agents, named node-1, node-2, ...
+    dataplane: str = "none"  # none: simulated pods; netns: pods are network namespaces running processes (root)
 
     @property
     def dir(self) -> Path:
@@ -131,6 +136,7 @@ class Cluster:
         self.tasks: list[asyncio.Task[None]] = []
         self.client: RestClient | None = None
         self.dns: DnsService | None = None
+        self.dataplane: NetnsDataplane | None = None
         self.kubeconfig = opts.kubeconfig or opts.dir / "kubeconfig"
 
     async def start(self) -> None:
@@ -187,16 +193,32 @@ class Cluster:
             await self._start_dns(opts.dns)
         controllers = run_controllers(self.client, opts.controllers, cluster_cidr=opts.cluster_cidr)
         self.tasks.append(asyncio.create_task(controllers, name="controllers"))
+        if opts.dataplane == "netns":
+            await self._start_sandbox()
         await self._start_nodes(opts.nodes)
         self._record(creds)  # last: tests and tools wait for this file to use the cluster
 
-    async def _start_nodes(self, count: int) -> None:
-        """Simulated nodes on the sandbox LAN's addresses (nothing is sent to them: their pods run nowhere)."""
+    async def _start_sandbox(self) -> None:
         assert self.client is not None
-        agents = [
-            NodeAgent(self.client, NodeConfig(f"node-{i}", f"{SIMULATED_NODE_NET}.{1 + i}"), SimulatedRuntime())
-            for i in range(1, count + 1)
-        ]
+        primary_range = self.opts.service_cluster_ip_range.split(",")[0].strip()
+        domain = self.opts.dns.cluster_domain if self.opts.dns else "cluster.local"
+        dataplane = NetnsDataplane(self.client, self.opts.name, primary_range, self.opts.dir / "pods", domain)
+        try:
+            await dataplane.create()
+        except SandboxError as err:
+            raise SystemExit(f"tinykube: {err}") from err
+        self.dataplane = dataplane
+        if self.dns is not None:
+            await dataplane.serve_dns(self.dns)
+
+    async def _start_nodes(self, count: int) -> None:
+        """Node agents; with the simulated runtime their addresses are the sandbox LAN's, but nothing is sent there."""
+        assert self.client is not None
+        agents = []
+        for i in range(1, count + 1):
+            name, ip = f"node-{i}", node_address(i)
+            runtime = self.dataplane.runtime_for(name, ip) if self.dataplane else _simulated
+            agents.append(NodeAgent(self.client, NodeConfig(name, ip), runtime))
         self.tasks += [asyncio.create_task(agent.run(), name=f"node {agent.config.name}") for agent in agents]
         # Ready means `kubectl get nodes` shows them Ready, unless the node IPAM controller is switched off.
         with contextlib.suppress(TimeoutError):
@@ -243,6 +265,8 @@ class Cluster:
         await asyncio.gather(*controllers, return_exceptions=True)
         if self.dns is not None:
             await self.dns.stop()
+        if self.dataplane is not None:  # after the node agents, which stop their pods as they go
+            await self.dataplane.destroy()
         if self.client is not None:
             await self.client.close()
         if self.server is not None:

@@ -197,9 +197,16 @@ def upstream_server(zone: str) -> Iterator[tuple[int, FixedResolver]]:
     """A dnslib DNS server on 127.0.0.1, UDP and TCP on one free port."""
     resolver = FixedResolver(zone)
     quiet = DNSLogger(logf=lambda _text: None)
-    udp = DNSServer(resolver, address=HOST, port=0, logger=quiet)
-    port = udp.server.server_address[1]
-    tcp = DNSServer(resolver, address=HOST, port=port, tcp=True, logger=quiet)
+    for attempt in range(20):  # the free UDP port the kernel picks may be taken for TCP: pick again
+        udp = DNSServer(resolver, address=HOST, port=0, logger=quiet)
+        port = udp.server.server_address[1]
+        try:
+            tcp = DNSServer(resolver, address=HOST, port=port, tcp=True, logger=quiet)
+            break
+        except OSError:
+            udp.server.server_close()
+            if attempt == 19:
+                raise
     udp.start_thread()
     tcp.start_thread()
     try:

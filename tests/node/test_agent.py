@@ -90,6 +90,7 @@ def test_kubectl_shows_ready_nodes(nodes_cluster: RunningCluster) -> None:
 
 
 def test_pods_are_spread_run_and_get_addresses_from_their_node(client: httpx.Client, ns: str) -> None:
+    eventually(lambda: not get(client, "/api/v1/pods")["items"], what="no pods of earlier tests left")
     for i in range(4):
         assert client.post(f"/api/v1/namespaces/{ns}/pods", json=pod(f"p{i}")).status_code == 201
     pods = [eventually(lambda i=i: running_and_ready(client, ns, f"p{i}"), what=f"p{i} running") for i in range(4)]
@@ -221,3 +222,13 @@ def test_tinykube_node_joins_a_cluster(nodes_cluster: RunningCluster, client: ht
         agent.send_signal(signal.SIGINT)
         agent.wait(30)
         client.delete("/api/v1/nodes/extra")
+
+
+def test_logs_of_a_simulated_pod_are_empty(nodes_cluster: RunningCluster, client: httpx.Client, ns: str) -> None:
+    assert client.post(f"/api/v1/namespaces/{ns}/pods", json=pod("quiet")).status_code == 201
+    eventually(lambda: running_and_ready(client, ns, "quiet"), what="quiet running")
+    node = get(client, f"/api/v1/nodes/{get(client, f'/api/v1/namespaces/{ns}/pods/quiet')['spec']['nodeName']}")
+    port = node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"]
+    assert node["metadata"]["annotations"]["tinykube.io/kubelet-endpoint"] == f"127.0.0.1:{port}"
+    result = nodes_cluster.kubectl("-n", ns, "logs", "quiet")
+    assert result.stdout == ""

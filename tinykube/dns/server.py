@@ -15,7 +15,7 @@ import socket
 import time
 from collections import defaultdict
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, NamedTuple
 
 from dnslib import RCODE
 
@@ -37,6 +37,17 @@ MAX_PENDING = 1000  # questions waiting on upstreams; past it, SERVFAIL rather t
 
 def _rcode_name(rcode: int) -> str:
     return "BADVERS" if rcode == wire.BADVERS else str(RCODE.get(rcode, str(rcode)))
+
+
+class Via(NamedTuple):
+    """How a query came: the `proto` and `family` labels of its metrics."""
+
+    proto: str  # udp, tcp
+    family: str  # 1 (IPv4), 2 (IPv6), as CoreDNS labels them
+
+    @property
+    def tcp(self) -> bool:
+        return self.proto == "tcp"
 
 
 class Upstreams:
@@ -96,8 +107,8 @@ class DnsServer:
         self.metrics = metrics
         self.cache = cache
         self.synced = False  # until the caches are synced, a name error is SERVFAIL (the name may yet exist)
-        self._udp: socket.socket | None = None
-        self._tcp: asyncio.Server | None = None
+        self._udp: list[socket.socket] = []
+        self._tcp: list[asyncio.Server] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self.address: tuple[str, int] = ("", 0)
 
@@ -107,44 +118,51 @@ class DnsServer:
         """Listen on UDP and TCP `host:port`; port 0 picks one free for both (retrying when the UDP port the
         kernel chose is taken for TCP)."""
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self._family = "2" if family == socket.AF_INET6 else "1"
         for attempt in range(PORT_ATTEMPTS):
-            udp = socket.socket(family, socket.SOCK_DGRAM)
+            udp, tcp = socket.socket(family, socket.SOCK_DGRAM), socket.socket(family, socket.SOCK_STREAM)
             try:
                 udp.bind((host, port))
                 bound = udp.getsockname()[1]
-                self._tcp = await asyncio.start_server(self._serve_tcp, host, bound, reuse_address=True)
+                tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                tcp.bind((host, bound))
                 break
             except OSError:
                 udp.close()
+                tcp.close()
                 if port != 0 or attempt == PORT_ATTEMPTS - 1:
                     raise
+        await self.listen(udp, tcp)
+        self.address = (host, bound)
+
+    async def listen(self, udp: socket.socket, tcp: socket.socket) -> None:
+        """Serve on bound sockets too (e.g. ones made inside a network namespace, where pods can reach them)."""
         udp.setblocking(False)
         udp.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
         udp.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
-        self._udp = udp
-        self.address = (host, bound)
-        asyncio.get_running_loop().add_reader(udp.fileno(), self._on_udp)
+        family = "2" if udp.family == socket.AF_INET6 else "1"
+        tcp.setblocking(False)
+        tcp.listen(128)
+        self._tcp.append(await asyncio.start_server(self._serve_tcp, sock=tcp))
+        self._udp.append(udp)
+        asyncio.get_running_loop().add_reader(udp.fileno(), self._on_udp, udp, family)
 
     async def stop(self) -> None:
-        if self._udp is not None:
-            asyncio.get_running_loop().remove_reader(self._udp.fileno())
-            self._udp.close()
-            self._udp = None
-        if self._tcp is not None:
-            self._tcp.close()
-            self._tcp = None
+        loop = asyncio.get_running_loop()
+        for udp in self._udp:
+            loop.remove_reader(udp.fileno())
+            udp.close()
+        for tcp in self._tcp:
+            tcp.close()
+        self._udp, self._tcp = [], []
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     # UDP
 
-    def _on_udp(self) -> None:
+    def _on_udp(self, sock: socket.socket, family: str) -> None:
         """Answer every queued datagram (up to a batch). Cache hits are counted per batch, each at the batch's
         mean time per hit: timing each one would cost a good part of what answering it does."""
-        sock = self._udp
-        assert sock is not None
         recv, send, lookup, clock = sock.recvfrom, sock.sendto, self.cache.get, time.perf_counter
         hits: defaultdict[tuple[str, str], int] = defaultdict(int)
         batch_started = clock()
@@ -163,33 +181,35 @@ class DnsServer:
             started = clock()
             self.metrics.cache_misses += 1
             with contextlib.suppress(OSError):
-                reply = self._respond(data, tcp=False, started=started, reply=self._sender(peer))
+                reply = self._respond(data, Via("udp", family), started, self._sender(sock, peer))
                 if reply is not None:
                     send(reply, peer)
             miss_time += clock() - started
         if hits:
             mean = (clock() - batch_started - miss_time) / sum(hits.values())
-            self.metrics.observe_hits("udp", self._family, hits, mean)
+            self.metrics.observe_hits("udp", family, hits, mean)
 
-    def _sender(self, peer: tuple[str, int]) -> Callable[[bytes], None]:
+    def _sender(self, sock: socket.socket, peer: tuple[str, int]) -> Callable[[bytes], None]:
         """Replies that come later (forwarded questions) go out through this."""
 
         def send(response: bytes) -> None:
-            if self._udp is not None and response:
+            if response and sock.fileno() != -1:
                 with contextlib.suppress(OSError):
-                    self._udp.sendto(response, peer)
+                    sock.sendto(response, peer)
 
         return send
 
     # TCP
 
     async def _serve_tcp(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername") or ("",)
+        via = Via("tcp", "2" if ":" in str(peer[0]) else "1")
         try:
             while True:
                 size = int.from_bytes(await asyncio.wait_for(reader.readexactly(2), TCP_IDLE_TIMEOUT), "big")
                 data = await asyncio.wait_for(reader.readexactly(size), TCP_IDLE_TIMEOUT)
                 later: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-                reply = self._respond(data, tcp=True, started=time.perf_counter(), reply=later.set_result)
+                reply = self._respond(data, via, time.perf_counter(), later.set_result)
                 if reply is None:
                     reply = await later
                 if not reply:
@@ -203,19 +223,18 @@ class DnsServer:
 
     # Building responses
 
-    def _respond(self, data: bytes, *, tcp: bool, started: float, reply: Callable[[bytes], object]) -> bytes | None:
+    def _respond(self, data: bytes, via: Via, started: float, reply: Callable[[bytes], object]) -> bytes | None:
         """The response to `data` if it can be given now; otherwise None, and `reply(bytes)` is called later (a
         forwarded question). A packet that gets no answer at all returns None and never calls `reply`, except
         over TCP, where `reply(b"")` ends the stream."""
-        proto = "tcp" if tcp else "udp"
         try:
             query = wire.parse_query(data)
         except wire.Unanswerable:
-            if tcp:
+            if via.tcp:
                 reply(b"")
             return None
         except wire.Malformed as err:
-            self.metrics.observe(proto, self._family, "other", "FORMERR", time.perf_counter() - started)
+            self.metrics.observe(*via, "other", "FORMERR", time.perf_counter() - started)
             return err.response
         try:
             answer = self._answer(query)
@@ -223,17 +242,17 @@ class DnsServer:
                 if len(self._tasks) >= MAX_PENDING:
                     answer = wire.answer_with(RCODE.SERVFAIL)
                 elif answer is None:
-                    self._spawn(self._forward(data, query, tcp, started, reply))
+                    self._spawn(self._forward(data, query, via, started, reply))
                     return None
                 else:
-                    self._spawn(self._chase(query, answer, tcp, started, reply))
+                    self._spawn(self._chase(query, answer, via, started, reply))
                     return None
-            response = self._encode(query, answer, tcp=tcp, started=started)
+            response = self._encode(query, answer, via, started)
         except Exception:
             log.exception("dns: answering %s %s failed", query.qname, query.type_name)
             self.metrics.panics += 1
             return wire.header_only(query.id, query.flags, RCODE.SERVFAIL)
-        if not tcp and answer.groups and self.synced:
+        if not via.tcp and answer.groups and self.synced:
             labels = (query.type_name, _rcode_name(answer.rcode))
             self.cache.put(data[2:], Cached(response[2:], labels), answer.groups)
         return response
@@ -250,13 +269,9 @@ class DnsServer:
             return wire.answer_with(RCODE.SERVFAIL)
         return answer
 
-    def _encode(self, query: wire.Query, answer: Answer, *, tcp: bool, started: float) -> bytes:
-        limit = None if tcp else query.udp_size
-        response, _ = wire.encode(query, answer, limit=limit)
-        proto = "tcp" if tcp else "udp"
-        self.metrics.observe(
-            proto, self._family, query.type_name, _rcode_name(answer.rcode), time.perf_counter() - started
-        )
+    def _encode(self, query: wire.Query, answer: Answer, via: Via, started: float) -> bytes:
+        response, _ = wire.encode(query, answer, limit=None if via.tcp else query.udp_size)
+        self.metrics.observe(*via, query.type_name, _rcode_name(answer.rcode), time.perf_counter() - started)
         return response
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
@@ -265,20 +280,18 @@ class DnsServer:
         task.add_done_callback(self._tasks.discard)
 
     async def _forward(
-        self, data: bytes, query: wire.Query, tcp: bool, started: float, reply: Callable[[bytes], object]
+        self, data: bytes, query: wire.Query, via: Via, started: float, reply: Callable[[bytes], object]
     ) -> None:
-        upstream = await self.upstreams.ask(data, tcp=tcp)
+        upstream = await self.upstreams.ask(data, tcp=via.tcp)
         if upstream is None:
-            reply(self._encode(query, wire.answer_with(RCODE.SERVFAIL), tcp=tcp, started=started))
+            reply(self._encode(query, wire.answer_with(RCODE.SERVFAIL), via, started))
             return
         rcode = upstream[3] & 0xF if len(upstream) > 3 else RCODE.SERVFAIL
-        self.metrics.observe(
-            "tcp" if tcp else "udp", self._family, query.type_name, _rcode_name(rcode), time.perf_counter() - started
-        )
+        self.metrics.observe(*via, query.type_name, _rcode_name(rcode), time.perf_counter() - started)
         reply(upstream)
 
     async def _chase(
-        self, query: wire.Query, answer: Answer, tcp: bool, started: float, reply: Callable[[bytes], object]
+        self, query: wire.Query, answer: Answer, via: Via, started: float, reply: Callable[[bytes], object]
     ) -> None:
         """An ExternalName pointing out of the cluster: its CNAME, and the target's records from upstream."""
         upstream = (
@@ -288,4 +301,4 @@ class DnsServer:
             answer.answer.clear()  # as CoreDNS: no target records, no CNAME either
             answer.authority.append(self.answerer.soa(self.answerer.zones.domain))
         answer.chase = ""
-        reply(self._encode(query, answer, tcp=tcp, started=started))
+        reply(self._encode(query, answer, via, started))

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ from tinykube.api.resources import builtin
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.rest import RestClient
 from tinykube.client.workqueue import WorkQueue, run_workers
+from tinykube.node.kubelet_server import ENDPOINT_ANNOTATION, KubeletServer
 from tinykube.node.runtime import NoFreeAddress, PodAddresses, Runtime
 from tinykube.node.status import PodState, pod_status
 
@@ -48,19 +50,22 @@ class NodeConfig:
     heartbeat: float = HEARTBEAT
 
 
-def node_object(config: NodeConfig) -> Object:
+def node_object(config: NodeConfig, kubelet_port: int) -> Object:
     labels = {
         "kubernetes.io/hostname": config.name,
         "kubernetes.io/os": "linux",
         "kubernetes.io/arch": "amd64",
         **(config.labels or {}),
     }
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": config.name, "labels": labels}, "spec": {}}
+    annotations = {ENDPOINT_ANNOTATION: f"127.0.0.1:{kubelet_port}"}  # where the apiserver reads `kubectl logs`
+    metadata = {"name": config.name, "labels": labels, "annotations": annotations}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": metadata, "spec": {}}
 
 
-def node_status(config: NodeConfig, started: str) -> Object:
+def node_status(config: NodeConfig, started: str, kubelet_port: int) -> Object:
     stamp = now()
     return {
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
         "conditions": [
             {
                 "type": kind,
@@ -97,11 +102,13 @@ def _reported(pod: Object, status: Object) -> bool:
 
 
 class NodeAgent:
-    def __init__(self, client: RestClient, config: NodeConfig, runtime: Runtime) -> None:
+    def __init__(self, client: RestClient, config: NodeConfig, make_runtime: Callable[[str], Runtime]) -> None:
+        """`make_runtime(pod CIDR)` makes the runtime once the node has its pod CIDR."""
         self.client = client
         self.config = config
-        self.runtime = runtime
-        runtime.on_change = self._runtime_changed
+        self.make_runtime = make_runtime
+        self.runtime: Runtime | None = None
+        self.kubelet = KubeletServer(self._logs)
         self.pods = Informer(client, PODS, field_selector=f"spec.nodeName={config.name}")
         self.queue: WorkQueue[str] = WorkQueue()
         self.addresses: PodAddresses | None = None
@@ -114,8 +121,13 @@ class NodeAgent:
 
     async def register(self) -> str:
         """Create (or take over) the Node, mark it Ready, and wait for its pod CIDR; returns the CIDR."""
-        with contextlib.suppress(errors.AlreadyExists):
-            await self.client.create(NODES, "", node_object(self.config))
+        node = node_object(self.config, self.kubelet.port)
+        try:
+            await self.client.create(NODES, "", node)
+        except errors.AlreadyExists:  # a restart: take it over, pointing the apiserver at this kubelet endpoint
+            await self.client.patch(
+                NODES, "", self.config.name, {"metadata": {"annotations": node["metadata"]["annotations"]}}
+            )
         await self._heartbeat()
         delay = 0.01
         while True:
@@ -127,7 +139,7 @@ class NodeAgent:
             delay = min(delay * 2, 1.0)
 
     async def _heartbeat(self) -> None:
-        status = node_status(self.config, self._since)
+        status = node_status(self.config, self._since, self.kubelet.port)
         await self.client.patch(NODES, "", self.config.name, {"status": status}, subresource="status")
 
     async def _heartbeats(self) -> None:
@@ -141,8 +153,11 @@ class NodeAgent:
     # Pods
 
     async def run(self) -> None:
+        await self.kubelet.start()
         cidr = await self.register()
         self.addresses = PodAddresses(cidr)
+        self.runtime = self.make_runtime(cidr)
+        self.runtime.on_change = self._runtime_changed
         self.registered.set()
         self.pods.add_handler(
             on_add=self._pod_seen, on_update=lambda _old, new: self._pod_seen(new), on_delete=self._pod_seen
@@ -158,6 +173,7 @@ class NodeAgent:
                 task.cancel()
             await asyncio.gather(watch, heartbeats, return_exceptions=True)
             await self.runtime.close()
+            await self.kubelet.stop()
 
     def _pod_seen(self, pod: Object) -> None:
         key = object_key(pod)
@@ -169,8 +185,13 @@ class NodeAgent:
     def _runtime_changed(self, key: str) -> None:
         self.queue.add(key)
 
+    def _logs(self, key: str, container: str, **options: Any) -> AsyncIterator[bytes]:
+        if self.runtime is None or key not in self.started_at:
+            raise errors.NotFound(f'pod "{key}" not found on node {self.config.name}')
+        return self.runtime.logs(key, container, **options)
+
     async def sync(self, key: str) -> None:
-        assert self.addresses is not None
+        assert self.addresses is not None and self.runtime is not None
         pod = self.pods.store.get(key)
         if pod is None or pod["metadata"].get("deletionTimestamp"):
             await self._stop(key, pod)
@@ -185,9 +206,11 @@ class NodeAgent:
             self.queue.add_after(key, NO_ADDRESS_RETRY)
             return
         if key not in self.started_at:
-            self.started_at[key] = (pod.get("status") or {}).get("startTime") or now()
-            await self.runtime.start(key, pod, ip)
-        state = PodState(ip, self.config.ip, self.started_at[key], self.runtime.containers(key, pod))
+            started = (pod.get("status") or {}).get("startTime") or now()
+            await self.runtime.start(key, pod, ip)  # if it raises, the work queue retries with back-off
+            self.started_at[key] = started
+        containers = self.runtime.containers(key, pod)
+        state = PodState(ip, self.config.ip, self.started_at[key], containers, self.runtime.phase(key, pod))
         status = pod_status(pod, state, now())
         if _reported(pod, status):
             return
@@ -201,7 +224,7 @@ class NodeAgent:
         known = pod or self.last_seen.pop(key, None) or {}
         meta, spec = known.get("metadata") or {}, known.get("spec") or {}
         grace = meta.get("deletionGracePeriodSeconds", spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE))
-        if self.started_at.pop(key, None) is not None:
+        if self.started_at.pop(key, None) is not None and self.runtime is not None:
             await self.runtime.stop(key, float(grace))
         if self.addresses is not None:
             self.addresses.release(key)

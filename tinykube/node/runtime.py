@@ -4,9 +4,11 @@ executed: pods get an IP and run, as kwok's do)."""
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime
 from typing import Any, Protocol
 
+from tinykube.api import errors
 from tinykube.api.meta import now
 from tinykube.node.status import ContainerState, annotated_ready
 
@@ -26,11 +28,31 @@ class Runtime(Protocol):
         """The current state of each container in `pod`'s spec."""
         ...
 
+    def phase(self, key: str, pod: Object) -> str:
+        """The phase to report: Pending, Running, Succeeded or Failed."""
+        ...
+
     async def stop(self, key: str, grace_seconds: float) -> None:
         """Stop the pod's containers (SIGTERM, then SIGKILL after the grace period) and remove its sandbox."""
 
     async def close(self) -> None:
         """Stop every pod (the agent is going away)."""
+
+    def logs(
+        self,
+        key: str,
+        container: str,
+        *,
+        follow: bool = False,
+        tail_lines: int | None = None,
+        timestamps: bool = False,
+        previous: bool = False,
+        since_time: datetime | None = None,
+        limit_bytes: int | None = None,
+    ) -> AsyncIterator[bytes]:
+        """A container's log as the kubelet's `containerLogs` serves it; raises `errors.NotFound` or
+        `errors.BadRequest` before streaming anything."""
+        ...
 
 
 class NoFreeAddress(RuntimeError):
@@ -89,8 +111,22 @@ class SimulatedRuntime:
             for container in (pod.get("spec") or {}).get("containers") or []
         ]
 
+    def phase(self, key: str, pod: Object) -> str:
+        return "Running"
+
     async def stop(self, key: str, grace_seconds: float) -> None:
         self._started.pop(key, None)
 
     async def close(self) -> None:
         self._started.clear()
+
+    def logs(self, key: str, container: str, **options: Any) -> AsyncIterator[bytes]:
+        """Nothing runs, so nothing was written: an empty log (for a container the pod has)."""
+        if key not in self._started:
+            raise errors.NotFound(f'pod "{key}" not found')
+        return _nothing()
+
+
+async def _nothing() -> AsyncIterator[bytes]:
+    return
+    yield b""  # makes this an async generator

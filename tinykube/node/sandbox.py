@@ -117,6 +117,8 @@ class Sandbox:
         for other in self.nodes.values():
             netns.ip("route", "replace", other.pod_cidr, "via", other.ip, netns=node.netns)
             netns.ip("route", "replace", pod_cidr, "via", ip, netns=other.netns)
+        # The LAN reaches pods too: what listens there for them (the DNS server) must be able to answer.
+        netns.ip("route", "replace", pod_cidr, "via", ip, netns=self.lan)
         self.nodes[name] = node
         return node
 

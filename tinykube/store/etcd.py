@@ -8,10 +8,14 @@ the object's resourceVersion), compare-and-swap on mod revisions, and compaction
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
+
+# The netns runtime forks processes from this process; gRPC's fork handlers only log that they skip themselves.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 import aetcd
 from aetcd import rpc

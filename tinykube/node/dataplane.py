@@ -1,0 +1,100 @@
+"""The `netns` dataplane of `tinykube up`: the cluster's sandbox of namespaces, a `NetnsRuntime` per node, and the
+cluster DNS server made reachable from pods (a listener on the LAN, published as `kube-system/kube-dns`'s
+endpoint, which the proxy turns the kube-dns ClusterIP into).
+
+Everything lives in namespaces named after the cluster; nothing is configured in the root namespace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tinykube.api import errors
+from tinykube.api.resources import builtin
+from tinykube.client.informer import Informer
+from tinykube.client.rest import RestClient
+from tinykube.dns.run import DnsService
+from tinykube.node import netns
+from tinykube.node.netns_runtime import NetnsRuntime
+from tinykube.node.runtime import Runtime
+from tinykube.node.sandbox import LAN_GATEWAY, Sandbox
+
+log = logging.getLogger(__name__)
+
+SERVICES, ENDPOINTS = builtin("", "v1", "services"), builtin("", "v1", "endpoints")
+DNS_PORT = 53
+
+
+class NetnsDataplane:
+    def __init__(self, client: RestClient, cluster: str, service_cidr: str, log_dir: Path, domain: str) -> None:
+        self.client = client
+        self.sandbox = Sandbox(cluster, service_cidr)
+        self.log_dir = log_dir
+        self.domain = domain
+        self.services = Informer(client, SERVICES)
+        self.dns_ip = ""
+        self._watch: asyncio.Task[None] | None = None
+
+    async def create(self) -> None:
+        """Make the sandbox and learn the kube-dns ClusterIP pods' resolv.conf names."""
+        await asyncio.to_thread(self.sandbox.create)
+        self._watch = asyncio.create_task(self.services.run(), name="dataplane services")
+        kube_dns = await self.client.get(SERVICES, "kube-system", "kube-dns")
+        self.dns_ip = kube_dns["spec"]["clusterIP"]
+        await self.services.wait_synced()
+
+    def runtime_for(self, node: str, ip: str) -> Callable[[str], Runtime]:
+        """The node agent's runtime factory: the node's namespace is made once its pod CIDR is known."""
+
+        def make(pod_cidr: str) -> Runtime:
+            node_net = self.sandbox.add_node(node, ip, pod_cidr)
+            return NetnsRuntime(
+                node_net, self.log_dir / node, self.services.store.list, dns_ip=self.dns_ip, cluster_domain=self.domain
+            )
+
+        return make
+
+    async def serve_dns(self, dns: DnsService) -> None:
+        """DNS on the LAN gateway address, port 53, and that address as kube-dns's endpoint."""
+        udp = netns.socket_in(self.sandbox.lan, socket.AF_INET, socket.SOCK_DGRAM)
+        tcp = netns.socket_in(self.sandbox.lan, socket.AF_INET, socket.SOCK_STREAM)
+        tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        udp.bind((LAN_GATEWAY, DNS_PORT))
+        tcp.bind((LAN_GATEWAY, DNS_PORT))
+        await dns.server.listen(udp, tcp)
+        await self._publish_dns_endpoints()
+
+    async def _publish_dns_endpoints(self) -> None:
+        """kube-dns is selectorless (the DNS server is no pod): its Endpoints are ours to write; the mirroring
+        controller makes the EndpointSlice the proxy reads."""
+        endpoints: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Endpoints",
+            "metadata": {"name": "kube-dns", "namespace": "kube-system", "labels": {"k8s-app": "kube-dns"}},
+            "subsets": [
+                {
+                    "addresses": [{"ip": LAN_GATEWAY}],
+                    "ports": [
+                        {"name": "dns", "port": DNS_PORT, "protocol": "UDP"},
+                        {"name": "dns-tcp", "port": DNS_PORT, "protocol": "TCP"},
+                    ],
+                }
+            ],
+        }
+        try:
+            await self.client.create(ENDPOINTS, "kube-system", endpoints)
+        except errors.AlreadyExists:
+            current = await self.client.get(ENDPOINTS, "kube-system", "kube-dns")
+            endpoints["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+            await self.client.update(ENDPOINTS, "kube-system", endpoints)
+
+    async def destroy(self) -> list[str]:
+        if self._watch is not None:
+            self._watch.cancel()
+            await asyncio.gather(self._watch, return_exceptions=True)
+        return await asyncio.to_thread(self.sandbox.destroy)
