@@ -365,6 +365,18 @@ def _dns(args: argparse.Namespace) -> int:
     return 0
 
 
+def _running_up(pid: int) -> bool:
+    """Whether `pid` is a live (not zombie) `tinykube up`: after a crash the recorded pid may be anyone's now."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    if any(line.startswith("State:") and "Z" in line for line in status.splitlines()):
+        return False  # killed, not yet reaped by its parent
+    return b"up" in cmdline and any(b"tinykube" in part for part in cmdline)
+
+
 def _down(args: argparse.Namespace) -> int:
     """SIGTERM to the cluster's `up` (it cleans up after itself), then whatever namespaces are left."""
     import signal
@@ -375,14 +387,13 @@ def _down(args: argparse.Namespace) -> int:
     state = (args.data_dir or default_data_dir(args.name)) / "cluster.json"
     if state.exists():
         pid = int(json.loads(state.read_text())["pid"])
-        try:
+        if _running_up(pid):
             os.kill(pid, signal.SIGTERM)
             deadline = time.monotonic() + 30
-            while state.exists() and time.monotonic() < deadline:
+            while _running_up(pid) and time.monotonic() < deadline:
                 time.sleep(0.1)
             print(f"stopped tinykube up (pid {pid})")
-        except ProcessLookupError:
-            state.unlink()  # it crashed: its state file is stale
+        state.unlink(missing_ok=True)  # stale after a crash; `up` removes it itself when it stops
     removed = remove_sandbox(args.name) if os.geteuid() == 0 else []
     if removed:
         print(f"removed {len(removed)} network namespace(s): {', '.join(removed)}")

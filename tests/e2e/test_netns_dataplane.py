@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -195,3 +196,23 @@ def test_deleting_a_pod_removes_its_namespace_and_processes(sandbox: RunningClus
     assert not Path(f"/etc/netns/{netns}").exists()
     left = subprocess.run(["pgrep", "-f", "http.server 8083"], capture_output=True, text=True).stdout
     assert not left.strip()
+
+
+def test_down_cleans_up_after_a_crashed_up(tmp_path: Path) -> None:
+    name = f"crash{os.getpid()}"
+    data_dir = tmp_path / name
+    crashed = start_cluster(data_dir, "--dataplane", "netns", "--nodes", "1", "--controllers", "*")
+    try:
+        with crashed.http() as http:
+            create(http, web_pod("w", "node-1", 8084))
+            eventually(lambda: ready(http, "w"), what="w ready")
+        crashed.proc.send_signal(signal.SIGKILL)  # no clean-up of its own: namespaces and the pod process stay
+        crashed.proc.wait(10)
+        assert namespaces(f"tk-{name}.")
+    finally:
+        down = [sys.executable, "-m", "tinykube.cli", "down", "--name", name, "--data-dir", str(data_dir)]
+        result = subprocess.run(down, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "removed 4 network namespace(s)" in result.stdout  # the LAN, the external client, node-1 and w
+    assert not namespaces(f"tk-{name}.") and not list(Path("/etc/netns").glob(f"tk-{name}.*"))
+    assert not subprocess.run(["pgrep", "-f", "http.server 8084"], capture_output=True).stdout

@@ -429,7 +429,7 @@ class NetnsRuntime:
         tasks = []
         if c.spec.get("readinessProbe"):
             ready = ProbeSpec.parse(c.spec["readinessProbe"])
-            tasks.append(_prober(ready, target, ProbeResults(False), lambda ok, _: self._ready(run, c, ok)))
+            tasks.append(_prober(ready, target, ProbeResults(False), lambda ok, _: self._ready(run, c, ok), eager=True))
         if c.spec.get("livenessProbe"):
             live = ProbeSpec.parse(c.spec["livenessProbe"])
             grace = run.grace if live.grace is None else live.grace
@@ -457,9 +457,14 @@ class NetnsRuntime:
 
 
 def _prober(
-    spec: ProbeSpec, target: Target, results: ProbeResults, changed: Callable[[bool, Outcome], None]
+    spec: ProbeSpec,
+    target: Target,
+    results: ProbeResults,
+    changed: Callable[[bool, Outcome], None],
+    *,
+    eager: bool = False,
 ) -> asyncio.Task[None]:
-    return asyncio.get_running_loop().create_task(run_prober(spec, target, results, changed))
+    return asyncio.get_running_loop().create_task(run_prober(spec, target, results, changed, eager=eager))
 
 
 async def _kill_group(process: asyncio.subprocess.Process, grace: float) -> None:

@@ -193,13 +193,27 @@ async def probe_once(spec: ProbeSpec, target: Target) -> Outcome:
         return Outcome(False, f"{spec.action} probe failed: {err}")
 
 
+EAGER_INTERVAL = 0.1  # seconds between readiness probes of a container that has never been ready
+
+
 async def run_prober(
-    spec: ProbeSpec, target: Target, results: ProbeResults, changed: Callable[[bool, Outcome], None]
+    spec: ProbeSpec,
+    target: Target,
+    results: ProbeResults,
+    changed: Callable[[bool, Outcome], None],
+    *,
+    eager: bool = False,
 ) -> None:
-    """Probe every period after the initial delay until cancelled; `changed(result, outcome)` on each flip."""
+    """Probe every period after the initial delay until cancelled; `changed(result, outcome)` on each flip.
+
+    `eager` (readiness): until the first success, probe every `EAGER_INTERVAL` rather than every period. Upstream's
+    kubelet re-probes a not-ready container on each pod status sync, so a server that starts listening a moment
+    after its process starts is Ready then, not a whole period later."""
     await asyncio.sleep(spec.initial_delay)
+    ever_ok = False
     while True:
         outcome = await probe_once(spec, target)
+        ever_ok = ever_ok or outcome.ok
         if results.record(outcome.ok, spec):
             changed(results.result, outcome)
-        await asyncio.sleep(spec.period)
+        await asyncio.sleep(spec.period if ever_ok or not eager else min(spec.period, EAGER_INTERVAL))
