@@ -102,6 +102,10 @@ class Sandbox:
                  f"addr add {LAN_GATEWAY}/16 dev {BRIDGE}"],
             )  # fmt: skip
             self._plug(self.external, "vext", EXTERNAL_IP)
+            # The LAN routes between its hosts and the pod networks behind the nodes, so the external client (and
+            # the DNS listener on the LAN) reach pods the way a machine next to a cluster's nodes would.
+            netns.write_sysctl(self.lan, "net.ipv4.ip_forward", "1")
+            netns.ip("route", "add", "default", "via", LAN_GATEWAY, netns=self.external)
         except Exception:
             self.destroy()
             raise
