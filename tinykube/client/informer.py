@@ -25,11 +25,9 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-import httpx
-
 from tinykube.api import errors
 from tinykube.api.resources import ResourceInfo
-from tinykube.client.rest import RestClient
+from tinykube.client.rest import RestClient, TransportError
 
 log = logging.getLogger(__name__)
 
@@ -248,7 +246,7 @@ class Informer:
             except errors.Expired as err:
                 log.info("%r: %s; relisting", self, err)
                 self.resource_version = ""
-            except (httpx.HTTPError, errors.ApiError) as err:
+            except (TransportError, errors.ApiError) as err:
                 log.warning("%r: list/watch failed (%r); retrying in %.1f s", self, err, backoff.delay)
             except Exception:
                 log.exception("%r: list/watch failed; retrying in %.1f s", self, backoff.delay)

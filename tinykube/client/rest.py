@@ -1,22 +1,33 @@
-"""An asyncio REST client for the Kubernetes API, built on httpx, configured from a kubeconfig.
+"""An asyncio REST client for the Kubernetes API, built on aiohttp, configured from a kubeconfig.
 
 Errors come back as `tinykube.api.errors.ApiError` rebuilt from the server's `Status`, so callers handle
-`NotFound` or `Conflict` exactly as the apiserver raised them.
+`NotFound` or `Conflict` exactly as the apiserver raised them; a server that cannot be reached or a connection that
+breaks raises a `TransportError`.
+
+aiohttp rather than httpx: a controller's cold start is thousands of small requests, and httpx (its connection
+pool, anyio layers and h11) cost about 1 ms of CPU per request here against 0.2 ms for aiohttp.
 """
 
 from __future__ import annotations
 
+import gc
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import aiohttp
 import orjson
 
 from tinykube.api import errors
 from tinykube.api.resources import ResourceInfo
 from tinykube.client.kubeconfig import Credentials, load_credentials
+
+TransportError = aiohttp.ClientError  # its timeouts included (there is no total deadline to raise a bare one)
+
+# No total deadline: a limit on connecting (pool wait included) and on each wait for data, as httpx's 30 s had.
+_TIMEOUT = aiohttp.ClientTimeout(total=None, connect=30.0, sock_read=30.0)
+_WATCH_TIMEOUT = aiohttp.ClientTimeout(total=None, connect=30.0, sock_read=None)
 
 _BY_CODE: dict[int, type[errors.ApiError]] = {
     cls.code: cls
@@ -53,20 +64,40 @@ def path_for(resource: ResourceInfo, namespace: str = "", name: str = "", subres
     return base
 
 
-def _raise_for_status(response: httpx.Response) -> None:
-    if response.status_code < 400:
+def _raise_for_status(status_code: int, content: bytes) -> None:
+    if status_code < 400:
         return
+    text = content.decode(errors="replace")
     try:
-        status = orjson.loads(response.content)
-        message = status.get("message", response.text)
+        status = orjson.loads(content)
+        message = status.get("message", text)
         reason = status.get("reason", "")
     except orjson.JSONDecodeError:
-        status, message, reason = {}, response.text, ""
-    if response.status_code == 409:
+        status, message, reason = {}, text, ""
+    if status_code == 409:
         cls: type[errors.ApiError] = errors.AlreadyExists if reason == "AlreadyExists" else errors.Conflict
     else:
-        cls = _BY_CODE.get(response.status_code, errors.ApiError)
+        cls = _BY_CODE.get(status_code, errors.ApiError)
     raise cls(message, details=status.get("details"))
+
+
+def _loads(payload: bytes) -> Any:
+    """JSON decoded with the cyclic GC paused. Decoding makes no reference cycles, yet the millions of containers
+    of a big list (100,000 pods) would trigger collections that each rescan the growing heap: 3-5x slower."""
+    if not gc.isenabled():
+        return orjson.loads(payload)
+    gc.disable()
+    try:
+        return orjson.loads(payload)
+    finally:
+        gc.enable()
+
+
+def _query(params: dict[str, Any]) -> dict[str, str] | None:
+    """Query parameters as strings, booleans as "true"/"false" (aiohttp refuses bools)."""
+    if not params:
+        return None
+    return {name: str(value).lower() if isinstance(value, bool) else str(value) for name, value in params.items()}
 
 
 def _ssl_context(creds: Credentials) -> ssl.SSLContext | bool:
@@ -77,26 +108,38 @@ def _ssl_context(creds: Credentials) -> ssl.SSLContext | bool:
 
 class RestClient:
     def __init__(self, creds: Credentials) -> None:
-        headers = {"Authorization": f"Bearer {creds.token}"} if creds.token else {}
-        self._http = httpx.AsyncClient(
-            base_url=creds.server, headers=headers, verify=_ssl_context(creds), timeout=httpx.Timeout(30.0)
-        )
+        self._server = creds.server.rstrip("/")
+        self._headers = {"Authorization": f"Bearer {creds.token}"} if creds.token else {}
+        self._ssl = _ssl_context(creds)
+        self._session: aiohttp.ClientSession | None = None  # made on first use: it must belong to the running loop
 
     @classmethod
     def from_kubeconfig(cls, path: Path, context: str | None = None) -> RestClient:
         return cls(load_credentials(path, context))
 
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                headers=self._headers, connector=aiohttp.TCPConnector(ssl=self._ssl), timeout=_TIMEOUT
+            )
+        return self._session
+
     async def close(self) -> None:
-        await self._http.aclose()
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
     async def request(
         self, method: str, path: str, body: Any = None, *, content_type: str = "application/json", **params: Any
     ) -> Any:
         content = orjson.dumps(body) if body is not None else None
-        headers = {"Content-Type": content_type} if content else {}
-        response = await self._http.request(method, path, content=content, params=params or None, headers=headers)
-        _raise_for_status(response)
-        return orjson.loads(response.content) if response.content else None
+        headers = {"Content-Type": content_type} if content else None
+        async with self._http().request(
+            method, self._server + path, data=content, params=_query(params), headers=headers
+        ) as response:
+            payload = await response.read()
+        _raise_for_status(response.status, payload)
+        return _loads(payload) if payload else None
 
     async def get(self, resource: ResourceInfo, namespace: str, name: str) -> dict[str, Any]:
         result: dict[str, Any] = await self.request("GET", path_for(resource, namespace, name))
@@ -142,13 +185,16 @@ class RestClient:
 
     async def watch(self, resource: ResourceInfo, namespace: str = "", **params: Any) -> AsyncIterator[dict[str, Any]]:
         """Watch events as dicts; the stream ends when the server ends it (timeout) or on error."""
-        params = {"watch": "true", **params}
-        async with self._http.stream(
-            "GET", path_for(resource, namespace), params=params, timeout=httpx.Timeout(30.0, read=None)
-        ) as response:
-            if response.status_code >= 400:
-                await response.aread()
-                _raise_for_status(response)
-            async for line in response.aiter_lines():
-                if line:
-                    yield orjson.loads(line)
+        url = self._server + path_for(resource, namespace)
+        query = _query({"watch": "true", **params})
+        async with self._http().get(url, params=query, timeout=_WATCH_TIMEOUT) as response:
+            if response.status >= 400:
+                _raise_for_status(response.status, await response.read())
+            pending = b""  # the start of an event whose newline has not arrived yet
+            async for chunk in response.content.iter_any():
+                *lines, pending = (pending + chunk).split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield orjson.loads(line)
+            if pending.strip():
+                yield orjson.loads(pending)

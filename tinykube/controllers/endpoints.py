@@ -31,11 +31,13 @@ from tinykube.client.informer import object_key
 from tinykube.client.workqueue import WorkQueue, run_workers
 from tinykube.controllers.manager import ControllerContext
 from tinykube.controllers.pods import (
+    POD_LABEL_INDEX,
     Object,
     endpoint_view,
     find_port,
     headless,
     pod_ips,
+    pod_label_index,
     pod_ready,
     selected,
     selects_pods,
@@ -53,7 +55,6 @@ LEADER = "control-plane.alpha.kubernetes.io/leader"
 MAX_CAPACITY = 1000  # addresses (ready + not ready) in one Endpoints object
 WORKERS = 4
 COMPONENT = "endpoint-controller"
-LABEL_INDEX = "endpoints-controller:label"  # pods by "ns/key=value", so a sync does not scan the whole namespace
 
 
 def _core(plural: str) -> ResourceInfo:
@@ -259,11 +260,6 @@ def _set_or_drop(mapping: dict[str, str], key: str, value: str | None) -> None:
 # ---- the controller --------------------------------------------------------------------------------------------
 
 
-def _label_index(pod: Object) -> list[str]:
-    meta = pod["metadata"]
-    return [f"{meta.get('namespace', '')}/{key}={value}" for key, value in (meta.get("labels") or {}).items()]
-
-
 def _resource_version(obj: Object) -> int:
     try:
         return int(obj["metadata"].get("resourceVersion") or 0)
@@ -296,7 +292,7 @@ class EndpointsController:
 
     def _register(self) -> None:
         with contextlib.suppress(ValueError):  # another instance sharing these informers added it
-            self.pods.store.add_index(LABEL_INDEX, _label_index)
+            self.pods.store.add_index(POD_LABEL_INDEX, pod_label_index)
         self.services.add_handler(
             on_add=self._service_changed,
             on_update=lambda _old, new: self._service_changed(new),
@@ -368,7 +364,7 @@ class EndpointsController:
         if not selector:
             candidates = self.pods.store.by_index("namespace", namespace)
         else:
-            buckets = (self.pods.store.by_index(LABEL_INDEX, f"{namespace}/{k}={v}") for k, v in selector.items())
+            buckets = (self.pods.store.by_index(POD_LABEL_INDEX, f"{namespace}/{k}={v}") for k, v in selector.items())
             candidates = min(buckets, key=len)
         return [pod for pod in candidates if selected(svc, pod)]
 

@@ -61,7 +61,6 @@ SLICES = resource("discovery.k8s.io", "endpointslices")
 
 # Index names carry the controller's name: the informers are shared with other controllers.
 BY_SELECTOR = "endpointslice/selector"  # services by "<ns>/<key>=<value>" of their selector; "<ns>/" for {}
-BY_LABEL = "endpointslice/label"  # pods by "<ns>/<key>=<value>" of their labels
 BY_NODE = "endpointslice/node"  # pods by spec.nodeName
 BY_SERVICE = "endpointslice/service"  # slices by "<ns>/<service name>"
 
@@ -182,6 +181,18 @@ class Expectations:
     def deleted(self, key: str, name: str) -> None:
         self._pending.setdefault(key, {})[name] = (None, self.clock() + self.ttl)
 
+    def observed(self, key: str, obj: Object) -> bool:
+        """Whether the cache now shows exactly one of our writes (then no longer pending): a sync for it would
+        find nothing to do, as the sync that wrote it planned from the same caches."""
+        pending = self._pending.get(key)
+        name = obj["metadata"]["name"]
+        if pending is None or name not in pending or pending[name][0] != _revision(obj):
+            return False
+        del pending[name]
+        if not pending:
+            del self._pending[key]
+        return True
+
     def gone(self, key: str, name: str) -> None:
         """The cache saw the slice deleted: nothing about it is pending any more."""
         pending = self._pending.get(key)
@@ -222,11 +233,6 @@ def _selector_index(svc: Object) -> list[str]:
     return [f"{namespace}/{k}={v}" for k, v in selector.items()] or [f"{namespace}/"]
 
 
-def _label_index(pod: Object) -> list[str]:
-    namespace = pod["metadata"].get("namespace", "")
-    return [f"{namespace}/{k}={v}" for k, v in (pod["metadata"].get("labels") or {}).items()]
-
-
 def _node_index(pod: Object) -> list[str]:
     node = (pod.get("spec") or {}).get("nodeName")
     return [node] if node else []
@@ -251,11 +257,21 @@ class SliceWriter:
         self.client = ctx.client
         self.queue: WorkQueue[str] = WorkQueue()
         self.expectations = Expectations()
-        self.in_flight = 0  # keys being reconciled right now
+        self._syncing: dict[str, list[Object]] = {}  # keys being reconciled → their slices' events meanwhile
+
+    @property
+    def in_flight(self) -> int:
+        """Keys being reconciled right now."""
+        return len(self._syncing)
 
     def _slice_event(self, slice_: Object) -> None:
+        """Sync the owner unless the event is our own write coming back (as upstream's endpointSliceTracker). The
+        watch often delivers that before the write's response: while the owner is being synced, decide at its end."""
         for key in service_index(slice_):
-            self.queue.add(key)
+            if key in self._syncing:
+                self._syncing[key].append(slice_)
+            elif not self.expectations.observed(key, slice_):
+                self.queue.add(key)
 
     def _slice_gone(self, slice_: Object) -> None:
         for key in service_index(slice_):
@@ -263,11 +279,13 @@ class SliceWriter:
             self.queue.add(key)
 
     async def reconcile(self, key: str) -> None:
-        self.in_flight += 1
+        self._syncing[key] = []
         try:
             await self._sync(key)
         finally:
-            self.in_flight -= 1
+            seen = self._syncing.pop(key)
+            if not all([self.expectations.observed(key, slice_) for slice_ in seen]):  # a list: forget each of ours
+                self.queue.add(key)
 
     async def _sync(self, key: str) -> None:
         raise NotImplementedError
@@ -305,6 +323,7 @@ class EndpointSliceController(SliceWriter):
         self.max_endpoints = max_endpoints_per_slice
         self.workers = workers
         self.triggers = TriggerTimes()
+        self._started = False  # workers running: before that, every Service is queued anyway (by its own on_add)
         informers = ctx.informers
         self.services = informers.informer(SERVICES)
         self.pods = informers.informer(PODS)
@@ -313,13 +332,14 @@ class EndpointSliceController(SliceWriter):
 
     async def run(self) -> None:
         ensure_index(self.services.store, BY_SELECTOR, _selector_index)
-        ensure_index(self.pods.store, BY_LABEL, _label_index)
+        ensure_index(self.pods.store, podsel.POD_LABEL_INDEX, podsel.pod_label_index)
         ensure_index(self.pods.store, BY_NODE, _node_index)
         ensure_index(self.slices.store, BY_SERVICE, service_index)
         self._register()
         self.ctx.informers.start()
         try:
             await asyncio.gather(*(i.wait_synced() for i in (self.services, self.pods, self.nodes, self.slices)))
+            self._started = True
             await run_workers(self.queue, self.workers, self.reconcile)
         finally:
             self.queue.shutdown()
@@ -347,21 +367,25 @@ class EndpointSliceController(SliceWriter):
     def _services_of(self, pod: Object) -> set[str]:
         namespace = pod["metadata"].get("namespace", "")
         candidates = self.services.store.by_index(BY_SELECTOR, f"{namespace}/")
-        for value in _label_index(pod):
+        for value in podsel.pod_label_index(pod):
             candidates.extend(self.services.store.by_index(BY_SELECTOR, value))
         return {object_key(svc) for svc in candidates if podsel.selected(svc, pod)}
 
     def _pod_event(self, pod: Object) -> None:
+        if not self._started:  # the initial list of every pod would only queue Services already queued
+            return
         for key in self._services_of(pod):
             self.queue.add(key)
 
     def _pod_update(self, old: Object, new: Object) -> None:
-        if podsel.endpoint_view(old) == podsel.endpoint_view(new) and old is not new:
+        if not self._started or (podsel.endpoint_view(old) == podsel.endpoint_view(new) and old is not new):
             return
         for key in self._services_of(old) | self._services_of(new):
             self.queue.add(key)
 
     def _node_event(self, node: Object) -> None:
+        if not self._started:
+            return
         for pod in self.pods.store.by_index(BY_NODE, node["metadata"]["name"]):
             self._pod_event(pod)
 
@@ -400,7 +424,7 @@ class EndpointSliceController(SliceWriter):
         if values == [f"{namespace}/"]:
             candidates = self.pods.store.by_index("namespace", namespace)
         else:
-            candidates = min((self.pods.store.by_index(BY_LABEL, v) for v in values), key=len)
+            candidates = min((self.pods.store.by_index(podsel.POD_LABEL_INDEX, v) for v in values), key=len)
         return [pod for pod in candidates if podsel.selected(svc, pod)]
 
     def _zone(self, node_name: str) -> str | None:
