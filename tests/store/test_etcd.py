@@ -83,6 +83,18 @@ def test_list_pages_and_reads_the_past(etcd: str) -> None:
     run(etcd, scenario)
 
 
+def test_a_scan_larger_than_grpcs_default_message_limit(etcd: str) -> None:
+    """A restart of a cluster with ~5,000 pods reads more than gRPC's default 4 MiB in one response."""
+
+    async def scenario(store: EtcdStore) -> None:
+        value = b"x" * 100_000
+        await asyncio.gather(*(store.create(f"big/{i:03d}", value) for i in range(50)))  # 5 MB in all
+        found = await store.scan("big/")
+        assert len(found.items) == 50 and all(kv.value == value for kv in found.items)
+
+    run(etcd, scenario)
+
+
 def test_watch_streams_changes_with_previous_values(etcd: str) -> None:
     async def scenario(store: EtcdStore) -> None:
         start = await store.revision()

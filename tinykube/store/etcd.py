@@ -86,7 +86,9 @@ class EtcdStore:
         url = urlsplit(endpoints[0] if "//" in endpoints[0] else f"http://{endpoints[0]}")
         self.endpoints = endpoints
         self.prefix = prefix if prefix.endswith("/") else prefix + "/"
-        self._client = aetcd.Client(host=url.hostname or "127.0.0.1", port=url.port or 2379)
+        # gRPC's default 4 MiB receive limit is one list of ~5,000 pods: a restart on a big cluster reads more at once.
+        unlimited = {"grpc.max_receive_message_length": -1}
+        self._client = aetcd.Client(host=url.hostname or "127.0.0.1", port=url.port or 2379, options=unlimited)
 
     async def connect(self) -> None:
         await self._call(self._client.connect)
