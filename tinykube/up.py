@@ -202,7 +202,9 @@ class Cluster:
         assert self.client is not None
         primary_range = self.opts.service_cluster_ip_range.split(",")[0].strip()
         domain = self.opts.dns.cluster_domain if self.opts.dns else "cluster.local"
-        dataplane = NetnsDataplane(self.client, self.opts.name, primary_range, self.opts.dir / "pods", domain)
+        dataplane = NetnsDataplane(
+            self.client, self.opts.name, primary_range, self.opts.cluster_cidr, self.opts.dir / "pods", domain
+        )
         try:
             await dataplane.create()
         except SandboxError as err:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from tinykube.dns.metrics import DnsMetrics
 from tinykube.dns.names import Zones, reverse_zones
 from tinykube.dns.records import GLOBAL, ClusterRecords, Group, Object
 from tinykube.dns.server import DnsServer, Upstreams
+from tinykube.web import serve_http
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ class DnsService:
         await self.server.start(self.options.host, self.options.port)
         self.metrics.server = "dns://{}:{}".format(*self.server.address)
         if self.options.metrics_port is not None:
-            self._http = await asyncio.start_server(self._serve_http, self.options.host, self.options.metrics_port)
+            self._http = await serve_http(None, self._http_answer, self.options.host, self.options.metrics_port)
             self.metrics_address = self._http.sockets[0].getsockname()[:2]
 
     async def wait_synced(self) -> None:
@@ -135,26 +135,12 @@ class DnsService:
             self._http.close()
         await self.informers.stop()
 
-    async def _serve_http(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """Just enough HTTP/1.1 for probes and Prometheus: GET /health, /ready, /metrics; one request each."""
-        try:
-            request = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
-            path = request.split(b" ", 2)[1].decode("latin-1") if request.count(b" ") >= 2 else ""
-            status, body = self._http_answer(path.split("?")[0])
-            head = f"HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {len(body)}\r\n"
-            writer.write(head.encode() + b"Connection: close\r\n\r\n" + body)
-            await writer.drain()
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ConnectionError):
-            pass
-        finally:
-            with contextlib.suppress(ConnectionError):
-                writer.close()
-
-    def _http_answer(self, path: str) -> tuple[str, bytes]:
+    def _http_answer(self, path: str) -> tuple[int, str, bytes]:
+        text = "text/plain; charset=utf-8"
         if path == "/health":
-            return "200 OK", b"OK"
+            return 200, text, b"OK"
         if path == "/ready":
-            return ("200 OK", b"OK") if self.server.synced else ("503 Service Unavailable", b"kubernetes\n")
+            return (200, text, b"OK") if self.server.synced else (503, text, b"kubernetes\n")
         if path == "/metrics":
-            return "200 OK", self.metrics.render().encode()
-        return "404 Not Found", b"404 page not found\n"
+            return 200, "text/plain; version=0.0.4", self.metrics.render().encode()
+        return 404, text, b"404 page not found\n"

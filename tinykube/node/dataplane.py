@@ -1,6 +1,6 @@
-"""The `netns` dataplane of `tinykube up`: the cluster's sandbox of namespaces, a `NetnsRuntime` per node, and the
-cluster DNS server made reachable from pods (a listener on the LAN, published as `kube-system/kube-dns`'s
-endpoint, which the proxy turns the kube-dns ClusterIP into).
+"""The `netns` dataplane of `tinykube up`: the cluster's sandbox of namespaces, a `NetnsRuntime` and a proxy
+(nftables) per node, and the cluster DNS server made reachable from pods (a listener on the LAN, published as
+`kube-system/kube-dns`'s endpoint, which the proxy turns the kube-dns ClusterIP into).
 
 Everything lives in namespaces named after the cluster; nothing is configured in the root namespace.
 """
@@ -22,7 +22,9 @@ from tinykube.dns.run import DnsService
 from tinykube.node import netns
 from tinykube.node.netns_runtime import NetnsRuntime
 from tinykube.node.runtime import Runtime
-from tinykube.node.sandbox import LAN_GATEWAY, Sandbox
+from tinykube.node.sandbox import LAN_GATEWAY, NodeNet, Sandbox
+from tinykube.proxy.agent import ProxyAgent
+from tinykube.proxy.nftables import NftablesProxier, NftRunner, NodeConfig
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +33,12 @@ DNS_PORT = 53
 
 
 class NetnsDataplane:
-    def __init__(self, client: RestClient, cluster: str, service_cidr: str, log_dir: Path, domain: str) -> None:
+    def __init__(
+        self, client: RestClient, cluster: str, service_cidr: str, cluster_cidr: str, log_dir: Path, domain: str
+    ) -> None:
         self.client = client
+        self.cluster_cidr = cluster_cidr
+        self.proxies: list[asyncio.Task[None]] = []
         self.sandbox = Sandbox(cluster, service_cidr)
         self.log_dir = log_dir
         self.domain = domain
@@ -53,11 +59,26 @@ class NetnsDataplane:
 
         def make(pod_cidr: str) -> Runtime:
             node_net = self.sandbox.add_node(node, ip, pod_cidr)
+            self._start_proxy(node_net)
             return NetnsRuntime(
                 node_net, self.log_dir / node, self.services.store.list, dns_ip=self.dns_ip, cluster_domain=self.domain
             )
 
         return make
+
+    def _start_proxy(self, node: NodeNet) -> None:
+        """The node's proxy (nftables mode), programming its namespace and serving its ports there."""
+        config = NodeConfig(node.name, [node.ip], self.cluster_cidr, [self.sandbox.service_cidr])
+        proxier = NftablesProxier(config, NftRunner(node.netns))
+
+        def bind(host: str, port: int) -> socket.socket:
+            sock = netns.socket_in(node.netns, socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+            return sock
+
+        agent = ProxyAgent(self.client, node.name, proxier, bind=bind)
+        self.proxies.append(asyncio.create_task(agent.run(), name=f"proxy {node.name}"))
 
     async def serve_dns(self, dns: DnsService) -> None:
         """DNS on the LAN gateway address, port 53, and that address as kube-dns's endpoint."""
@@ -94,7 +115,8 @@ class NetnsDataplane:
             await self.client.update(ENDPOINTS, "kube-system", endpoints)
 
     async def destroy(self) -> list[str]:
-        if self._watch is not None:
-            self._watch.cancel()
-            await asyncio.gather(self._watch, return_exceptions=True)
+        tasks = [*self.proxies, *([self._watch] if self._watch else [])]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         return await asyncio.to_thread(self.sandbox.destroy)

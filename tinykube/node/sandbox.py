@@ -117,6 +117,10 @@ class Sandbox:
         node = NodeNet(self.cluster, name, f"{self.prefix}{name}", ip, pod_cidr)
         self._plug(node.netns, f"vn{short_hash(name)}", ip)
         netns.write_sysctl(node.netns, "net.ipv4.ip_forward", "1")
+        # A node routes pods' packets back out the links they came in on; redirects would use up the kernel's ICMP
+        # rate limit and swallow the port-unreachable a Service without endpoints answers with.
+        for conf in ("all", "default"):
+            netns.write_sysctl(node.netns, f"net.ipv4.conf.{conf}.send_redirects", "0")
         netns.ip("route", "add", self.service_cidr, "dev", "lo", "src", ip, netns=node.netns)
         for other in self.nodes.values():
             netns.ip("route", "replace", other.pod_cidr, "via", other.ip, netns=node.netns)

@@ -1,0 +1,424 @@
+"""The nftables proxier: golden transaction text from the pure planner, then real `nft` and real packets inside a
+throwaway network namespace (root only; nothing touches the root namespace)."""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tinykube.node import netns
+from tinykube.proxy.model import Endpoint, ServicePort
+from tinykube.proxy.nftables import (
+    NftablesProxier,
+    NftError,
+    NftRunner,
+    NodeConfig,
+    endpoint_base,
+    full_script,
+    incremental_script,
+    service_base,
+)
+
+CONFIG = NodeConfig(
+    node_name="node-1", node_ips=["10.244.0.1"], cluster_cidr="10.244.0.0/16", service_cidrs=["10.96.0.0/16"]
+)
+T = "ip kube-proxy"
+SVC = "service-ULMVA6XW-ns1/svc1/tcp/p80"
+EP_A = "endpoint-XPXKCKG5-ns1/svc1/tcp/p80__10.244.0.5/8080"
+EP_B = "endpoint-TNFFH6U2-ns1/svc1/tcp/p80__10.244.1.5/8080"
+
+
+def ep(ip: str, node: str = "node-1", *, ready: bool = True, terminating: bool = False) -> Endpoint:
+    return Endpoint(ip=ip, port=8080, node=node, ready=ready, serving=ready or terminating, terminating=terminating)
+
+
+def svc(name: str = "svc1", *endpoints: Endpoint, cip: str = "10.96.0.10", **changes: object) -> ServicePort:
+    port = ServicePort(
+        namespace="ns1",
+        name=name,
+        port_name="p80",
+        protocol="tcp",
+        port=80,
+        cluster_ips=(cip,),
+        external_ips=(),
+        load_balancer_ips=(),
+        node_port=0,
+        external_local=False,
+        internal_local=False,
+        affinity_timeout=0,
+        health_check_node_port=0,
+        endpoints=endpoints,
+    )
+    return dataclasses.replace(port, **changes)  # type: ignore[arg-type]
+
+
+def lines(script: str) -> set[str]:
+    return set(script.splitlines())
+
+
+def chain_rules(script: str, chain: str) -> list[str]:
+    prefix = f"add rule {T} {chain} "
+    return [line.removeprefix(prefix) for line in script.splitlines() if line.startswith(prefix)]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Planner
+
+
+def test_chain_name_hash_vectors() -> None:
+    assert service_base(svc()) == "ULMVA6XW-ns1/svc1/tcp/p80"
+    assert (
+        endpoint_base(svc(), Endpoint("10.180.0.1", 80, "", True, True, False))
+        == "5OJB2KTY-ns1/svc1/tcp/p80__10.180.0.1/80"
+    )
+
+
+def test_cluster_ip_with_two_endpoints() -> None:
+    script = full_script(CONFIG, [svc("svc1", ep("10.244.0.5"), ep("10.244.1.5", "node-2"))])
+    assert script.startswith(f'add table {T}\ndelete table {T}\nadd table {T} {{ comment "rules for kube-proxy" ; }}\n')
+    assert {
+        f"add element {T} cluster-ips {{ 10.96.0.10 }}",
+        f"add element {T} service-ips {{ 10.96.0.10 . tcp . 80 : goto {SVC} }}",
+        f"add element {T} nodeport-ips {{ 10.244.0.1 }}",
+        f"add chain {T} {EP_A}",
+    } <= lines(script)
+    assert chain_rules(script, SVC) == [
+        "ip daddr 10.96.0.10 tcp dport 80 ip saddr != 10.244.0.0/16 jump mark-for-masquerade",
+        f"numgen random mod 2 vmap {{ 0 : goto {EP_A} , 1 : goto {EP_B} }}",
+    ]
+    assert chain_rules(script, EP_B) == [
+        "ip saddr 10.244.1.5 jump mark-for-masquerade",
+        "meta l4proto tcp dnat to 10.244.1.5:8080",
+    ]
+    assert "no-endpoint" not in "".join(line for line in script.splitlines() if "element" in line)
+
+
+def test_fixed_skeleton() -> None:
+    script = full_script(CONFIG, [])
+    assert {
+        f"add chain {T} nat-output {{ type nat hook output priority -100 ; }}",
+        f"add chain {T} filter-input {{ type filter hook input priority 0 ; }}",
+        f"add rule {T} services ip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports",
+        f"add rule {T} cluster-ips-check ip daddr {{ 10.96.0.0/16 }} drop "
+        'comment "Drop traffic to unallocated ClusterIPs"',
+        f"add rule {T} masquerading masquerade fully-random",
+        f"add rule {T} mark-for-masquerade mark set mark or 0x4000",
+    } <= lines(script)
+
+
+@pytest.mark.parametrize(
+    ("port", "element"),
+    [
+        pytest.param(svc(), '10.96.0.10 . tcp . 80 comment "ns1/svc1:p80" : goto reject-chain', id="no-endpoints"),
+        pytest.param(
+            svc("svc1", ep("10.244.1.5", "node-2"), internal_local=True),
+            '10.96.0.10 . tcp . 80 comment "ns1/svc1:p80" : drop',
+            id="itp-local-none-local",
+        ),
+        pytest.param(
+            svc("svc1", ep("10.244.0.5", ready=False)),
+            '10.96.0.10 . tcp . 80 comment "ns1/svc1:p80" : goto reject-chain',
+            id="only-not-ready",
+        ),
+    ],
+)
+def test_unusable_services_go_to_no_endpoint_services(port: ServicePort, element: str) -> None:
+    script = full_script(CONFIG, [port])
+    assert f"add element {T} no-endpoint-services {{ {element} }}" in lines(script)
+    assert f"{T} service-ips" not in script.replace(f"add map {T} service-ips", "")
+    assert f"add element {T} cluster-ips {{ 10.96.0.10 }}" in lines(script)
+
+
+def test_terminating_endpoints_are_a_fallback() -> None:
+    script = full_script(CONFIG, [svc("svc1", ep("10.244.0.5", ready=False, terminating=True))])
+    assert chain_rules(script, SVC)[-1] == f"numgen random mod 1 vmap {{ 0 : goto {EP_A} }}"
+    mixed = full_script(CONFIG, [svc("svc1", ep("10.244.0.5", ready=False, terminating=True), ep("10.244.1.5"))])
+    assert chain_rules(mixed, SVC)[-1] == f"numgen random mod 1 vmap {{ 0 : goto {EP_B} }}"
+
+
+def test_internal_traffic_policy_local() -> None:
+    script = full_script(CONFIG, [svc("svc1", ep("10.244.0.5"), ep("10.244.1.5", "node-2"), internal_local=True)])
+    local = "local-ULMVA6XW-ns1/svc1/tcp/p80"
+    assert f"add element {T} service-ips {{ 10.96.0.10 . tcp . 80 : goto {local} }}" in lines(script)
+    assert chain_rules(script, local) == [f"numgen random mod 1 vmap {{ 0 : goto {EP_A} }}"]
+    assert SVC not in script and EP_B not in script  # the remote endpoint is not programmed at all
+
+
+def test_external_traffic_policy_local_node_port() -> None:
+    port = svc("svc1", ep("10.244.0.5"), ep("10.244.1.5", "node-2"), node_port=30080, external_local=True)
+    script = full_script(CONFIG, [port])
+    external, local = "external-ULMVA6XW-ns1/svc1/tcp/p80", "local-ULMVA6XW-ns1/svc1/tcp/p80"
+    assert f"add element {T} service-nodeports {{ tcp . 30080 : goto {external} }}" in lines(script)
+    assert f"add element {T} service-ips {{ 10.96.0.10 . tcp . 80 : goto {SVC} }}" in lines(script)
+    assert chain_rules(script, external) == [
+        f'ip saddr 10.244.0.0/16 goto {SVC} comment "short-circuit pod traffic"',
+        'fib saddr type local jump mark-for-masquerade comment "masquerade local traffic"',
+        f'fib saddr type local goto {SVC} comment "short-circuit local traffic"',
+        f"goto {local}",
+    ]
+    assert chain_rules(script, local) == [f"numgen random mod 1 vmap {{ 0 : goto {EP_A} }}"]
+    assert chain_rules(script, SVC)[-1] == f"numgen random mod 2 vmap {{ 0 : goto {EP_A} , 1 : goto {EP_B} }}"
+
+    remote_only = full_script(CONFIG, [dataclasses.replace(port, endpoints=(ep("10.244.1.5", "node-2"),))])
+    assert f'add element {T} no-endpoint-nodeports {{ tcp . 30080 comment "ns1/svc1:p80" : drop }}' in lines(
+        remote_only
+    )
+    assert external not in remote_only
+
+
+def test_external_traffic_policy_cluster_and_external_ips() -> None:
+    port = svc("svc1", ep("10.244.1.5", "node-2"), node_port=30080, external_ips=("192.0.2.7",))
+    script = full_script(CONFIG, [port])
+    external = "external-ULMVA6XW-ns1/svc1/tcp/p80"
+    assert chain_rules(script, external) == ["jump mark-for-masquerade", f"goto {SVC}"]
+    assert {
+        f"add element {T} service-ips {{ 192.0.2.7 . tcp . 80 : goto {external} }}",
+        f"add element {T} service-nodeports {{ tcp . 30080 : goto {external} }}",
+    } <= lines(script)
+    empty = full_script(CONFIG, [dataclasses.replace(port, endpoints=())])
+    assert (
+        f'add element {T} no-endpoint-nodeports {{ tcp . 30080 comment "ns1/svc1:p80" : goto reject-chain }}'
+        in lines(empty)
+    )
+
+
+def test_session_affinity() -> None:
+    script = full_script(CONFIG, [svc("svc1", ep("10.244.0.5"), ep("10.244.1.5", "node-2"), affinity_timeout=10800)])
+    set_a = "affinity-XPXKCKG5-ns1/svc1/tcp/p80__10.244.0.5/8080"
+    assert f"add set {T} {set_a} {{ type ipv4_addr ; flags dynamic,timeout ; timeout 10800s ; }}" in lines(script)
+    rules = chain_rules(script, SVC)
+    assert rules[1] == f"ip saddr @{set_a} goto {EP_A}"
+    assert rules[3].startswith("numgen random mod 2 vmap")
+    assert chain_rules(script, EP_A)[1] == f"update @{set_a} {{ ip saddr }}"
+
+
+def test_incremental_touches_only_the_changed_service() -> None:
+    other = svc("svc2", ep("10.244.0.9"), cip="10.96.0.11")
+    old = [svc("svc1", ep("10.244.0.5")), other]
+    new = [svc("svc1", ep("10.244.0.5"), ep("10.244.1.5", "node-2")), other]
+    script = incremental_script(CONFIG, old, new)
+    assert "svc2" not in script and "10.96.0.11" not in script and "table" not in script
+    assert script.splitlines() == [
+        f"flush chain {T} {SVC}",
+        f"add chain {T} {EP_B}",
+        f"add rule {T} {SVC} ip daddr 10.96.0.10 tcp dport 80 ip saddr != 10.244.0.0/16 jump mark-for-masquerade",
+        f"add rule {T} {SVC} numgen random mod 2 vmap {{ 0 : goto {EP_A} , 1 : goto {EP_B} }}",
+        f"add rule {T} {EP_B} ip saddr 10.244.1.5 jump mark-for-masquerade",
+        f"add rule {T} {EP_B} meta l4proto tcp dnat to 10.244.1.5:8080",
+    ]
+    assert incremental_script(CONFIG, new, new) == ""
+
+
+def test_incremental_removal_and_endpoints_gone() -> None:
+    old = [svc("svc1", ep("10.244.0.5")), svc("svc2", ep("10.244.0.9"), cip="10.96.0.11")]
+    script = incremental_script(CONFIG, old, [svc("svc1")])
+    svc2 = "service-" + service_base(old[1])
+    assert {
+        f"delete element {T} cluster-ips {{ 10.96.0.11 }}",
+        f"delete element {T} service-ips {{ 10.96.0.10 . tcp . 80 }}",
+        f'add element {T} no-endpoint-services {{ 10.96.0.10 . tcp . 80 comment "ns1/svc1:p80" : goto reject-chain }}',
+        f"flush chain {T} {svc2}",
+        f"delete chain {T} {svc2}",
+        f"delete chain {T} {SVC}",
+    } <= lines(script)
+    text = script.splitlines()  # references leave before the objects they point at
+    assert text.index(f"delete element {T} service-ips {{ 10.96.0.10 . tcp . 80 }}") < text.index(
+        f"delete chain {T} {SVC}"
+    )
+
+
+def test_incremental_affinity_timeout_change_recreates_the_set() -> None:
+    old = [svc("svc1", ep("10.244.0.5"), affinity_timeout=100)]
+    script = incremental_script(CONFIG, old, [dataclasses.replace(old[0], affinity_timeout=200)])
+    set_a = "affinity-XPXKCKG5-ns1/svc1/tcp/p80__10.244.0.5/8080"
+    text = script.splitlines()
+    assert text.index(f"flush chain {T} {EP_A}") < text.index(f"delete set {T} {set_a}")
+    assert f"add set {T} {set_a} {{ type ipv4_addr ; flags dynamic,timeout ; timeout 200s ; }}" in text
+    assert f"add rule {T} {SVC} ip saddr @{set_a} goto {EP_A}" in text
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Real nft in a throwaway namespace
+
+root_only = pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/usr/sbin/nft"), reason="needs root and nft")
+
+
+@pytest.fixture
+def ns() -> Iterator[str]:
+    name = f"tkproxytest-{os.getpid()}"
+    netns.delete(name)
+    netns.ip("netns", "add", name)
+    try:
+        netns.ip("link", "set", "lo", "up", netns=name)
+        yield name
+    finally:
+        netns.delete(name)
+
+
+def many_ports(count: int, endpoints: int = 3) -> list[ServicePort]:
+    return [
+        svc(
+            f"svc{i}",
+            *(ep(f"10.244.{e}.{i % 250 + 1}", f"node-{e}") for e in range(endpoints)),
+            cip=f"10.96.{i // 250}.{i % 250 + 1}",
+            node_port=30000 + i,
+        )
+        for i in range(count)
+    ]
+
+
+@root_only
+def test_full_then_incremental_in_kernel(ns: str) -> None:
+    runner = NftRunner(ns)
+    old = [svc("svc1", ep("10.244.0.5"), node_port=30080, affinity_timeout=60), svc("svc2", cip="10.96.0.11")]
+    script = full_script(CONFIG, old)
+    runner.check(script)
+    runner.apply(script)
+    dump = runner.dump()
+    assert "10.96.0.10 . tcp . 80 : goto service-ULMVA6XW-ns1/svc1/tcp/p80" in dump
+    assert '10.96.0.11 . tcp . 80 comment "ns1/svc2:p80" : goto reject-chain' in dump
+    assert "tcp . 30080 : goto external-ULMVA6XW-ns1/svc1/tcp/p80" in dump
+
+    new = [
+        svc("svc1", ep("10.244.1.5", "node-2"), node_port=30080, affinity_timeout=90),
+        svc("svc3", ep("10.244.0.7"), cip="10.96.0.12"),
+    ]
+    runner.apply(incremental_script(CONFIG, old, new))
+    dump = runner.dump()
+    assert "10.96.0.11" not in dump and EP_A not in dump and "timeout 1m\n" not in dump
+    assert EP_B in dump and "timeout 1m30s" in dump
+    assert "10.96.0.12 . tcp . 80 : goto service-" in dump
+    assert runner.dump() == _reload(runner, full_script(CONFIG, new))  # incremental result == fresh full result
+
+
+def _reload(runner: NftRunner, script: str) -> str:
+    runner.cleanup()
+    runner.apply(script)
+    return runner.dump()
+
+
+@root_only
+def test_proxier_repairs_drift_and_recovers_from_failure(ns: str) -> None:
+    runner = NftRunner(ns)
+    proxier = NftablesProxier(CONFIG, runner)
+    ports = [svc("svc1", ep("10.244.0.5"))]
+    proxier.sync(ports)
+    expected = runner.dump()
+    subprocess.run(netns.exec_argv(ns, ["nft", "flush", "table", "ip", "kube-proxy"]), check=True)
+    assert "jump services" not in runner.dump()  # rules gone (elements stay: `flush table` keeps sets)
+    proxier.sync(ports, full=True)
+    assert runner.dump() == expected
+
+    runner.cleanup()  # someone deleted the table: the incremental transaction cannot apply
+    with pytest.raises(NftError, match="No such file or directory"):
+        proxier.sync([svc("svc1", ep("10.244.0.5"), ep("10.244.0.6"))])
+    assert (proxier.syncs, proxier.failures, proxier.full_syncs) == (3, 1, 2)
+    proxier.sync(ports)  # after a failure: a full sync again
+    assert runner.dump() == expected and proxier.full_syncs == 3
+    runner.cleanup()
+    runner.cleanup()  # NotFound ignored
+
+
+@root_only
+def test_thousand_ports_timing(ns: str) -> None:
+    runner = NftRunner(ns)
+    proxier = NftablesProxier(CONFIG, runner)
+    ports = many_ports(1000)
+    proxier.sync(ports)
+    full = proxier.last_duration
+    changed = list(ports)
+    changed[500] = dataclasses.replace(changed[500], endpoints=changed[500].endpoints[:2])
+    proxier.sync(changed)
+    incremental = proxier.last_duration
+    start = time.monotonic()
+    dump = runner.dump()
+    print(
+        f"\n1000 ports x 3 endpoints: full sync {full:.3f}s, incremental (1 port) {incremental:.3f}s, "
+        f"dump {time.monotonic() - start:.3f}s, {len(full_script(CONFIG, ports).splitlines())} script lines"
+    )
+    assert dump.count("dnat to") == 2999
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Real packets: a "node" namespace (running the proxy table) and a "pod" namespace joined by a veth; the pod is
+# also the endpoint, so reaching its own Service exercises the hairpin masquerade too.
+
+
+@pytest.fixture
+def node_and_pod(ns: str) -> Iterator[tuple[str, str]]:
+    pod = f"{ns}-pod"
+    netns.delete(pod)
+    netns.ip("netns", "add", pod)
+    try:
+        # the route to the service CIDR leads back out the pod's link: ICMP redirects would spend the per-host ICMP
+        # budget that the rejects need
+        for key in ("net.ipv4.conf.all.send_redirects", "net.ipv4.conf.default.send_redirects"):
+            netns.write_sysctl(ns, key, "0")
+        netns.ip_batch(
+            ns,
+            [
+                f"link add veth-n type veth peer name veth-p netns {pod}",
+                "addr add 10.244.0.1/24 dev veth-n",
+                "link set veth-n up",
+                "route add 10.96.0.0/16 dev veth-n",  # like a default route: what the node does without the proxy
+            ],
+        )
+        netns.write_sysctl(ns, "net.ipv4.ip_forward", "1")
+        netns.ip_batch(
+            pod,
+            [
+                "link set lo up",
+                "addr add 10.244.0.2/24 dev veth-p",
+                "link set veth-p up",
+                "route add default via 10.244.0.1",
+            ],
+        )
+        yield ns, pod
+    finally:
+        netns.delete(pod)
+
+
+def _connect(name: str, ip: str, port: int) -> socket.socket:
+    client = netns.socket_in(name)
+    client.settimeout(3)
+    client.connect((ip, port))
+    return client
+
+
+def _exchange(listener: socket.socket, client: socket.socket) -> str:
+    """Answer one connection; returns the client address the listener saw."""
+    conn, peer = listener.accept()
+    with conn, client:
+        conn.sendall(b"hello")
+        assert client.recv(5) == b"hello"
+    return str(peer[0])
+
+
+@root_only
+def test_packets_reach_the_endpoint_or_are_refused(node_and_pod: tuple[str, str]) -> None:
+    node, pod = node_and_pod
+    endpoint = Endpoint("10.244.0.2", 8080, "node-1", True, True, False)
+    NftablesProxier(CONFIG, NftRunner(node)).sync(
+        [svc("svc1", endpoint, node_port=30080), svc("svc2", cip="10.96.0.11")]
+    )
+    listener = netns.socket_in(pod)
+    listener.settimeout(3)
+    listener.bind(("10.244.0.2", 8080))
+    listener.listen(8)
+    with listener:
+        # the pod reaching itself through its Service: hairpin, so the node masquerades it to its own IP
+        assert _exchange(listener, _connect(pod, "10.96.0.10", 80)) == "10.244.0.1"
+        assert _exchange(listener, _connect(pod, "10.244.0.1", 30080)) == "10.244.0.1"  # NodePort on the node IP
+        assert _exchange(listener, _connect(node, "10.96.0.10", 80)) == "10.244.0.1"  # from the node itself
+        with pytest.raises(ConnectionRefusedError) as refused:  # no endpoints: reject-chain
+            _connect(pod, "10.96.0.11", 80)
+        assert refused.value.errno == errno.ECONNREFUSED
+        with pytest.raises(ConnectionRefusedError):  # a port the ClusterIP does not define: cluster-ips-check
+            _connect(pod, "10.96.0.10", 81)

@@ -1,0 +1,223 @@
+"""The node proxy: watches Services and EndpointSlices, and after each burst of changes (debounced, 50 ms rather
+than upstream's 1 s minSyncPeriod) hands the node's desired state to its mode (`Proxier.sync`), which programs
+only what changed; every `sync_period` a full sync repairs drift (a flushed table).
+
+Serves, as kube-proxy does, `/proxyMode`, `/metrics` and `/healthz` on the metrics port (10249), the
+`{"lastUpdated": …}` health JSON on the healthz port (10256), and a health-check server on each
+`healthCheckNodePort` of an `externalTrafficPolicy: Local` Service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import socket
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from tinykube.api.resources import builtin
+from tinykube.client.informer import SharedInformers
+from tinykube.client.rest import RestClient
+from tinykube.proxy.model import ServicePort, local_endpoints, service_ports
+from tinykube.web import Handler, serve_http
+
+log = logging.getLogger(__name__)
+
+SERVICES, SLICES = builtin("", "v1", "services"), builtin("discovery.k8s.io", "v1", "endpointslices")
+DEBOUNCE = 0.05  # seconds: changes arriving together are programmed in one transaction
+SYNC_PERIOD = 30.0  # seconds between full syncs (upstream's --sync-period)
+METRICS_PORT, HEALTHZ_PORT = 10249, 10256
+
+
+class Proxier(Protocol):
+    mode: str
+    syncs: int
+    failures: int
+    last_duration: float  # seconds the last sync took
+
+    def sync(self, ports: list[ServicePort], *, full: bool = False) -> None:
+        """Program `ports`: everything when `full`, else only what changed since the last success."""
+
+
+def _go_time(moment: datetime) -> str:
+    """A time as Go's `time.Time.String()` prints it (how kube-proxy's health JSON shows times)."""
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f") + "000 +0000 UTC"
+
+
+class ProxyAgent:
+    def __init__(
+        self,
+        client: RestClient,
+        node: str,
+        proxier: Proxier,
+        *,
+        bind: Callable[[str, int], socket.socket] | None = None,
+        sync_period: float = SYNC_PERIOD,
+    ) -> None:
+        """`bind(host, port)` makes a bound TCP socket for the proxy's servers (in the node's network namespace);
+        without it the servers are not started."""
+        self.client = client
+        self.node = node
+        self.proxier = proxier
+        self.bind = bind
+        self.sync_period = sync_period
+        self.informers = SharedInformers(client)
+        self.services = self.informers.informer(SERVICES)
+        self.slices = self.informers.informer(SLICES)
+        self.ports: list[ServicePort] = []
+        self.last_updated = datetime.now(UTC)
+        self.pending_since: float | None = None  # monotonic time of the oldest change not yet programmed
+        self._wake = asyncio.Event()
+        self._health: dict[int, asyncio.Server] = {}  # healthCheckNodePort -> its server
+        self._servers: list[asyncio.Server] = []
+        self.synced = asyncio.Event()  # set after the first successful sync
+
+    # Running
+
+    async def run(self) -> None:
+        for informer in (self.services, self.slices):
+            informer.add_handler(
+                on_add=self._changed, on_update=lambda _old, _new: self._changed(), on_delete=self._changed
+            )
+        self.informers.start()
+        await self.informers.wait_synced()  # nothing is programmed before both caches are complete (as upstream)
+        if self.bind is not None:
+            self._servers.append(await serve_http(self.bind("127.0.0.1", METRICS_PORT), self._metrics_port))
+            self._servers.append(await serve_http(self.bind("0.0.0.0", HEALTHZ_PORT), self._healthz_port))
+        try:
+            await self._loop()
+        finally:
+            for server in [*self._servers, *self._health.values()]:
+                server.close()
+            await self.informers.stop()
+
+    def _changed(self, *_: Any) -> None:
+        if self.pending_since is None:
+            self.pending_since = time.monotonic()
+        self._wake.set()
+
+    async def _loop(self) -> None:
+        full_due = 0.0
+        self.pending_since = self.pending_since or time.monotonic()
+        while True:
+            timeout = max(0.0, full_due - time.monotonic())
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout)
+                await asyncio.sleep(DEBOUNCE)  # let the rest of a burst arrive
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            full = time.monotonic() >= full_due
+            await self._sync(full)
+            if full:
+                full_due = time.monotonic() + self.sync_period
+
+    async def _sync(self, full: bool) -> None:
+        ports = service_ports(self.services.store.list(), self.slices.store.list())
+        started = self.pending_since
+        self.pending_since = None
+        try:
+            await asyncio.to_thread(self.proxier.sync, ports, full=full)
+        except Exception as err:
+            log.warning("proxy %s: sync failed (%s); a full sync follows", self.node, err)
+            self.pending_since = started or time.monotonic()
+            await asyncio.sleep(1.0)
+            self._wake.set()
+            return
+        self.ports = ports
+        self.last_updated = datetime.now(UTC)
+        self.synced.set()
+        await self._health_servers()
+
+    # Health-check node ports
+
+    async def _health_servers(self) -> None:
+        if self.bind is None:
+            return
+        wanted = {p.health_check_node_port: p for p in self.ports if p.health_check_node_port and p.external_local}
+        for port in list(self._health):
+            if port not in wanted:
+                self._health.pop(port).close()
+        for port, service_port in wanted.items():
+            if port not in self._health:
+                try:
+                    self._health[port] = await serve_http(self.bind("0.0.0.0", port), self._service_health(port))
+                except OSError as err:
+                    log.warning(
+                        "node %s failed to start healthcheck %q on port %d: %s",
+                        self.node,
+                        f"{service_port.namespace}/{service_port.name}",
+                        port,
+                        err,
+                    )
+
+    def _service_health(self, node_port: int) -> Handler:
+        def answer(_path: str) -> tuple[int, str, bytes]:
+            ports = [p for p in self.ports if p.health_check_node_port == node_port]
+            if not ports:
+                return 503, "application/json", b""
+            local = {(e.ip, e.port) for p in ports for e in local_endpoints(p, self.node)}
+            count = len({ip for ip, _ in local})
+            healthy = self._healthy()
+            report = {
+                "service": {"namespace": ports[0].namespace, "name": ports[0].name},
+                "localEndpoints": count,
+                "serviceProxyHealthy": healthy,
+            }
+            body = json.dumps(report, indent="\t")  # upstream's layout: tab-indented, no final newline
+            return (200 if count and healthy else 503), "application/json", body.encode()
+
+        return answer
+
+    # kube-proxy's own endpoints
+
+    def _healthy(self) -> bool:
+        return self.pending_since is None or time.monotonic() - self.pending_since < 2 * self.sync_period
+
+    def _metrics_port(self, path: str) -> tuple[int, str, bytes]:
+        if path == "/proxyMode":
+            return 200, "text/plain; charset=utf-8", self.proxier.mode.encode()
+        if path == "/healthz":
+            return 200, "text/plain; charset=utf-8", b"ok"
+        if path == "/metrics":
+            return 200, "text/plain; version=0.0.4", self._metrics().encode()
+        return 404, "text/plain; charset=utf-8", b"404 page not found\n"
+
+    def _healthz_port(self, path: str) -> tuple[int, str, bytes]:
+        now = datetime.now(UTC)
+        updated = now if self._healthy() else self.last_updated
+        times = f'"lastUpdated": "{_go_time(updated)}","currentTime": "{_go_time(now)}"'
+        if path == "/livez":
+            return 200, "application/json", ("{" + times + "}").encode()
+        if path == "/healthz":
+            code = 200 if self._healthy() else 503
+            return code, "application/json", ("{" + times + ', "nodeEligible": true}').encode()
+        return 404, "text/plain; charset=utf-8", b"404 page not found\n"
+
+    def _metrics(self) -> str:
+        proxier = self.proxier
+        return (
+            "\n".join(
+                [
+                    "# HELP kubeproxy_sync_proxy_rules_duration_seconds SyncProxyRules latency in seconds",
+                    "# TYPE kubeproxy_sync_proxy_rules_duration_seconds gauge",
+                    f"kubeproxy_sync_proxy_rules_duration_seconds {proxier.last_duration}",
+                    "# HELP kubeproxy_sync_proxy_rules_last_timestamp_seconds The last time proxy rules were synced",
+                    "# TYPE kubeproxy_sync_proxy_rules_last_timestamp_seconds gauge",
+                    f"kubeproxy_sync_proxy_rules_last_timestamp_seconds {self.last_updated.timestamp()}",
+                    "# HELP kubeproxy_sync_proxy_rules_total Syncs of the proxy rules (tinykube)",
+                    "# TYPE kubeproxy_sync_proxy_rules_total counter",
+                    f"kubeproxy_sync_proxy_rules_total {proxier.syncs}",
+                    "# HELP kubeproxy_proxy_sync_failures_total Failed syncs (tinykube)",
+                    "# TYPE kubeproxy_proxy_sync_failures_total counter",
+                    f"kubeproxy_proxy_sync_failures_total {proxier.failures}",
+                    "# HELP kubeproxy_sync_proxy_rules_service_port_count Service ports programmed (tinykube)",
+                    "# TYPE kubeproxy_sync_proxy_rules_service_port_count gauge",
+                    f"kubeproxy_sync_proxy_rules_service_port_count {len(self.ports)}",
+                ]
+            )
+            + "\n"
+        )

@@ -1,0 +1,140 @@
+"""What a node's proxy must make real, as plain values: one `ServicePort` per (Service, port) with its endpoints
+resolved from the EndpointSlices (pure; from API objects).
+
+Only IPv4 for now (the sandbox is IPv4); IPv6 cluster IPs and endpoints are left out.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+Object = dict[str, Any]
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    ip: str
+    port: int
+    node: str  # endpoint nodeName ("" when unknown)
+    ready: bool
+    serving: bool
+    terminating: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ServicePort:
+    namespace: str
+    name: str
+    port_name: str  # "" for an unnamed port
+    protocol: str  # lower case: tcp, udp, sctp
+    port: int
+    cluster_ips: tuple[str, ...]  # empty for headless and ExternalName (they get no rules)
+    external_ips: tuple[str, ...]
+    load_balancer_ips: tuple[str, ...]
+    node_port: int  # 0: none
+    external_local: bool  # externalTrafficPolicy: Local
+    internal_local: bool  # internalTrafficPolicy: Local
+    affinity_timeout: int  # seconds of ClientIP session affinity; 0: none
+    health_check_node_port: int  # 0: none
+    endpoints: tuple[Endpoint, ...]
+
+    @property
+    def key(self) -> str:
+        """Upstream's service port name, `ns/svc/proto/portname`: chain names and comments derive from it."""
+        return f"{self.namespace}/{self.name}/{self.protocol}/{self.port_name}"
+
+
+def _ipv4(values: Any) -> tuple[str, ...]:
+    found = []
+    for value in values or []:
+        try:
+            if ipaddress.ip_address(value).version == 4:
+                found.append(str(value))
+        except ValueError:
+            continue  # "None" (headless) and anything else that is no address
+    return tuple(found)
+
+
+def _endpoints(slices: list[Object], port_name: str, protocol: str) -> tuple[Endpoint, ...]:
+    """The endpoints of a Service's port across its IPv4 slices, deduplicated (an address may sit in two slices
+    while the controller moves it)."""
+    found: dict[tuple[str, int], Endpoint] = {}
+    for item in slices:
+        if item.get("addressType") != "IPv4":
+            continue
+        ports = [p for p in item.get("ports") or [] if (p.get("name") or "") == port_name]
+        ports = [p for p in ports if str(p.get("protocol") or "TCP").lower() == protocol and p.get("port")]
+        if not ports:
+            continue
+        number = int(ports[0]["port"])
+        for endpoint in item.get("endpoints") or []:
+            conditions = endpoint.get("conditions") or {}
+            ready = conditions.get("ready") is not False  # nil means ready (the API contract)
+            serving = conditions.get("serving", conditions.get("ready")) is not False
+            terminating = conditions.get("terminating") is True
+            for ip in _ipv4(endpoint.get("addresses")):
+                found.setdefault(
+                    (ip, number), Endpoint(ip, number, endpoint.get("nodeName") or "", ready, serving, terminating)
+                )
+    return tuple(sorted(found.values(), key=lambda e: (e.ip, e.port)))
+
+
+def service_ports(services: list[Object], slices: list[Object]) -> list[ServicePort]:
+    """Every (Service, port) the proxy programs: those with a cluster IP (headless and ExternalName get none)."""
+    slices_of: dict[tuple[str, str], list[Object]] = defaultdict(list)
+    for item in slices:
+        meta = item["metadata"]
+        service = (meta.get("labels") or {}).get(SERVICE_NAME_LABEL)
+        if service:
+            slices_of[(meta["namespace"], service)].append(item)
+    found = []
+    for service in services:
+        meta, spec = service["metadata"], service.get("spec") or {}
+        cluster_ips = _ipv4(spec.get("clusterIPs") or [spec.get("clusterIP")])
+        if not cluster_ips or spec.get("type") == "ExternalName":
+            continue
+        affinity = 0
+        if spec.get("sessionAffinity") == "ClientIP":
+            config = (spec.get("sessionAffinityConfig") or {}).get("clientIP") or {}
+            affinity = int(config.get("timeoutSeconds") or 10800)
+        ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+        own = slices_of[(meta["namespace"], meta["name"])]
+        for port in spec.get("ports") or []:
+            name, protocol = port.get("name") or "", str(port.get("protocol") or "TCP").lower()
+            found.append(
+                ServicePort(
+                    namespace=meta["namespace"],
+                    name=meta["name"],
+                    port_name=name,
+                    protocol=protocol,
+                    port=int(port["port"]),
+                    cluster_ips=cluster_ips,
+                    external_ips=_ipv4(spec.get("externalIPs")),
+                    load_balancer_ips=_ipv4([i.get("ip") for i in ingress]),
+                    node_port=int(port.get("nodePort") or 0),
+                    external_local=spec.get("externalTrafficPolicy") == "Local",
+                    internal_local=spec.get("internalTrafficPolicy") == "Local",
+                    affinity_timeout=affinity,
+                    health_check_node_port=int(spec.get("healthCheckNodePort") or 0),
+                    endpoints=_endpoints(own, name, protocol),
+                )
+            )
+    return sorted(found, key=lambda p: p.key)
+
+
+def usable(endpoints: tuple[Endpoint, ...]) -> tuple[Endpoint, ...]:
+    """Upstream's CategorizeEndpoints for one set: the ready ones, else the serving-but-terminating ones."""
+    ready = tuple(e for e in endpoints if e.ready)
+    return ready or tuple(e for e in endpoints if e.serving and e.terminating)
+
+
+def cluster_endpoints(port: ServicePort) -> tuple[Endpoint, ...]:
+    return usable(port.endpoints)
+
+
+def local_endpoints(port: ServicePort, node: str) -> tuple[Endpoint, ...]:
+    return usable(tuple(e for e in port.endpoints if e.node == node))
