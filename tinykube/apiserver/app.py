@@ -17,7 +17,7 @@ from starlette.responses import PlainTextResponse, Response
 
 from tinykube.api import errors
 from tinykube.api.resources import RESOURCES
-from tinykube.apiserver import discovery, openapi
+from tinykube.apiserver import discovery, fieldvalidation, openapi
 from tinykube.apiserver.allocators import report
 from tinykube.apiserver.allocators.index import AllocationIndex
 from tinykube.apiserver.allocators.pool import Pool
@@ -87,6 +87,7 @@ class ApiServer:
 
     @contextlib.asynccontextmanager
     async def lifespan(self, _app: FastAPI) -> AsyncIterator[None]:
+        fieldvalidation.load_schemas()
         await self.store.connect()
         await asyncio.gather(*(c.start() for c in self.caches.values()), self.allocations.start())
         await ensure_namespaces(self.registry)

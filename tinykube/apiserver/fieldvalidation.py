@@ -7,6 +7,7 @@ manifest is reported exactly as a real cluster reports it. The schema walk lives
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -20,16 +21,24 @@ from tinykube.apiserver import openapi
 MODES = ("Ignore", "Warn", "Strict")
 
 
-_schemas_loaded = False
+_builder = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="openapi-schemas")
+_schemas: concurrent.futures.Future[list[str]] | None = None
+
+
+def load_schemas() -> concurrent.futures.Future[list[str]]:
+    """Build the schemas the unknown-field check walks (~0.5 s of CPU) in a thread, once: the apiserver starts this
+    as it starts, so its first write (a node registering, say) does not wait for it. (A thread's future, not a
+    task: it outlives event loops, as tests run several.)"""
+    global _schemas
+    if _schemas is None:
+        _schemas = _builder.submit(openapi.unknown_fields, "v1", "Pod", {})
+    return _schemas
 
 
 async def _unknown_fields(resource: ResourceInfo, obj: dict[str, Any]) -> list[str]:
-    """The first call builds the schemas (~0.5 s): do it off the event loop so other requests keep flowing."""
-    global _schemas_loaded
-    if not _schemas_loaded:
-        found = await asyncio.to_thread(openapi.unknown_fields, resource.api_version, resource.kind, obj)
-        _schemas_loaded = True
-        return found
+    loading = load_schemas()
+    if not loading.done():
+        await asyncio.wrap_future(loading)
     return openapi.unknown_fields(resource.api_version, resource.kind, obj)
 
 

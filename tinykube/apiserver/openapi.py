@@ -32,12 +32,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
+import importlib.metadata
 import inspect
 import json
+import os
 import re
 import typing
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tinykube.api.resources import RESOURCES, ResourceInfo, group_versions
@@ -614,8 +617,39 @@ class _Definitions:
     kinds: dict[tuple[str, str], str]  # (apiVersion, kind) -> definition name (kinds and their lists)
 
 
+def _cache_file() -> Path:
+    """Where the built definitions are kept between runs: named after what they are built from (this module, the
+    `kubernetes` client's version, the served resources), so any change builds them afresh."""
+    key = hashlib.sha256(Path(__file__).read_bytes())
+    key.update(importlib.metadata.version("kubernetes").encode())
+    key.update(repr(RESOURCES).encode())
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "tinykube" / f"openapi-{key.hexdigest()[:16]}.json"
+
+
 @functools.cache
 def _definitions() -> _Definitions:
+    """Building them imports ~200 model classes of the `kubernetes` client (~0.9 s): read them from the cache
+    file when there is one, and write it when there is not (best effort: a read-only home just rebuilds)."""
+    cache = _cache_file()
+    try:
+        stored = json.loads(cache.read_bytes())
+        return _Definitions(stored["schemas"], {(v, k): name for v, k, name in stored["kinds"]})
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    built = _build_definitions()
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        partial = cache.with_suffix(f".{os.getpid()}.tmp")
+        kinds = [[v, k, name] for (v, k), name in built.kinds.items()]
+        partial.write_text(json.dumps({"schemas": built.schemas, "kinds": kinds}))
+        partial.replace(cache)
+    except OSError:
+        pass
+    return built
+
+
+def _build_definitions() -> _Definitions:
     builder = _Builder()
     kinds: dict[tuple[str, str], str] = {}
     for info in RESOURCES:

@@ -19,7 +19,7 @@ from tinykube.api import errors
 from tinykube.api.meta import now
 from tinykube.api.resources import builtin
 from tinykube.client.informer import Informer, object_key
-from tinykube.client.rest import RestClient
+from tinykube.client.rest import RestClient, TransportError
 from tinykube.client.workqueue import WorkQueue, run_workers
 from tinykube.node.kubelet_server import ENDPOINT_ANNOTATION, KubeletServer
 from tinykube.node.runtime import NoFreeAddress, PodAddresses, Runtime
@@ -129,14 +129,24 @@ class NodeAgent:
                 NODES, "", self.config.name, {"metadata": {"annotations": node["metadata"]["annotations"]}}
             )
         await self._heartbeat()
-        delay = 0.01
-        while True:
+        while True:  # the node IPAM controller assigns it: watch our Node from what we read until it has one
             node = await self.client.get(NODES, "", self.config.name)
+            selector = f"metadata.name={self.config.name}"
+            version = node["metadata"]["resourceVersion"]
+            with contextlib.suppress(TransportError, errors.ApiError):
+                while not (node.get("spec") or {}).get("podCIDR"):
+                    events = self.client.watch(
+                        NODES, fieldSelector=selector, resourceVersion=version, timeoutSeconds=60
+                    )
+                    async for event in events:
+                        node = event["object"]
+                        version = node["metadata"]["resourceVersion"]
+                        if (node.get("spec") or {}).get("podCIDR"):
+                            break
             cidr = (node.get("spec") or {}).get("podCIDR")
             if cidr:
                 return str(cidr)
-            await asyncio.sleep(delay)  # the node IPAM controller assigns it
-            delay = min(delay * 2, 1.0)
+            await asyncio.sleep(1.0)  # the watch broke off: read again
 
     async def _heartbeat(self) -> None:
         status = node_status(self.config, self._since, self.kubelet.port)
