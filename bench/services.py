@@ -8,7 +8,8 @@
     allocations — as each apiserver's `/debug/allocations` reports them and as the keys in etcd hold them — are
     exactly the values the Services use, held by those Services (none leaked, none missing).
 
-Exits non-zero when a check fails or a create failed. `python services.py [seconds per wrk run] [rounds of (a)]`.
+Exits non-zero when a check fails or a create failed. `python services.py [seconds per wrk run] [rounds of (a)]
+[alone]` (`alone`: (a) against the apiserver without the controllers, DNS and node agent `tinykube up` runs beside it).
 """
 
 from __future__ import annotations
@@ -74,9 +75,9 @@ def wrk_creates(bench: Bench, namespace: str, seconds: int, **env: str) -> dict[
     }
 
 
-def sustained(seconds: int, rounds: int, workdir: Path) -> tuple[list[str], list[str]]:
+def sustained(seconds: int, rounds: int, workdir: Path, *extra: str) -> tuple[list[str], list[str]]:
     """Rounds of Endpoints then Services creates on one apiserver; returns table rows and failed checks."""
-    bench = start("--service-cluster-ip-range", CLUSTER_IP_RANGE, data_dir=workdir / "alloc")
+    bench = start("--service-cluster-ip-range", CLUSTER_IP_RANGE, *extra, data_dir=workdir / "alloc")
     runs: dict[str, list[dict[str, float]]] = {"Endpoints": [], "Services": []}
     try:
         for r in range(rounds):
@@ -345,11 +346,16 @@ def shared_etcd(total: int, concurrency: int, workdir: Path) -> tuple[list[str],
     return rows, failed
 
 
-def main(seconds: int = 10, rounds: int = 2) -> int:
+# `alone`: the apiserver without the components `tinykube up` runs beside it (controllers but the namespace one,
+# DNS, node agent), as they run in processes of their own upstream.
+ALONE = ("--controllers", "namespace", "--dns-port", "-1", "--nodes", "0")
+
+
+def main(seconds: int = 10, rounds: int = 2, alone: bool = False) -> int:
     if not shutil.which("wrk"):
         raise SystemExit("bench/services.py needs wrk (apt-get install wrk)")
     with temporary_dir("tinykube-bench-services-") as workdir:
-        rows_a, failed_a = sustained(seconds, rounds, workdir)
+        rows_a, failed_a = sustained(seconds, rounds, workdir, *(ALONE if alone else ()))
         rows_b, failed_b = shared_etcd(5_000, 64, workdir)
     print("| benchmark | result | tail / checks |\n|---|---|---|")
     print("\n".join(rows_a + rows_b))
@@ -359,4 +365,5 @@ def main(seconds: int = 10, rounds: int = 2) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(*(int(a) for a in sys.argv[1:3])))
+    numbers = [int(a) for a in sys.argv[1:3]]
+    sys.exit(main(*numbers, alone="alone" in sys.argv[3:]))
