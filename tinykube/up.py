@@ -1,7 +1,8 @@
-"""`tinykube up`: etcd, apiserver and controllers of one cluster in one process, until SIGINT/SIGTERM.
+"""`tinykube up`: etcd, apiserver, controllers, DNS and node agents (and with `--dataplane netns` the sandbox and
+a proxy per node) of one cluster in one process, until SIGINT/SIGTERM.
 
 Everything a cluster keeps lives in its data dir: `etcd/` (unless an external etcd is used), `pki/`, `token`,
-`kubeconfig`, `cluster.json` (what `tinykube kubeconfig` reads) and `etcd.log`.
+`kubeconfig`, `cluster.json` (what `tinykube kubeconfig` reads), `etcd.log` and, with netns pods, `pods/` (their logs).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from tinykube.apiserver.app import (
 from tinykube.apiserver.pki import ensure_pki
 from tinykube.client.kubeconfig import Credentials, merge_kubeconfig, write_kubeconfig
 from tinykube.client.rest import RestClient
-from tinykube.controllers.manager import run_controllers
+from tinykube.controllers.manager import known_controllers, run_controllers
 from tinykube.dns.run import DnsOptions, DnsService
 from tinykube.node.agent import NodeAgent, NodeConfig
 from tinykube.node.dataplane import NetnsDataplane
@@ -70,7 +71,7 @@ class UpOptions:
     service_node_port_range: str = DEFAULT_NODE_PORT_RANGE
     load_balancer_ip_range: str = DEFAULT_LOAD_BALANCER_RANGE
     repair_interval: float = 180.0
-    controllers: list[str] = field(default_factory=lambda: ["*"])  # names, as `select_controllers` returns them
+    controllers: list[str] = field(default_factory=known_controllers)  # names, as `select_controllers` returns
     dns: DnsOptions | None = field(default_factory=DnsOptions)  # None: no DNS server
     cluster_cidr: str = CLUSTER_CIDR
     nodes: int = 1  # node agents, named node-1, node-2, ...
