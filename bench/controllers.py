@@ -406,7 +406,8 @@ def main(flip_services: int = 1000, cold: str = "1000,2000", count: int = 200) -
     rows, failed = [], []
     with temporary_dir("tinykube-bench-controllers-") as workdir:
         if flip_services:
-            bench = start(data_dir=workdir / "flips")
+            # The pods' status is the bench's to set: no node agent, no scheduler binding them to one.
+            bench = start("--nodes", "0", "--controllers", "*,-scheduler", data_dir=workdir / "flips")
             try:
                 r = uvloop.run(flips(bench, flip_services, count))
             finally:
@@ -423,7 +424,7 @@ def main(flip_services: int = 1000, cold: str = "1000,2000", count: int = 200) -
                     f"(set-up {r['setup']:.0f} s) |"
                 )
         for n in (int(x) for x in cold.split(",") if x):
-            bench = start("--controllers", "namespace", data_dir=workdir / f"cold{n}")
+            bench = start("--controllers", "namespace", "--nodes", "0", data_dir=workdir / f"cold{n}")
             try:
                 r = uvloop.run(cold_start(bench, n, workdir / f"controllers-{n}.log"))
             finally:
