@@ -11,14 +11,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tinykube.api.defaults import CLUSTER_CIDR
+# Only light modules here: every subcommand pays for these imports; the components load in their subcommand.
+from tinykube.api.defaults import CLUSTER_CIDR, LOAD_BALANCER_RANGE, NODE_PORT_RANGE, SERVICE_RANGE, default_data_dir
 from tinykube.apiserver.allocators.ranges import IPRange, PortRange, parse_service_ranges
-from tinykube.apiserver.app import DEFAULT_LOAD_BALANCER_RANGE, DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_RANGE
 from tinykube.controllers.manager import known_controllers, select_controllers
-from tinykube.controllers.nodeipam import CidrAllocator
-from tinykube.dns.answers import POD_MODES
-from tinykube.dns.run import DEFAULT_DNS_PORT, DnsOptions, parse_upstream
-from tinykube.up import UpOptions, default_data_dir
+from tinykube.dns.options import DEFAULT_DNS_PORT, POD_MODES, DnsOptions, parse_upstream
 
 MAX_NODES = 250  # simulated nodes get 172.20.0.2-251
 
@@ -54,21 +51,21 @@ def _up_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     up.add_argument(
         "--service-cluster-ip-range",
-        default=DEFAULT_SERVICE_RANGE,
+        default=SERVICE_RANGE,
         metavar="CIDR[,CIDR]",
-        help=f"ClusterIP range; two CIDRs (IPv4 and IPv6) for dual-stack (default: {DEFAULT_SERVICE_RANGE})",
+        help=f"ClusterIP range; two CIDRs (IPv4 and IPv6) for dual-stack (default: {SERVICE_RANGE})",
     )
     up.add_argument(
         "--service-node-port-range",
-        default=DEFAULT_NODE_PORT_RANGE,
+        default=NODE_PORT_RANGE,
         metavar="LOW-HIGH",
-        help=f"NodePort range, inclusive (default: {DEFAULT_NODE_PORT_RANGE})",
+        help=f"NodePort range, inclusive (default: {NODE_PORT_RANGE})",
     )
     up.add_argument(
         "--loadbalancer-ip-range",
-        default=DEFAULT_LOAD_BALANCER_RANGE,
+        default=LOAD_BALANCER_RANGE,
         metavar="CIDR",
-        help=f"pool of the built-in load balancer; '' turns it off (default: {DEFAULT_LOAD_BALANCER_RANGE})",
+        help=f"pool of the built-in load balancer; '' turns it off (default: {LOAD_BALANCER_RANGE})",
     )
     up.add_argument(
         "--repair-interval",
@@ -180,9 +177,9 @@ def _dns_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     _dns_arguments(dns, prefix="")
     dns.add_argument(
         "--service-cluster-ip-range",
-        default=DEFAULT_SERVICE_RANGE,
+        default=SERVICE_RANGE,
         metavar="CIDR[,CIDR]",
-        help=f"the cluster's ClusterIP range(s); their reverse zones are served (default: {DEFAULT_SERVICE_RANGE})",
+        help=f"the cluster's ClusterIP range(s); their reverse zones are served (default: {SERVICE_RANGE})",
     )
     dns.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
 
@@ -237,7 +234,8 @@ def parser() -> argparse.ArgumentParser:
 def _up(args: argparse.Namespace) -> int:
     import uvloop
 
-    from tinykube.up import run_up
+    from tinykube.controllers.nodeipam import CidrAllocator
+    from tinykube.up import UpOptions, run_up
 
     _logging(args.verbose)
     if args.api_port < 0 or args.api_port > 65535:

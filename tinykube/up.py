@@ -23,7 +23,7 @@ from pathlib import Path
 
 import uvicorn
 
-from tinykube.api.defaults import CLUSTER_CIDR
+from tinykube.api.defaults import CLUSTER_CIDR, default_data_dir
 from tinykube.apiserver.app import (
     DEFAULT_LOAD_BALANCER_RANGE,
     DEFAULT_NODE_PORT_RANGE,
@@ -35,7 +35,8 @@ from tinykube.apiserver.pki import ensure_pki
 from tinykube.client.kubeconfig import Credentials, merge_kubeconfig, write_kubeconfig
 from tinykube.client.rest import RestClient
 from tinykube.controllers.manager import known_controllers, run_controllers
-from tinykube.dns.run import DnsOptions, DnsService
+from tinykube.dns.options import DnsOptions
+from tinykube.dns.run import DnsService
 from tinykube.node.agent import NodeAgent, NodeConfig
 from tinykube.node.dataplane import NetnsDataplane
 from tinykube.node.runtime import Runtime, SimulatedRuntime
@@ -47,11 +48,6 @@ log = logging.getLogger(__name__)
 
 def _simulated(_pod_cidr: str) -> Runtime:
     return SimulatedRuntime()
-
-
-def default_data_dir(name: str) -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(base) / "tinykube" / name
 
 
 @dataclass

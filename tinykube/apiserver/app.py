@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from tinykube.api import errors
+from tinykube.api import defaults, errors
 from tinykube.api.resources import RESOURCES
 from tinykube.apiserver import discovery, fieldvalidation, openapi
 from tinykube.apiserver.allocators import report
@@ -37,9 +37,9 @@ from tinykube.store.etcd import EtcdStore
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SERVICE_RANGE = "10.96.0.0/16"
-DEFAULT_NODE_PORT_RANGE = "30000-32767"
-DEFAULT_LOAD_BALANCER_RANGE = "172.20.255.0/24"  # inside the netns sandbox's LAN (172.20.0.0/16)
+DEFAULT_SERVICE_RANGE = defaults.SERVICE_RANGE
+DEFAULT_NODE_PORT_RANGE = defaults.NODE_PORT_RANGE
+DEFAULT_LOAD_BALANCER_RANGE = defaults.LOAD_BALANCER_RANGE
 
 
 @dataclass

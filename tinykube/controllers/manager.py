@@ -7,11 +7,13 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from tinykube.api.defaults import CLUSTER_CIDR
-from tinykube.client.informer import SharedInformers
-from tinykube.client.rest import RestClient
+
+if TYPE_CHECKING:  # the command line lists the controllers without loading the client
+    from tinykube.client.informer import SharedInformers
+    from tinykube.client.rest import RestClient
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +78,8 @@ def select_controllers(spec: str) -> list[str]:
 
 async def run_controllers(client: RestClient, names: list[str], *, cluster_cidr: str = CLUSTER_CIDR) -> None:
     """Run the named controllers until cancelled."""
+    from tinykube.client.informer import SharedInformers
+
     informers = SharedInformers(client)
     ctx = ControllerContext(client, informers, cluster_cidr)
     factories = _factories()

@@ -17,7 +17,6 @@ from tinykube.dns.records import GLOBAL, IP, ClusterRecords, Group, Port, Servic
 SCHEMA_VERSION = "1.1.0"  # Kubernetes DNS-Based Service Discovery specification
 SCHEMA_TTL = 28800
 MAX_CNAME_CHAIN = 10
-POD_MODES = ("disabled", "insecure", "verified")
 
 
 @dataclass
