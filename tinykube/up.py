@@ -32,6 +32,7 @@ from tinykube.apiserver.app import (
     ApiServerConfig,
 )
 from tinykube.apiserver.pki import ensure_pki
+from tinykube.client.informer import SharedInformers
 from tinykube.client.kubeconfig import Credentials, merge_kubeconfig, write_kubeconfig
 from tinykube.client.rest import RestClient
 from tinykube.controllers.manager import known_controllers, run_controllers
@@ -132,6 +133,7 @@ class Cluster:
         self.server: uvicorn.Server | None = None
         self.tasks: list[asyncio.Task[None]] = []
         self.client: RestClient | None = None
+        self.informers: SharedInformers | None = None
         self.dns: DnsService | None = None
         self.dataplane: NetnsDataplane | None = None
         self.kubeconfig = opts.kubeconfig or opts.dir / "kubeconfig"
@@ -186,9 +188,14 @@ class Cluster:
         if opts.update_user_kubeconfig:
             merge_kubeconfig(Path.home() / ".kube" / "config", opts.context, creds)
         self.client = RestClient(creds)
+        # One set of watches for every component of this process (controllers, DNS, proxies): each resource is
+        # listed, watched and cached once.
+        self.informers = SharedInformers(self.client)
         if opts.dns is not None:
             await self._start_dns(opts.dns)
-        controllers = run_controllers(self.client, opts.controllers, cluster_cidr=opts.cluster_cidr)
+        controllers = run_controllers(
+            self.client, opts.controllers, cluster_cidr=opts.cluster_cidr, informers=self.informers
+        )
         self.tasks.append(asyncio.create_task(controllers, name="controllers"))
         if opts.dataplane == "netns":
             await self._start_sandbox()
@@ -199,8 +206,15 @@ class Cluster:
         assert self.client is not None
         primary_range = self.opts.service_cluster_ip_range.split(",")[0].strip()
         domain = self.opts.dns.cluster_domain if self.opts.dns else "cluster.local"
+        assert self.informers is not None
         dataplane = NetnsDataplane(
-            self.client, self.opts.name, primary_range, self.opts.cluster_cidr, self.opts.dir / "pods", domain
+            self.client,
+            self.informers,
+            self.opts.name,
+            primary_range,
+            self.opts.cluster_cidr,
+            self.opts.dir / "pods",
+            domain,
         )
         try:
             await dataplane.create()
@@ -225,7 +239,7 @@ class Cluster:
 
     async def _start_dns(self, options: DnsOptions) -> None:
         assert self.client is not None
-        self.dns = DnsService(self.client, options)
+        self.dns = DnsService(self.client, options, self.informers)
         try:
             await self.dns.start()
         except OSError as err:
@@ -266,6 +280,8 @@ class Cluster:
             await self.dns.stop()
         if self.dataplane is not None:  # after the node agents, which stop their pods as they go
             await self.dataplane.destroy()
+        if self.informers is not None:
+            await self.informers.stop()
         if self.client is not None:
             await self.client.close()
         if self.server is not None:

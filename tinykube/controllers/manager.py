@@ -76,11 +76,18 @@ def select_controllers(spec: str) -> list[str]:
     return sorted(chosen)
 
 
-async def run_controllers(client: RestClient, names: list[str], *, cluster_cidr: str = CLUSTER_CIDR) -> None:
-    """Run the named controllers until cancelled."""
+async def run_controllers(
+    client: RestClient,
+    names: list[str],
+    *,
+    cluster_cidr: str = CLUSTER_CIDR,
+    informers: SharedInformers | None = None,
+) -> None:
+    """Run the named controllers until cancelled, on `informers` if given (their owner stops them)."""
     from tinykube.client.informer import SharedInformers
 
-    informers = SharedInformers(client)
+    owned = informers is None
+    informers = informers or SharedInformers(client)
     ctx = ControllerContext(client, informers, cluster_cidr)
     factories = _factories()
     tasks = [asyncio.create_task(factories[name](ctx).run(), name=f"{name}-controller") for name in names]
@@ -90,4 +97,5 @@ async def run_controllers(client: RestClient, names: list[str], *, cluster_cidr:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await informers.stop()
+        if owned:
+            await informers.stop()

@@ -8,7 +8,7 @@ import logging
 from collections.abc import Callable
 
 from tinykube.api.resources import builtin
-from tinykube.client.informer import SharedInformers
+from tinykube.client.informer import Informer, SharedInformers
 from tinykube.client.rest import RestClient
 from tinykube.dns.answers import Answerer, DnsSettings
 from tinykube.dns.cache import ResponseCache
@@ -32,7 +32,9 @@ class DnsService:
     def __init__(self, client: RestClient, options: DnsOptions, informers: SharedInformers | None = None) -> None:
         options.check()
         self.options = options
+        self._owns_informers = informers is None  # shared ones are stopped by whoever made them
         self.informers = informers or SharedInformers(client)
+        self._watched: list[Informer] = []
         self.cache = ResponseCache()
         self.records = ClusterRecords(on_change=self._invalidate, on_reset=self.cache.clear)
         zones = Zones(options.cluster_domain, reverse_zones(options.reverse_cidrs))
@@ -62,6 +64,7 @@ class DnsService:
         for group, plural, put, delete in watched:
             informer = self.informers.informer(builtin(group, "v1", plural))
             informer.add_handler(on_add=put, on_update=_newest(put), on_delete=delete)
+            self._watched.append(informer)
         self.informers.start()
 
     async def start(self) -> None:
@@ -74,7 +77,7 @@ class DnsService:
             self.metrics_address = self._http.sockets[0].getsockname()[:2]
 
     async def wait_synced(self) -> None:
-        await self.informers.wait_synced()
+        await asyncio.gather(*(informer.wait_synced() for informer in self._watched))
         self.cache.clear()  # nothing cached before the sync is cached (server.synced gates it); be sure anyway
         self.server.synced = True
         log.info("dns: serving %s on %s:%d", self.options.cluster_domain, *self.server.address)
@@ -92,7 +95,8 @@ class DnsService:
         await self.server.stop()
         if self._http is not None:
             self._http.close()
-        await self.informers.stop()
+        if self._owns_informers:
+            await self.informers.stop()
 
     def _http_answer(self, path: str) -> tuple[int, str, bytes]:
         text = "text/plain; charset=utf-8"

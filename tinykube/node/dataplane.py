@@ -16,7 +16,7 @@ from typing import Any
 
 from tinykube.api import errors
 from tinykube.api.resources import builtin
-from tinykube.client.informer import Informer
+from tinykube.client.informer import SharedInformers
 from tinykube.client.rest import RestClient
 from tinykube.dns.run import DnsService
 from tinykube.node import netns
@@ -34,22 +34,30 @@ DNS_PORT = 53
 
 class NetnsDataplane:
     def __init__(
-        self, client: RestClient, cluster: str, service_cidr: str, cluster_cidr: str, log_dir: Path, domain: str
+        self,
+        client: RestClient,
+        informers: SharedInformers,
+        cluster: str,
+        service_cidr: str,
+        cluster_cidr: str,
+        log_dir: Path,
+        domain: str,
     ) -> None:
+        """`informers` are the cluster's shared ones: the runtimes and proxies read Services through them."""
         self.client = client
+        self.informers = informers
         self.cluster_cidr = cluster_cidr
         self.proxies: list[asyncio.Task[None]] = []
         self.sandbox = Sandbox(cluster, service_cidr)
         self.log_dir = log_dir
         self.domain = domain
-        self.services = Informer(client, SERVICES)
+        self.services = informers.informer(SERVICES)
         self.dns_ip = ""
-        self._watch: asyncio.Task[None] | None = None
 
     async def create(self) -> None:
         """Make the sandbox and learn the kube-dns ClusterIP pods' resolv.conf names."""
         await asyncio.to_thread(self.sandbox.create)
-        self._watch = asyncio.create_task(self.services.run(), name="dataplane services")
+        self.informers.start()
         kube_dns = await self.client.get(SERVICES, "kube-system", "kube-dns")
         self.dns_ip = kube_dns["spec"]["clusterIP"]
         await self.services.wait_synced()
@@ -77,7 +85,7 @@ class NetnsDataplane:
             sock.bind((host, port))
             return sock
 
-        agent = ProxyAgent(self.client, node.name, proxier, bind=bind)
+        agent = ProxyAgent(self.client, node.name, proxier, bind=bind, informers=self.informers)
         self.proxies.append(asyncio.create_task(agent.run(), name=f"proxy {node.name}"))
 
     async def serve_dns(self, dns: DnsService) -> None:
@@ -115,8 +123,7 @@ class NetnsDataplane:
             await self.client.update(ENDPOINTS, "kube-system", endpoints)
 
     async def destroy(self) -> list[str]:
-        tasks = [*self.proxies, *([self._watch] if self._watch else [])]
-        for task in tasks:
+        for task in self.proxies:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*self.proxies, return_exceptions=True)
         return await asyncio.to_thread(self.sandbox.destroy)

@@ -56,6 +56,7 @@ class ProxyAgent:
         *,
         bind: Callable[[str, int], socket.socket] | None = None,
         sync_period: float = SYNC_PERIOD,
+        informers: SharedInformers | None = None,
     ) -> None:
         """`bind(host, port)` makes a bound TCP socket for the proxy's servers (in the node's network namespace);
         without it the servers are not started."""
@@ -64,7 +65,8 @@ class ProxyAgent:
         self.proxier = proxier
         self.bind = bind
         self.sync_period = sync_period
-        self.informers = SharedInformers(client)
+        self._owns_informers = informers is None  # shared ones are stopped by whoever made them
+        self.informers = informers or SharedInformers(client)
         self.services = self.informers.informer(SERVICES)
         self.slices = self.informers.informer(SLICES)
         self.ports: list[ServicePort] = []
@@ -83,7 +85,8 @@ class ProxyAgent:
                 on_add=self._changed, on_update=lambda _old, _new: self._changed(), on_delete=self._changed
             )
         self.informers.start()
-        await self.informers.wait_synced()  # nothing is programmed before both caches are complete (as upstream)
+        # Nothing is programmed before both caches are complete (as upstream).
+        await asyncio.gather(self.services.wait_synced(), self.slices.wait_synced())
         if self.bind is not None:
             self._servers.append(await serve_http(self.bind("127.0.0.1", METRICS_PORT), self._metrics_port))
             self._servers.append(await serve_http(self.bind("0.0.0.0", HEALTHZ_PORT), self._healthz_port))
@@ -92,7 +95,8 @@ class ProxyAgent:
         finally:
             for server in [*self._servers, *self._health.values()]:
                 server.close()
-            await self.informers.stop()
+            if self._owns_informers:
+                await self.informers.stop()
 
     def _changed(self, *_: Any) -> None:
         if self.pending_since is None:
