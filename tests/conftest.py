@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -132,15 +133,24 @@ def api(cluster: RunningCluster) -> Iterator[httpx.Client]:
         yield client
 
 
-@pytest.fixture
-def namespace(api: httpx.Client, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A fresh namespace per test, deleted afterwards."""
+@contextlib.contextmanager
+def fresh_namespace(api: httpx.Client, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A namespace named after the test, deleted afterwards (on any cluster's client)."""
     readable = "".join(c if c.isalnum() else "-" for c in request.node.name.lower())[:40].strip("-")
     name = f"t-{readable}-{secrets.token_hex(3)}"  # unique: a namespace of the same test may still be terminating
     response = api.post("/api/v1/namespaces", json={"metadata": {"name": name}})
     assert response.status_code == 201, response.text
-    yield name
-    api.delete(f"/api/v1/namespaces/{name}")
+    try:
+        yield name
+    finally:
+        api.delete(f"/api/v1/namespaces/{name}")
+
+
+@pytest.fixture
+def namespace(api: httpx.Client, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace per test on the shared cluster, deleted afterwards."""
+    with fresh_namespace(api, request) as name:
+        yield name
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import RunningCluster, eventually, start_cluster, stop_cluster
+from tests.conftest import RunningCluster, eventually, fresh_namespace, start_cluster, stop_cluster
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +41,8 @@ def client(nodes_cluster: RunningCluster) -> Iterator[httpx.Client]:
 
 @pytest.fixture
 def ns(client: httpx.Client, request: pytest.FixtureRequest) -> Iterator[str]:
-    name = f"n-{request.node.name.lower().replace('_', '-')[:40].strip('-')}"
-    assert client.post("/api/v1/namespaces", json={"metadata": {"name": name}}).status_code == 201
-    yield name
-    client.delete(f"/api/v1/namespaces/{name}")
+    with fresh_namespace(client, request) as name:
+        yield name
 
 
 def pod(name: str, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:

@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import http.server
 import os
-import secrets
 import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -17,11 +16,12 @@ from typing import Any, TypeVar
 
 import pytest
 
+from tests.node.conftest import two_node_sandbox
 from tinykube.api import errors
 from tinykube.node import netns
 from tinykube.node.netns_runtime import Backoff, NetnsRuntime, pod_phase
 from tinykube.node.probes import Outcome, ProbeResults, ProbeSpec, Target, probe_once
-from tinykube.node.sandbox import Sandbox, node_address
+from tinykube.node.sandbox import Sandbox
 from tinykube.node.status import ContainerState
 
 T = TypeVar("T")
@@ -154,14 +154,8 @@ def socket_closed_port() -> Iterator[int]:
 def sandbox() -> Iterator[Sandbox]:
     if os.geteuid() != 0:
         pytest.skip("network namespaces need root")
-    box = Sandbox(f"t{secrets.token_hex(3)}")
-    try:
-        box.create()
-        box.add_node("node-1", node_address(1), "10.244.1.0/24")
-        box.add_node("node-2", node_address(2), "10.244.2.0/24")
+    with two_node_sandbox() as box:
         yield box
-    finally:
-        box.destroy()
 
 
 SERVICES = [

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.node.conftest import two_node_sandbox
 from tinykube.node import netns
 from tinykube.node.sandbox import (
     EXTERNAL_IP,
@@ -36,14 +37,8 @@ def cluster_name() -> str:
 
 @pytest.fixture
 def sandbox() -> Iterator[Sandbox]:
-    box = Sandbox(cluster_name())
-    try:
-        box.create()
-        box.add_node("node-1", node_address(1), "10.244.1.0/24")
-        box.add_node("node-2", node_address(2), "10.244.2.0/24")
+    with two_node_sandbox() as box:
         yield box
-    finally:
-        box.destroy()
 
 
 def routes(node: NodeNet) -> str:
