@@ -8,14 +8,18 @@ import logging
 import os
 import re
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # Only light modules here: every subcommand pays for these imports; the components load in their subcommand.
 from tinykube.api.defaults import CLUSTER_CIDR, LOAD_BALANCER_RANGE, NODE_PORT_RANGE, SERVICE_RANGE, default_data_dir
 from tinykube.apiserver.allocators.ranges import IPRange, PortRange, parse_service_ranges
 from tinykube.controllers.manager import known_controllers, select_controllers
 from tinykube.dns.options import DEFAULT_DNS_PORT, POD_MODES, DnsOptions, parse_upstream
+
+if TYPE_CHECKING:
+    from tinykube.client.rest import RestClient
 
 MAX_NODES = 250  # simulated nodes get 172.20.0.2-251
 
@@ -305,46 +309,50 @@ def _kubeconfig(args: argparse.Namespace) -> int:
     return _fail(f"no cluster named {args.name!r} (looked in {directory})")
 
 
-def _controllers(args: argparse.Namespace) -> int:
-    import asyncio
+def _with_client(args: argparse.Namespace, what: str, serve: Callable[[RestClient], Awaitable[None]]) -> int:
+    """The shape `controllers`, `dns` and `node` share: connect with `--kubeconfig`, run `serve(client)` until
+    Ctrl-C, close the client."""
+    import uvloop
 
     from tinykube.client.rest import RestClient
+
+    try:
+        client = RestClient.from_kubeconfig(args.kubeconfig, args.context)
+    except (ValueError, OSError, KeyError, StopIteration) as err:
+        return _fail(f"cannot run {what}: {err or type(err).__name__}")
+
+    async def main() -> None:
+        try:
+            await serve(client)
+        finally:
+            await client.close()
+
+    uvloop.run(main())
+    return 0
+
+
+def _controllers(args: argparse.Namespace) -> int:
     from tinykube.controllers.manager import run_controllers
 
     _logging(args.verbose)
     try:
         names = select_controllers(args.controllers)
-        client = RestClient.from_kubeconfig(args.kubeconfig, args.context)
-    except (ValueError, OSError, KeyError, StopIteration) as err:
-        return _fail(f"cannot run controllers: {err or type(err).__name__}")
-
-    async def main() -> None:
-        try:
-            await run_controllers(client, names)
-        finally:
-            await client.close()
-
-    asyncio.run(main())
-    return 0
+    except ValueError as err:
+        return _fail(f"cannot run controllers: {err}")
+    return _with_client(args, "controllers", lambda client: run_controllers(client, names))
 
 
 def _dns(args: argparse.Namespace) -> int:
-    import asyncio
-
-    import uvloop
-
-    from tinykube.client.rest import RestClient
     from tinykube.dns.run import DnsService
 
     _logging(args.verbose)
     try:
         parse_service_ranges(args.service_cluster_ip_range)
         options = _dns_options(args, args.service_cluster_ip_range, args.address)
-        client = RestClient.from_kubeconfig(args.kubeconfig, args.context)
-    except (ValueError, OSError, KeyError, StopIteration) as err:
-        return _fail(f"cannot run dns: {err or type(err).__name__}")
+    except ValueError as err:
+        return _fail(f"cannot run dns: {err}")
 
-    async def main() -> None:
+    async def serve(client: RestClient) -> None:
         service = DnsService(client, options)
         try:
             await service.start()
@@ -353,14 +361,11 @@ def _dns(args: argparse.Namespace) -> int:
         host, port = service.server.address
         print(f"dns: {host}:{port} (UDP and TCP), zone {options.cluster_domain}", file=sys.stderr, flush=True)
         try:
-            await service.wait_synced()
-            await asyncio.Event().wait()
+            await service.run_synced()
         finally:
             await service.stop()
-            await client.close()
 
-    uvloop.run(main())
-    return 0
+    return _with_client(args, "dns", serve)
 
 
 def _running_up(pid: int) -> bool:
@@ -401,27 +406,16 @@ def _down(args: argparse.Namespace) -> int:
 def _node(args: argparse.Namespace) -> int:
     import ipaddress
 
-    import uvloop
-
-    from tinykube.client.rest import RestClient
     from tinykube.node.agent import NodeAgent, NodeConfig
     from tinykube.node.runtime import SimulatedRuntime
 
     _logging(args.verbose)
     try:
         ipaddress.ip_address(args.node_ip)
-        client = RestClient.from_kubeconfig(args.kubeconfig, args.context)
-    except (ValueError, OSError, KeyError, StopIteration) as err:
-        return _fail(f"cannot run node: {err or type(err).__name__}")
-
-    async def main() -> None:
-        try:
-            await NodeAgent(client, NodeConfig(args.name, args.node_ip), lambda _cidr: SimulatedRuntime()).run()
-        finally:
-            await client.close()
-
-    uvloop.run(main())
-    return 0
+    except ValueError as err:
+        return _fail(f"cannot run node: {err}")
+    config = NodeConfig(args.name, args.node_ip)
+    return _with_client(args, "node", lambda client: NodeAgent(client, config, lambda _cidr: SimulatedRuntime()).run())
 
 
 def _env(args: argparse.Namespace) -> int:

@@ -82,14 +82,10 @@ class DnsService:
         self.server.synced = True
         log.info("dns: serving %s on %s:%d", self.options.cluster_domain, *self.server.address)
 
-    async def run(self) -> None:
-        """Start, serve until cancelled, stop."""
-        await self.start()
-        try:
-            await self.wait_synced()
-            await asyncio.Event().wait()
-        finally:
-            await self.stop()
+    async def run_synced(self) -> None:
+        """Once started: mark the server synced when the watches are, then serve until cancelled."""
+        await self.wait_synced()
+        await asyncio.Event().wait()
 
     async def stop(self) -> None:
         await self.server.stop()
