@@ -70,6 +70,7 @@ def test_cidr_allocator() -> None:
     cidrs = CidrAllocator("10.244.0.0/23")
     cidrs.occupy("10.244.0.0/24", "old")
     assert cidrs.allocate("a") == "10.244.1.0/24"
+    assert cidrs.allocate("a") == "10.244.1.0/24"  # synced again before its patch is seen: the same one
     assert cidrs.allocate("b") is None
     cidrs.release("old")
     assert cidrs.allocate("b") == "10.244.0.0/24"

@@ -44,6 +44,11 @@ class CidrAllocator:
             del self.used[cidr]
 
     def allocate(self, node: str) -> str | None:
+        """The node's CIDR: the one it holds (a second sync before our patch shows in the cache gets the same),
+        else the lowest free one."""
+        for cidr, holder in self.used.items():
+            if holder == node:
+                return cidr
         for subnet in self.network.subnets(new_prefix=self.mask):
             if str(subnet) not in self.used:
                 self.used[str(subnet)] = node
