@@ -1,15 +1,19 @@
-"""Just enough HTTP/1.1 for health, readiness and metrics endpoints (DNS, proxy): one GET per connection, answered by
-a plain function of the path. No framework: these ports are probed often and must stay cheap."""
+"""Just enough HTTP/1.1 for health, readiness, metrics and log endpoints (DNS, proxy, node agent): one GET per
+connection, answered by a plain function of the path and query. No framework: these ports are probed often and
+must stay cheap. A body that is an async iterator is streamed chunked as it comes (a followed log)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import socket
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from http import HTTPStatus
+from urllib.parse import parse_qs, unquote, urlsplit
 
-Handler = Callable[[str], tuple[int, str, bytes]]  # path (without the query) -> (status, content type, body)
+Body = bytes | AsyncIterator[bytes]
+Query = dict[str, list[str]]
+Handler = Callable[[str, Query], tuple[int, str, Body]]  # (path, query) -> (status, content type, body)
 
 
 async def serve_http(sock: socket.socket | None, handler: Handler, host: str = "", port: int = 0) -> asyncio.Server:
@@ -19,14 +23,13 @@ async def serve_http(sock: socket.socket | None, handler: Handler, host: str = "
         try:
             request = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
             parts = request.split(b" ", 2)
-            path = parts[1].decode("latin-1").split("?")[0] if len(parts) > 2 else ""
-            code, content_type, body = handler(path)
-            head = (
-                f"HTTP/1.1 {code} {HTTPStatus(code).phrase}\r\nContent-Type: {content_type}\r\n"
-                f"X-Content-Type-Options: nosniff\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-            )
-            writer.write(head.encode() + body)
-            await writer.drain()
+            if len(parts) < 3:
+                return
+            if parts[0] != b"GET":
+                await _send(writer, 405, "text/plain; charset=utf-8", b"method not allowed\n")
+                return
+            url = urlsplit(parts[1].decode("latin-1"))
+            await _send(writer, *handler(unquote(url.path), parse_qs(url.query)))
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ConnectionError):
             pass
         finally:
@@ -38,3 +41,19 @@ async def serve_http(sock: socket.socket | None, handler: Handler, host: str = "
         sock.listen(128)
         return await asyncio.start_server(serve, sock=sock)
     return await asyncio.start_server(serve, host, port)
+
+
+async def _send(writer: asyncio.StreamWriter, code: int, content_type: str, body: Body) -> None:
+    head = f"HTTP/1.1 {code} {HTTPStatus(code).phrase}\r\nContent-Type: {content_type}\r\n"
+    head += "X-Content-Type-Options: nosniff\r\n"
+    if isinstance(body, bytes):
+        writer.write(f"{head}Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+        await writer.drain()
+        return
+    writer.write(f"{head}Transfer-Encoding: chunked\r\n\r\n".encode())
+    async for chunk in body:
+        if chunk:
+            writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            await writer.drain()
+    writer.write(b"0\r\n\r\n")
+    await writer.drain()

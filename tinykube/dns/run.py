@@ -17,7 +17,7 @@ from tinykube.dns.names import Zones, reverse_zones
 from tinykube.dns.options import DnsOptions
 from tinykube.dns.records import GLOBAL, ClusterRecords, Group, Object
 from tinykube.dns.server import DnsServer, Upstreams
-from tinykube.web import serve_http
+from tinykube.web import Body, Query, serve_http
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ class DnsService:
         if self._owns_informers:
             await self.informers.stop()
 
-    def _http_answer(self, path: str) -> tuple[int, str, bytes]:
+    def _http_answer(self, path: str, _query: Query) -> tuple[int, str, Body]:
         text = "text/plain; charset=utf-8"
         if path == "/health":
             return 200, text, b"OK"

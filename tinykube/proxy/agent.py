@@ -22,7 +22,7 @@ from tinykube.api.resources import builtin
 from tinykube.client.informer import SharedInformers
 from tinykube.client.rest import RestClient
 from tinykube.proxy.model import ServicePort, local_endpoints, service_ports
-from tinykube.web import Handler, serve_http
+from tinykube.web import Body, Handler, Query, serve_http
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +159,7 @@ class ProxyAgent:
                     )
 
     def _service_health(self, node_port: int) -> Handler:
-        def answer(_path: str) -> tuple[int, str, bytes]:
+        def answer(_path: str, _query: Query) -> tuple[int, str, Body]:
             ports = [p for p in self.ports if p.health_check_node_port == node_port]
             if not ports:
                 return 503, "application/json", b""
@@ -181,7 +181,7 @@ class ProxyAgent:
     def _healthy(self) -> bool:
         return self.pending_since is None or time.monotonic() - self.pending_since < 2 * self.sync_period
 
-    def _metrics_port(self, path: str) -> tuple[int, str, bytes]:
+    def _metrics_port(self, path: str, _query: Query) -> tuple[int, str, Body]:
         if path == "/proxyMode":
             return 200, "text/plain; charset=utf-8", self.proxier.mode.encode()
         if path == "/healthz":
@@ -190,7 +190,7 @@ class ProxyAgent:
             return 200, "text/plain; version=0.0.4", self._metrics().encode()
         return 404, "text/plain; charset=utf-8", b"404 page not found\n"
 
-    def _healthz_port(self, path: str) -> tuple[int, str, bytes]:
+    def _healthz_port(self, path: str, _query: Query) -> tuple[int, str, Body]:
         now = datetime.now(UTC)
         updated = now if self._healthy() else self.last_updated
         times = f'"lastUpdated": "{_go_time(updated)}","currentTime": "{_go_time(now)}"'
