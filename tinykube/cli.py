@@ -17,6 +17,7 @@ from tinykube.api.defaults import CLUSTER_CIDR, LOAD_BALANCER_RANGE, NODE_PORT_R
 from tinykube.apiserver.allocators.ranges import IPRange, PortRange, parse_service_ranges
 from tinykube.controllers.manager import known_controllers, select_controllers
 from tinykube.dns.options import DEFAULT_DNS_PORT, POD_MODES, DnsOptions, parse_upstream
+from tinykube.proxy.modes import DEFAULT_MODE, MODES
 
 if TYPE_CHECKING:
     from tinykube.client.rest import RestClient
@@ -91,6 +92,13 @@ def _up_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default="none",
         help="none: pods are simulated (default); netns: nodes and pods are network namespaces, containers run as "
         "processes in them (root; `tinykube down` removes what a crashed `up` left)",
+    )
+    up.add_argument(
+        "--proxy-mode",
+        choices=MODES,
+        help="the node proxy: nftables (default with --dataplane netns), iptables, or userspace (no root; with "
+        "the simulated dataplane it serves NodePorts on 127.0.0.1 and forwards only to loopback endpoints); "
+        "without --dataplane netns there is no proxy unless userspace is asked for",
     )
     _dns_arguments(up, prefix="dns-")
     up.add_argument("--insecure", action="store_true", help="serve plain HTTP (loopback tests only)")
@@ -269,6 +277,8 @@ def _up(args: argparse.Namespace) -> int:
         return _fail("--dataplane netns needs root (it creates network namespaces)")
     if args.dataplane == "netns" and not re.fullmatch(r"[a-z0-9-]{1,40}", args.name):
         return _fail(f"--name {args.name!r}: with --dataplane netns, lowercase letters, digits and '-' only")
+    if args.proxy_mode in ("nftables", "iptables") and args.dataplane != "netns":
+        return _fail(f"--proxy-mode {args.proxy_mode} programs node namespaces: it needs --dataplane netns")
     if args.repair_interval <= 0:
         return _fail(f"--repair-interval must be positive, not {args.repair_interval}")
     opts = UpOptions(
@@ -292,6 +302,7 @@ def _up(args: argparse.Namespace) -> int:
         cluster_cidr=args.cluster_cidr,
         nodes=args.nodes,
         dataplane=args.dataplane,
+        proxy_mode=args.proxy_mode or (DEFAULT_MODE if args.dataplane == "netns" else ""),
     )
     uvloop.run(run_up(opts))
     return 0

@@ -42,6 +42,9 @@ from tinykube.node.agent import NodeAgent, NodeConfig
 from tinykube.node.dataplane import NetnsDataplane
 from tinykube.node.runtime import Runtime, SimulatedRuntime
 from tinykube.node.sandbox import SandboxError, node_address
+from tinykube.proxy import model as proxy_model
+from tinykube.proxy.agent import ProxyAgent
+from tinykube.proxy.modes import make_proxier
 from tinykube.store.launcher import SAFE_HINT, EtcdProcess, find_etcd
 
 log = logging.getLogger(__name__)
@@ -73,6 +76,7 @@ class UpOptions:
     cluster_cidr: str = CLUSTER_CIDR
     nodes: int = 1  # node agents, named node-1, node-2, ...
     dataplane: str = "none"  # none: simulated pods; netns: pods are network namespaces running processes (root)
+    proxy_mode: str = ""  # "": no proxy (simulated dataplane); nftables, iptables or userspace
 
     @property
     def dir(self) -> Path:
@@ -199,6 +203,8 @@ class Cluster:
         self.tasks.append(asyncio.create_task(controllers, name="controllers"))
         if opts.dataplane == "netns":
             await self._start_sandbox()
+        elif opts.proxy_mode == "userspace":
+            self._start_loopback_proxy()
         await self._start_nodes(opts.nodes)
         self._record(creds)  # last: tests and tools wait for this file to use the cluster
 
@@ -215,6 +221,7 @@ class Cluster:
             self.opts.cluster_cidr,
             self.opts.dir / "pods",
             domain,
+            self.opts.proxy_mode,
         )
         try:
             await dataplane.create()
@@ -223,6 +230,21 @@ class Cluster:
         self.dataplane = dataplane
         if self.dns is not None:
             await dataplane.serve_dns(self.dns)
+
+    def _start_loopback_proxy(self) -> None:
+        """The simulated dataplane's one proxy (userspace): NodePorts on 127.0.0.1, for every simulated node."""
+        assert self.client is not None
+
+        def bind(host: str, port: int) -> socket.socket:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("127.0.0.1", port))  # loopback whatever was asked: the host is no node of the sandbox
+            return sock
+
+        config = proxy_model.NodeConfig("", ["127.0.0.1"], self.opts.cluster_cidr, [self.opts.service_cluster_ip_range])
+        proxier = make_proxier("userspace", config, None, bind)
+        agent = ProxyAgent(self.client, "", proxier, informers=self.informers)
+        self.tasks.append(asyncio.create_task(agent.run(), name="proxy (userspace, loopback)"))
 
     async def _start_nodes(self, count: int) -> None:
         """Node agents; with the simulated runtime their addresses are the sandbox LAN's, but nothing is sent there."""

@@ -1,5 +1,5 @@
 """The `netns` dataplane of `tinykube up`: the cluster's sandbox of namespaces, a `NetnsRuntime` and a proxy
-(nftables) per node, and the cluster DNS server made reachable from pods (a listener on the LAN, published as
+(nftables by default) per node, and the cluster DNS server made reachable from pods (a listener on the LAN, published as
 `kube-system/kube-dns`'s endpoint, which the proxy turns the kube-dns ClusterIP into).
 
 Everything lives in namespaces named after the cluster; nothing is configured in the root namespace.
@@ -24,7 +24,8 @@ from tinykube.node.netns_runtime import NetnsRuntime
 from tinykube.node.runtime import Runtime
 from tinykube.node.sandbox import LAN_GATEWAY, NodeNet, Sandbox
 from tinykube.proxy.agent import ProxyAgent
-from tinykube.proxy.nftables import NftablesProxier, NftRunner, NodeConfig
+from tinykube.proxy.model import NodeConfig
+from tinykube.proxy.modes import DEFAULT_MODE, make_proxier
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,7 @@ class NetnsDataplane:
         cluster_cidr: str,
         log_dir: Path,
         domain: str,
+        proxy_mode: str = DEFAULT_MODE,
     ) -> None:
         """`informers` are the cluster's shared ones: the runtimes and proxies read Services through them."""
         self.client = client
@@ -51,6 +53,7 @@ class NetnsDataplane:
         self.sandbox = Sandbox(cluster, service_cidr)
         self.log_dir = log_dir
         self.domain = domain
+        self.proxy_mode = proxy_mode
         self.services = informers.informer(SERVICES)
         self.dns_ip = ""
 
@@ -75,9 +78,8 @@ class NetnsDataplane:
         return make
 
     def _start_proxy(self, node: NodeNet) -> None:
-        """The node's proxy (nftables mode), programming its namespace and serving its ports there."""
+        """The node's proxy, programming its namespace and serving its ports there."""
         config = NodeConfig(node.name, [node.ip], self.cluster_cidr, [self.sandbox.service_cidr])
-        proxier = NftablesProxier(config, NftRunner(node.netns))
 
         def bind(host: str, port: int) -> socket.socket:
             sock = netns.socket_in(node.netns, socket.AF_INET, socket.SOCK_STREAM)
@@ -85,6 +87,7 @@ class NetnsDataplane:
             sock.bind((host, port))
             return sock
 
+        proxier = make_proxier(self.proxy_mode, config, node.netns, bind)
         agent = ProxyAgent(self.client, node.name, proxier, bind=bind, informers=self.informers)
         self.proxies.append(asyncio.create_task(agent.run(), name=f"proxy {node.name}"))
 

@@ -8,11 +8,21 @@ from __future__ import annotations
 
 import ipaddress
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 Object = dict[str, Any]
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeConfig:
+    """What every proxy mode knows about its node."""
+
+    node_name: str
+    node_ips: list[str]  # NodePorts answer on these (nftables' default `--nodeport-addresses primary`)
+    cluster_cidr: str  # pod CIDR: traffic from outside it to a ClusterIP is masqueraded ("" = never)
+    service_cidrs: list[str]  # unallocated IPs inside these are dropped
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,11 +51,13 @@ class ServicePort:
     affinity_timeout: int  # seconds of ClientIP session affinity; 0: none
     health_check_node_port: int  # 0: none
     endpoints: tuple[Endpoint, ...]
+    source_ranges: tuple[str, ...] = ()  # loadBalancerSourceRanges (IPv4 CIDRs): who may use the LB IPs
+    # Upstream's service port name, `ns/svc/proto/portname`: chain names and comments derive from it. Computed
+    # once: proxies look it up for every port on every sync.
+    key: str = field(init=False, compare=False)
 
-    @property
-    def key(self) -> str:
-        """Upstream's service port name, `ns/svc/proto/portname`: chain names and comments derive from it."""
-        return f"{self.namespace}/{self.name}/{self.protocol}/{self.port_name}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", f"{self.namespace}/{self.name}/{self.protocol}/{self.port_name}")
 
 
 def _ipv4(values: Any) -> tuple[str, ...]:
@@ -56,6 +68,18 @@ def _ipv4(values: Any) -> tuple[str, ...]:
                 found.append(str(value))
         except ValueError:
             continue  # "None" (headless) and anything else that is no address
+    return tuple(found)
+
+
+def _ipv4_cidrs(values: Any) -> tuple[str, ...]:
+    found = []
+    for value in values or []:
+        try:
+            network = ipaddress.ip_network(str(value).strip(), strict=False)
+        except ValueError:
+            continue  # validation refuses these; an old object may still carry one
+        if network.version == 4:
+            found.append(str(network))
     return tuple(found)
 
 
@@ -121,6 +145,7 @@ def service_ports(services: list[Object], slices: list[Object]) -> list[ServiceP
                     affinity_timeout=affinity,
                     health_check_node_port=int(spec.get("healthCheckNodePort") or 0),
                     endpoints=_endpoints(own, name, protocol),
+                    source_ranges=_ipv4_cidrs(spec.get("loadBalancerSourceRanges")),
                 )
             )
     return sorted(found, key=lambda p: p.key)

@@ -1,16 +1,31 @@
-"""The nftables mode of the node proxy, laid out exactly as upstream kube-proxy's nftables proxier lays it out.
+"""The nftables mode of the node proxy: upstream kube-proxy's table `ip kube-proxy`, with one change of layout.
 
-Three layers, as in upstream's knftables:
+Upstream ends each service chain with `numgen random mod N vmap { 0 : goto endpoint-…, … }` and DNATs in one chain
+per endpoint. Measured here (bench/README.md): each such rule carries an anonymous set, and 4,000 of them took
+9.7 s to load (superlinear in the kernel); DNAT through a map from 10,000 service chains was as slow (each verdict
+element revalidates every rule using the map); and with a chain per Service, every later transaction pays for nft
+reading the chain list back (about 1 MB at 10,000 Services). So tinykube has no chain per Service in the common
+case. A destination (`ip . proto . port`) leads through `service-ips` to a *pick chain* shared by all Services
+with the same number of endpoints, `pick-1-N`: `ct mark set numgen random mod N offset 1`. Back in the nat base
+chain one rule DNATs through a single map, `endpoint-addresses`: (destination . index) -> endpoint. Chains of
+their own remain only where a Service needs them: externalTrafficPolicy Local (`external-…`), session affinity
+(upstream's service and endpoint chains, which set the index) and loadBalancerSourceRanges (`firewall-…`).
+ClusterIP traffic from outside the pod network is masqueraded by one rule over `@cluster-ips`, and hairpin
+traffic (a pod reaching itself through its Service, routed back out the interface it came in on) by one `fib`
+rule. The rest (the maps keyed by address . protocol . port, the no-endpoint and firewall maps, the masquerade
+mark, the reject and drop checks) is upstream's.
 
-- `plan(config, ports) -> Ruleset` is pure: the whole table `ip kube-proxy` as data (chains with their rules,
-  sets/maps, elements). `full_script` renders one as a transaction that recreates the table atomically;
-  `incremental_script` renders only the difference between two plans. Scripts are exactly what `nft -f -` reads.
-- `NftRunner` feeds a script to `nft -f -` inside a network namespace, one process per transaction.
-- `NftablesProxier` keeps the last plan that the kernel accepted and sends diffs against it; the first sync, the
-  one after a failure and any `full=True` sync recreate the table, which also repairs drift.
+Three layers:
 
-Only IPv4 (`ip` family), like `model.py`. LoadBalancerSourceRanges are not in the model yet, so the firewall map and
-chain exist but stay empty.
+- `plan_port(config, port) -> Ruleset` is pure: one service port's chains, sets and map elements. `plan` adds the
+  fixed skeleton and every port.
+- `render_full` recreates the table in one transaction; `render_diff` turns one ruleset into another.
+- `NftablesProxier` keeps each port's last accepted fragment and, on a sync, plans and diffs only the ports whose
+  `ServicePort` changed (the agent hands over the very same objects for unchanged Services, so the check is cheap),
+  then sends the transaction through `NftRunner`: a long-lived libnftables session in the node's namespace
+  (`nft_session.py`), or the `nft` command where libnftables is missing.
+
+Only IPv4 (`ip` family), like `model.py`.
 """
 
 from __future__ import annotations
@@ -22,28 +37,20 @@ import re
 import shutil
 import subprocess
 import time
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from tinykube.node.netns import exec_argv
-from tinykube.proxy.model import Endpoint, ServicePort, cluster_endpoints, local_endpoints
+from tinykube.proxy.model import Endpoint, NodeConfig, ServicePort, cluster_endpoints, local_endpoints
+from tinykube.proxy.nft_session import NftError, NftSession, libnftables_path
+
+__all__ = ["NftError", "NftRunner", "NftablesProxier", "NodeConfig", "Ruleset", "plan", "render_diff", "render_full"]
 
 TABLE = "ip kube-proxy"
 NFT = shutil.which("nft") or "/usr/sbin/nft"
 CHAIN_BASE_MAX = 240  # upstream's limit on the hashed part; nft allows 256 characters with the prefix
-
-
-class NftError(Exception):
-    """`nft` rejected a transaction or a command; the message carries nft's own error text."""
-
-
-@dataclass(frozen=True, slots=True)
-class NodeConfig:
-    node_name: str
-    node_ips: list[str]  # NodePorts answer on these (nftables' default `--nodeport-addresses primary`)
-    cluster_cidr: str  # pod CIDR: traffic from outside it to a ClusterIP is masqueraded ("" = never)
-    service_cidrs: list[str]  # unallocated IPs inside these are dropped
+PICK_MAP = "endpoint-addresses"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,14 +59,24 @@ class Chain:
     spec: str = ""  # body of `add chain … { spec }`: hook and priority for base chains, or a comment
 
 
+Element = tuple[str, str]  # (set or map, element key)
+# What follows the key inside the braces (` : goto service-…`, a comment, or nothing for a plain set); for
+# `endpoint-addresses`, whose key is a destination, each index's ` : address . port` (the elements `key . 1`, …).
+Value = str | tuple[str, ...]
+
+
 @dataclass(slots=True)
 class Ruleset:
-    """The table as data. Keys of `elements` are (set or map, element key); values are what follows the key
-    inside the braces (` : goto service-…`, a comment, or nothing for a plain set)."""
+    """The table (or one port's part of it) as data."""
 
     chains: dict[str, Chain] = field(default_factory=dict)
     sets: dict[str, str] = field(default_factory=dict)  # name -> "set { … }" / "map { … }"
-    elements: dict[tuple[str, str], str] = field(default_factory=dict)
+    elements: dict[Element, Value] = field(default_factory=dict)
+
+    def update(self, other: Ruleset) -> None:
+        self.chains.update(other.chains)
+        self.sets.update(other.sets)
+        self.elements.update(other.elements)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -93,6 +110,11 @@ def port_comment(port: ServicePort) -> str:
 # ---------------------------------------------------------------------------------------------------------------
 # The fixed skeleton
 
+DNAT_PICKED = (
+    f"meta l4proto {{ tcp, udp, sctp }} dnat ip to ip daddr . meta l4proto . th dport . ct mark map @{PICK_MAP}"
+)
+HAIRPIN = 'ct status dnat fib daddr . iif oif exists meta mark set meta mark or 0x4000 comment "hairpin"'
+
 BASE_CHAINS: dict[str, tuple[str, int, tuple[str, ...]]] = {
     "filter-prerouting-pre-dnat": ("prerouting", -110, ("ct state new jump firewall-check",)),
     "filter-output-pre-dnat": ("output", -110, ("ct state new jump firewall-check",)),
@@ -104,15 +126,15 @@ BASE_CHAINS: dict[str, tuple[str, int, tuple[str, ...]]] = {
     "filter-forward": (
         "forward",
         0,
-        ("ct state new jump service-endpoints-check", "ct state new jump cluster-ips-check"),
+        (HAIRPIN, "ct state new jump service-endpoints-check", "ct state new jump cluster-ips-check"),
     ),
     "filter-output": (
         "output",
         0,
         ("ct state new jump service-endpoints-check", "ct state new jump cluster-ips-check"),
     ),
-    "nat-prerouting": ("prerouting", -100, ("jump services",)),
-    "nat-output": ("output", -100, ("jump services",)),
+    "nat-prerouting": ("prerouting", -100, ("jump services", DNAT_PICKED)),
+    "nat-output": ("output", -100, ("jump services", DNAT_PICKED)),
     "nat-postrouting": ("postrouting", 100, ("jump masquerading",)),
 }
 
@@ -128,6 +150,8 @@ SETS = {
     'comment "vmap to drop or reject packets to service nodeports with no endpoints" ; }',
     "firewall-ips": "map { type ipv4_addr . inet_proto . inet_service : verdict ; "
     'comment "destinations that are subject to LoadBalancerSourceRanges" ; }',
+    PICK_MAP: "map { type ipv4_addr . inet_proto . inet_service . mark : ipv4_addr . inet_service ; "
+    'comment "the endpoint a service chain picked (ct mark) for this destination" ; }',
 }
 
 
@@ -140,10 +164,17 @@ def _skeleton(config: NodeConfig) -> Ruleset:
     if config.service_cidrs:
         cidrs = ", ".join(config.service_cidrs)
         cluster_ips_check.append(f'ip daddr {{ {cidrs} }} drop comment "Drop traffic to unallocated ClusterIPs"')
+    # ClusterIP traffic from outside the pod network is masqueraded (upstream does it in each service chain).
+    masquerade_outside = (
+        [f"ip daddr @cluster-ips ip saddr != {config.cluster_cidr} jump mark-for-masquerade"]
+        if config.cluster_cidr
+        else []
+    )
     rs.chains.update(
         {
             "services": Chain(
                 (
+                    *masquerade_outside,
                     "ip daddr . meta l4proto . th dport vmap @service-ips",
                     "ip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports",
                 )
@@ -174,11 +205,11 @@ def _skeleton(config: NodeConfig) -> Ruleset:
 class _Policy:
     """What upstream's CategorizeEndpoints decides for one service port on this node."""
 
-    cluster: tuple[Endpoint, ...]  # used by the service- chain (empty when that chain is not needed)
-    local: tuple[Endpoint, ...]  # used by the local- chain
-    internal: tuple[Endpoint, ...]  # what ClusterIP traffic may reach
-    external: tuple[Endpoint, ...]  # what NodePort / externalIP / LB traffic may reach
-    any_endpoints: bool  # false: reject; true but internal/external empty: drop
+    cluster: tuple[Endpoint, ...]  # the cluster-wide group (empty when no path uses it)
+    local: tuple[Endpoint, ...]  # this node's group (empty when no path uses it)
+    internal_local: bool  # ClusterIP traffic goes to the local group
+    external_local: bool  # traffic from outside goes to the local group
+    any_endpoints: bool  # false: reject; true but the path's group is empty: drop
     externally_accessible: bool
 
 
@@ -187,117 +218,196 @@ def _policy(config: NodeConfig, port: ServicePort) -> _Policy:
     local = local_endpoints(port, config.node_name)
     external_access = bool(port.node_port or port.external_ips or port.load_balancer_ips)
     external_local = port.external_local and external_access
-    # The service- chain also serves ETP Local's short-circuits, so any externally accessible port needs it.
+    # ETP Local short-circuits pod and node traffic to the cluster group, so any external access needs it.
     uses_cluster = not port.internal_local or external_access
     uses_local = port.internal_local or external_local
     return _Policy(
         cluster=cluster if uses_cluster else (),
         local=local if uses_local else (),
-        internal=local if port.internal_local else cluster,
-        external=(local if external_local else cluster) if external_access else (),
+        internal_local=port.internal_local,
+        external_local=external_local,
         any_endpoints=bool(cluster),
         externally_accessible=external_access,
     )
 
 
-def _add_port(rs: Ruleset, config: NodeConfig, port: ServicePort) -> None:
+def pick_chain(first: int, count: int) -> str:
+    """The shared chain picking uniformly among indices first … first+count-1."""
+    return f"pick-{first}-{first + count - 1}"
+
+
+def plan_port(config: NodeConfig, port: ServicePort) -> Ruleset:
+    """One service port's part of the table (pure). Its endpoints are numbered 1 … Nc (the cluster group), then
+    Nc+1 … Nc+Nl (the local group); every destination of the port maps each index to its endpoint."""
+    rs = Ruleset()
     policy = _policy(config, port)
     base, proto = service_base(port), port.protocol
-    service, local, external = f"service-{base}", f"local-{base}", f"external-{base}"
+    endpoints = (*policy.cluster, *policy.local)
+    cluster_to = _group(rs, port, policy.cluster, 1, f"service-{base}")
+    local_to = _group(rs, port, policy.local, len(policy.cluster) + 1, f"local-{base}")
     missing = f' comment "{port_comment(port)}" : ' + ("drop" if policy.any_endpoints else "goto reject-chain")
 
-    internal_to = f" : goto {local if port.internal_local else service}" if policy.internal else missing
+    def route(target: str, key: str, to: str | None) -> None:
+        """The verdict for one destination (or the port of every node address)."""
+        rs.elements[(target, key)] = f" : goto {to}" if to else missing
+
+    targets = tuple(f" : {endpoint.ip} . {endpoint.port}" for endpoint in endpoints)
+
+    def number(destination: str) -> None:
+        """The endpoint each index stands for, at one destination `ip . proto . port`."""
+        rs.elements[(PICK_MAP, destination)] = targets
+
+    internal_to = local_to if policy.internal_local else cluster_to
     for ip in port.cluster_ips:
         rs.elements[("cluster-ips", ip)] = ""
-        _element(
-            rs,
-            "service-ips" if policy.internal else "no-endpoint-services",
-            f"{ip} . {proto} . {port.port}",
-            internal_to,
-        )
+        route("service-ips" if internal_to else "no-endpoint-services", f"{ip} . {proto} . {port.port}", internal_to)
+        if internal_to:
+            number(f"{ip} . {proto} . {port.port}")
     if policy.externally_accessible:
-        external_to = f" : goto {external}" if policy.external else missing
+        external_to = _external(rs, config, port, policy, cluster_to, local_to)
         for ip in (*port.external_ips, *port.load_balancer_ips):
-            _element(
-                rs,
-                "service-ips" if policy.external else "no-endpoint-services",
-                f"{ip} . {proto} . {port.port}",
-                external_to,
-            )
+            target = "service-ips" if external_to else "no-endpoint-services"
+            route(target, f"{ip} . {proto} . {port.port}", external_to)
+            if external_to:
+                number(f"{ip} . {proto} . {port.port}")
         if port.node_port:
-            _element(
-                rs,
-                "service-nodeports" if policy.external else "no-endpoint-nodeports",
-                f"{proto} . {port.node_port}",
-                external_to,
-            )
-
-    if policy.cluster:
-        masq = [
-            f"ip daddr {ip} {proto} dport {port.port} ip saddr != {config.cluster_cidr} jump mark-for-masquerade"
-            for ip in port.cluster_ips
-            if config.cluster_cidr
-        ]
-        rs.chains[service] = Chain((*masq, *_balance(port, policy.cluster)))
-    if policy.local:
-        rs.chains[local] = Chain(_balance(port, policy.local))
-    if policy.external:
-        rs.chains[external] = Chain(_external_rules(config, port, service, local))
-    for endpoint in dict.fromkeys((*policy.cluster, *policy.local)):  # ordered: the script must be stable
-        _add_endpoint(rs, port, endpoint)
+            target = "service-nodeports" if external_to else "no-endpoint-nodeports"
+            route(target, f"{proto} . {port.node_port}", external_to)
+            for ip in config.node_ips if external_to else ():
+                number(f"{ip} . {proto} . {port.node_port}")
+        if port.source_ranges and port.load_balancer_ips:
+            _add_firewall(rs, port, base)
+    return rs
 
 
-def _element(rs: Ruleset, target: str, key: str, value: str) -> None:
-    rs.elements[(target, key)] = value
-
-
-def _balance(port: ServicePort, endpoints: tuple[Endpoint, ...]) -> tuple[str, ...]:
-    """Sticky clients first (affinity), then a uniform random pick among the endpoints."""
-    bases = [endpoint_base(port, e) for e in endpoints]
-    sticky = [f"ip saddr @affinity-{b} goto endpoint-{b}" for b in bases] if port.affinity_timeout else []
+def _group(rs: Ruleset, port: ServicePort, group: tuple[Endpoint, ...], first: int, own_chain: str) -> str | None:
+    """The chain that picks an endpoint of `group` (indices first …): a shared pick chain, or with session affinity
+    the port's own chain (upstream's shape: sticky clients first; endpoint chains record the client)."""
+    if not group:
+        return None
+    if not port.affinity_timeout:
+        chain = pick_chain(first, len(group))
+        rs.chains[chain] = Chain((f"ct mark set numgen random mod {len(group)} offset {first}",))
+        return chain
+    bases = [endpoint_base(port, e) for e in group]
+    for i, b in enumerate(bases):
+        affinity = f"affinity-{b}"
+        rs.sets[affinity] = f"set {{ type ipv4_addr ; flags dynamic,timeout ; timeout {port.affinity_timeout}s ; }}"
+        rs.chains[f"endpoint-{b}"] = Chain((f"update @{affinity} {{ ip saddr }}", f"ct mark set {first + i}"))
+    sticky = [f"ip saddr @affinity-{b} goto endpoint-{b}" for b in bases]
     vmap = " , ".join(f"{i} : goto endpoint-{b}" for i, b in enumerate(bases))
-    return (*sticky, f"numgen random mod {len(bases)} vmap {{ {vmap} }}")
+    rs.chains[own_chain] = Chain((*sticky, f"numgen random mod {len(bases)} vmap {{ {vmap} }}"))
+    return own_chain
 
 
-def _external_rules(config: NodeConfig, port: ServicePort, service: str, local: str) -> tuple[str, ...]:
-    if not port.external_local:
-        return ("jump mark-for-masquerade", f"goto {service}")
+def _external(
+    rs: Ruleset, config: NodeConfig, port: ServicePort, policy: _Policy, cluster_to: str | None, local_to: str | None
+) -> str | None:
+    """The chain for traffic arriving from outside (NodePort, externalIPs, LB IPs)."""
+    if not policy.external_local:
+        if cluster_to is None:
+            return None
+        chain = f"external-{cluster_to}" if cluster_to.startswith("pick-") else f"external-{service_base(port)}"
+        rs.chains[chain] = Chain(("jump mark-for-masquerade", f"goto {cluster_to}"))
+        return chain
+    if local_to is None:
+        return None
     # ETP Local: pods and the node itself still reach every endpoint (the node's traffic masqueraded); only
     # traffic from outside is kept on this node's endpoints, with its source IP preserved.
+    assert cluster_to is not None  # a local endpoint is a usable endpoint
     pods = (
-        [f'ip saddr {config.cluster_cidr} goto {service} comment "short-circuit pod traffic"']
+        [f'ip saddr {config.cluster_cidr} goto {cluster_to} comment "short-circuit pod traffic"']
         if config.cluster_cidr
         else []
     )
-    return (
-        *pods,
-        'fib saddr type local jump mark-for-masquerade comment "masquerade local traffic"',
-        f'fib saddr type local goto {service} comment "short-circuit local traffic"',
-        f"goto {local}",
+    chain = f"external-{service_base(port)}"
+    rs.chains[chain] = Chain(
+        (
+            *pods,
+            'fib saddr type local jump mark-for-masquerade comment "masquerade local traffic"',
+            f'fib saddr type local goto {cluster_to} comment "short-circuit local traffic"',
+            f"goto {local_to}",
+        )
     )
+    return chain
 
 
-def _add_endpoint(rs: Ruleset, port: ServicePort, endpoint: Endpoint) -> None:
-    base = endpoint_base(port, endpoint)
-    rules = [f"ip saddr {endpoint.ip} jump mark-for-masquerade"]  # hairpin: a pod reaching itself via the VIP
-    if port.affinity_timeout:
-        affinity = f"affinity-{base}"
-        rs.sets[affinity] = f"set {{ type ipv4_addr ; flags dynamic,timeout ; timeout {port.affinity_timeout}s ; }}"
-        rules.append(f"update @{affinity} {{ ip saddr }}")
-    rules.append(f"meta l4proto {port.protocol} dnat to {endpoint.ip}:{endpoint.port}")
-    rs.chains[f"endpoint-{base}"] = Chain(tuple(rules))
+def _add_firewall(rs: Ruleset, port: ServicePort, base: str) -> None:
+    """loadBalancerSourceRanges: traffic to the LB IPs from anywhere else is dropped before DNAT (as upstream)."""
+    chain = f"firewall-{base}"
+    for ip in port.load_balancer_ips:
+        rs.elements[("firewall-ips", f"{ip} . {port.protocol} . {port.port}")] = f" : goto {chain}"
+    ranges = ", ".join(port.source_ranges)
+    rs.chains[chain] = Chain((f'ip saddr != {{ {ranges} }} drop comment "{port_comment(port)}"',))
 
 
-def plan(config: NodeConfig, ports: Iterable[ServicePort]) -> Ruleset:
+def is_shared(chain: str) -> bool:
+    """Pick chains (and their external twins) serve every port with the same group shape."""
+    return chain.startswith(("pick-", "external-pick-"))
+
+
+class Elements:
+    """The table's elements and which port each came from. Ports rarely want the same element (a cluster IP is
+    wanted by every port of its Service; two Services may claim one external IP and port by mistake); then the
+    lowest port key's value wins, and the others' are kept for when it leaves."""
+
+    def __init__(self, skeleton: dict[Element, Value]) -> None:
+        self.values = dict(skeleton)  # what the table holds
+        self.owner = dict.fromkeys(skeleton, "")  # "" is the skeleton
+        self.contested: dict[Element, dict[str, Value]] = {}  # every owner's value, for elements with several
+
+    def add(self, owner: str, elements: dict[Element, Value]) -> None:
+        values, owners = self.values, self.owner
+        for element, value in elements.items():
+            if element not in owners:
+                owners[element], values[element] = owner, value
+                continue
+            claims = self.contested.setdefault(element, {owners[element]: values[element]})
+            claims[owner] = value
+            owners[element] = first = min(claims)
+            values[element] = claims[first]
+
+    def remove(self, owner: str, elements: Iterable[Element]) -> None:
+        for element in elements:
+            claims = self.contested.get(element)
+            if claims is None:
+                del self.owner[element], self.values[element]
+                continue
+            del claims[owner]
+            self.owner[element] = first = min(claims)
+            self.values[element] = claims[first]
+            if len(claims) == 1:
+                del self.contested[element]
+
+
+@dataclass(slots=True)
+class Plan:
+    """The whole table, and how it came about: each port's fragment and where each element came from."""
+
+    table: Ruleset
+    fragments: dict[str, tuple[ServicePort, Ruleset]]
+    elements: Elements
+
+
+def plan(config: NodeConfig, ports: Iterable[ServicePort]) -> Plan:
     """The whole desired table for these service ports (pure)."""
-    rs = _skeleton(config)
+    table, fragments = _skeleton(config), {}
+    elements = Elements(table.elements)
+    chains, sets = table.chains, table.sets
     for port in ports:
-        _add_port(rs, config, port)
-    return rs
+        fragment = plan_port(config, port)
+        fragments[port.key] = (port, fragment)
+        elements.add(port.key, fragment.elements)
+        chains.update(fragment.chains)
+        sets.update(fragment.sets)
+    table.elements = elements.values
+    return Plan(table, fragments, elements)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Rendering
+
+ELEMENTS_PER_LINE = 1000  # nft parses one command per line much faster than one per element
 
 
 def _add_chain(name: str, chain: Chain) -> str:
@@ -308,8 +418,26 @@ def _rules(name: str, chain: Chain) -> list[str]:
     return [f"add rule {TABLE} {name} {rule}" for rule in chain.rules]
 
 
-def _add_element(key: tuple[str, str], value: str) -> str:
-    return f"add element {TABLE} {key[0]} {{ {key[1]}{value} }}"
+def _add_set(name: str, decl: str) -> str:
+    kind, body = decl.split(" ", 1)
+    return f"add {kind} {TABLE} {name} {body}"
+
+
+def _element_lines(verb: str, items: Iterable[tuple[Element, Value]]) -> list[str]:
+    """`add element` / `delete element` commands, the elements of each set batched."""
+    by_set: dict[str, list[str]] = defaultdict(list)
+    adding = verb == "add"
+    for (target, key), value in items:
+        texts = by_set[target]
+        if isinstance(value, tuple):  # numbered endpoints
+            texts += [f"{key} . {i}{v}" if adding else f"{key} . {i}" for i, v in enumerate(value, 1)]
+        else:
+            texts.append(key + value if adding else key)
+    lines = []
+    for target, texts in by_set.items():
+        for i in range(0, len(texts), ELEMENTS_PER_LINE):
+            lines.append(f"{verb} element {TABLE} {target} {{ " + ", ".join(texts[i : i + ELEMENTS_PER_LINE]) + " }")
+    return lines
 
 
 def render_full(rs: Ruleset) -> str:
@@ -317,10 +445,10 @@ def render_full(rs: Ruleset) -> str:
     it drops whatever a previous (or foreign) writer left behind, stale chains included."""
     lines = [f"add table {TABLE}", f"delete table {TABLE}", f'add table {TABLE} {{ comment "rules for kube-proxy" ; }}']
     lines += [_add_chain(name, chain) for name, chain in rs.chains.items()]
-    lines += [f"add {decl.split(' ', 1)[0]} {TABLE} {name} {decl.split(' ', 1)[1]}" for name, decl in rs.sets.items()]
+    lines += [_add_set(name, decl) for name, decl in rs.sets.items()]
     for name, chain in rs.chains.items():
         lines += _rules(name, chain)
-    lines += [_add_element(key, value) for key, value in rs.elements.items()]
+    lines += _element_lines("add", rs.elements.items())
     return "\n".join(lines) + "\n"
 
 
@@ -339,19 +467,15 @@ def render_diff(old: Ruleset, new: Ruleset) -> str:
     rewritten |= _chains_using(new, set(gone_sets) & set(new.sets))  # a recreated set needs its rules re-added
     stale = [n for n in old.chains if n not in new.chains]
 
-    lines = [f"delete element {TABLE} {k[0]} {{ {k[1]} }}" for k, v in old.elements.items() if new.elements.get(k) != v]
+    lines = _element_lines("delete", ((k, v) for k, v in old.elements.items() if new.elements.get(k) != v))
     lines += [f"flush chain {TABLE} {n}" for n in (*sorted(rewritten & old.chains.keys()), *stale)]
     lines += [f"delete set {TABLE} {n}" for n in gone_sets]
-    lines += [
-        f"add {d.split(' ', 1)[0]} {TABLE} {n} {d.split(' ', 1)[1]}"
-        for n, d in new.sets.items()
-        if old.sets.get(n) != d or n in gone_sets
-    ]
+    lines += [_add_set(n, d) for n, d in new.sets.items() if old.sets.get(n) != d or n in gone_sets]
     ordered = [n for n in new.chains if n in rewritten]
     lines += [_add_chain(n, new.chains[n]) for n in ordered if n not in old.chains]
     for n in ordered:
         lines += _rules(n, new.chains[n])
-    lines += [_add_element(k, v) for k, v in new.elements.items() if old.elements.get(k) != v]
+    lines += _element_lines("add", ((k, v) for k, v in new.elements.items() if old.elements.get(k) != v))
     lines += [f"delete chain {TABLE} {n}" for n in stale]
     return "\n".join(lines) + "\n" if lines else ""
 
@@ -363,28 +487,46 @@ def _chains_using(rs: Ruleset, sets: set[str]) -> set[str]:
 
 
 def full_script(config: NodeConfig, ports: Iterable[ServicePort]) -> str:
-    return render_full(plan(config, ports))
+    return render_full(plan(config, ports).table)
 
 
 def incremental_script(config: NodeConfig, old: Iterable[ServicePort], new: Iterable[ServicePort]) -> str:
-    return render_diff(plan(config, old), plan(config, new))
+    """What a proxier that programmed `old` sends to program `new`."""
+    proxier = NftablesProxier(config, _Discard())
+    proxier.sync(old)
+    runner = proxier.runner = _Discard()
+    proxier.sync(new)
+    return runner.script
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Running
 
 
-class Runner(Protocol):
-    def apply(self, script: str) -> None: ...
+class _Discard:
+    """A runner that keeps the last script instead of running it (for `incremental_script`)."""
+
+    script = ""
+
+    def apply(self, script: str) -> None:
+        self.script = script
 
 
 class NftRunner:
-    """`nft` inside a network namespace (`None`: the caller's own, which tinykube never uses for real nodes)."""
+    """The kube-proxy table in a network namespace: through a long-lived libnftables session when the library is
+    installed, else one `nft -f -` per transaction. `None`: the caller's own namespace (the `nft` command; tinykube
+    never uses it for real nodes)."""
 
-    def __init__(self, netns: str | None) -> None:
+    def __init__(self, netns: str | None, *, session: bool = True) -> None:
         self.netns = netns
+        self._session = NftSession(netns) if netns and session and libnftables_path() else None
 
-    def _run(self, args: Sequence[str], stdin: str | None = None) -> str:
+    def run(self, script: str) -> str:
+        if self._session is not None:
+            return self._session.run(script)
+        return self._nft(["-f", "-"], script)
+
+    def _nft(self, args: Sequence[str], stdin: str | None = None) -> str:
         argv = [NFT, *args]
         if self.netns:
             argv = exec_argv(self.netns, argv)
@@ -394,32 +536,40 @@ class NftRunner:
         return done.stdout
 
     def apply(self, script: str) -> None:
-        self._run(["-f", "-"], script)
+        self.run(script)
 
     def check(self, script: str) -> None:
         """Parse and validate against the kernel without committing (`nft -c`)."""
-        self._run(["-c", "-f", "-"], script)
+        self._nft(["-c", "-f", "-"], script)
 
     def dump(self) -> str:
-        return self._run(["list", "table", *TABLE.split()])
+        return self.run(f"list table {TABLE}\n")
 
     def cleanup(self) -> None:
+        """Delete the table (what `--cleanup` does); no table is fine."""
         try:
-            self._run(["delete", "table", *TABLE.split()])
+            self.run(f"delete table {TABLE}\n")
         except NftError as err:
             if "No such file or directory" not in str(err):
                 raise
 
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+
 
 class NftablesProxier:
-    """Keeps the kernel's table equal to the desired service ports, with as little churn as possible."""
+    """Keeps the kernel's table equal to the desired service ports, planning and sending only what changed."""
 
     mode = "nftables"  # what kube-proxy's /proxyMode answers
 
-    def __init__(self, config: NodeConfig, runner: Runner) -> None:
+    def __init__(self, config: NodeConfig, runner: NftRunner | _Discard) -> None:
         self.config = config
         self.runner = runner
-        self.applied: Ruleset | None = None  # what the kernel last accepted; None forces a full sync
+        self.in_sync = False  # false: the next sync recreates the table
+        self.shared: set[str] = set()  # pick chains in the kernel: kept until the next full sync, whoever uses them
+        self.fragments: dict[str, tuple[ServicePort, Ruleset]] = {}  # port key -> what the kernel has for it
+        self.elements = Elements({})
         self.syncs = 0
         self.failures = 0
         self.full_syncs = 0
@@ -428,18 +578,62 @@ class NftablesProxier:
     def sync(self, ports: Iterable[ServicePort], *, full: bool = False) -> None:
         """Program `ports`; raises NftError (and makes the next sync a full one) when nft refuses."""
         start = time.monotonic()
-        desired = plan(self.config, ports)
-        full = full or self.applied is None
-        script = render_full(desired) if full or self.applied is None else render_diff(self.applied, desired)
+        full = full or not self.in_sync
         try:
-            if script:
-                self.runner.apply(script)
+            self._full(ports) if full else self._incremental(ports)
         except Exception:
             self.failures += 1
-            self.applied = None
+            self.in_sync = False
             raise
         finally:
             self.syncs += 1
             self.last_duration = time.monotonic() - start
         self.full_syncs += full
-        self.applied = desired
+        self.in_sync = True
+
+    def _full(self, ports: Iterable[ServicePort]) -> None:
+        desired = plan(self.config, ports)
+        self.runner.apply(render_full(desired.table))
+        self.fragments, self.elements = desired.fragments, desired.elements
+        self.shared = {chain for chain in desired.table.chains if is_shared(chain)}
+
+    def _incremental(self, ports: Iterable[ServicePort]) -> None:
+        changed: dict[str, ServicePort | None] = {}
+        seen = set()
+        for port in ports:
+            key = port.key
+            seen.add(key)
+            held = self.fragments.get(key)
+            if held is None or (held[0] is not port and held[0] != port):
+                changed[key] = port
+        for key in self.fragments.keys() - seen:
+            changed[key] = None
+        if not changed:
+            return
+        old, new = Ruleset(), Ruleset()
+        before: dict[str, Ruleset] = {}
+        after: dict[str, Ruleset] = {}
+        for key, wanted in changed.items():
+            held = self.fragments.pop(key, None)
+            if held is not None:
+                before[key] = held[1]
+                old.chains.update((n, c) for n, c in held[1].chains.items() if not is_shared(n))
+                old.sets.update(held[1].sets)
+            if wanted is None:
+                continue
+            after[key] = fragment = plan_port(self.config, wanted)
+            self.fragments[key] = (wanted, fragment)
+            new.chains.update((n, c) for n, c in fragment.chains.items() if not is_shared(n) or n not in self.shared)
+            new.sets.update(fragment.sets)
+        self.shared.update(n for n in new.chains if is_shared(n))
+        touched = sorted({e for fragment in (*before.values(), *after.values()) for e in fragment.elements})
+        values = self.elements.values
+        old.elements = {e: values[e] for e in touched if e in values}
+        for key, fragment in before.items():
+            self.elements.remove(key, fragment.elements)
+        for key, fragment in after.items():
+            self.elements.add(key, fragment.elements)
+        new.elements = {e: values[e] for e in touched if e in values}
+        script = render_diff(old, new)
+        if script:
+            self.runner.apply(script)

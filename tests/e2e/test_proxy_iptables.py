@@ -1,0 +1,141 @@
+"""The iptables proxy mode end to end: `tinykube up --dataplane netns --nodes 2 --proxy-mode iptables`, with backends
+that answer each request with the client address they see, probed from inside the sandbox only (nothing is sent
+from the root namespace)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import RunningCluster, eventually, start_cluster, stop_cluster
+from tests.e2e.test_netns_dataplane import (
+    create,
+    http_get,
+    inside,
+    namespaces,
+    node_netns,
+    pod_netns,
+    ready,
+    service,
+    web_pod,
+)
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the netns dataplane needs root")
+
+NODE_IPS = {"node-1": "172.20.0.2", "node-2": "172.20.0.3"}
+EXTERNAL_CLIENT = "172.20.0.250"  # the sandbox's external client namespace (`tk-<cluster>.ext`)
+
+# An HTTP server whose answer is the address of the client it sees (what the proxy's NAT left of the source).
+ECHO = """
+import http.server, sys
+class Echo(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = self.client_address[0].encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+http.server.ThreadingHTTPServer(("", int(sys.argv[1])), Echo).serve_forever()
+"""
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
+    name = f"ipt{os.getpid()}"  # unique per xdist worker: namespaces are machine-wide
+    data_dir = tmp_path_factory.mktemp("iptables") / name
+    running = start_cluster(
+        data_dir, "--dataplane", "netns", "--nodes", "2", "--controllers", "*", "--proxy-mode", "iptables"
+    )
+    try:
+        yield running
+    finally:
+        stop_cluster(running)
+        left = namespaces(f"tk-{name}.")
+        if left:  # a failed run: clean up, and say so
+            subprocess.run([sys.executable, "-m", "tinykube.cli", "down", "--name", name, "--data-dir", str(data_dir)])
+        assert not left, f"namespaces left behind: {left}"
+        assert not list(Path("/etc/netns").glob(f"tk-{name}.*"))
+
+
+@pytest.fixture
+def client(sandbox: RunningCluster) -> Iterator[httpx.Client]:
+    with sandbox.http() as http:
+        yield http
+
+
+def echo_pod(name: str, node: str, port: int, app: str) -> dict[str, Any]:
+    container = {"name": "echo", "image": "python", "command": ["python3", "-c", ECHO, str(port)]}
+    return {"metadata": {"name": name, "labels": {"app": app}}, "spec": {"nodeName": node, "containers": [container]}}
+
+
+def fetch(netns: str, url: str) -> str:
+    """GET `url` from inside `netns`: the body, or the error's class (ConnectionRefusedError, TimeoutError …)."""
+    code = (
+        "import urllib.request\n"
+        f"try: print(urllib.request.urlopen({url!r}, timeout=3).read().decode())\n"
+        "except Exception as err: print(type(getattr(err, 'reason', err)).__name__)"
+    )
+    return inside(netns, code).stdout.strip()
+
+
+def test_the_node_runs_the_iptables_layout(sandbox: RunningCluster) -> None:
+    node = node_netns(sandbox, "node-1")
+    mode = fetch(node, "http://127.0.0.1:10249/proxyMode")  # kube-proxy's metrics port, inside the node
+    assert mode == "iptables"
+    saved = subprocess.run(["ip", "netns", "exec", node, "iptables-save"], capture_output=True, text=True, check=True)
+    # kube-dns (10.96.0.10) has an endpoint, the DNS server on the LAN: its chains exist; no nftables table competes
+    assert '-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES' in saved.stdout
+    assert '"kube-system/kube-dns:dns cluster IP"' in saved.stdout and ":KUBE-SVC-" in saved.stdout
+    tables = subprocess.run(["ip", "netns", "exec", node, "nft", "list", "tables"], capture_output=True, text=True)
+    assert "kube-proxy" not in tables.stdout
+
+
+def test_a_pod_reaches_a_cluster_ip_and_the_backend_sees_the_pod(sandbox: RunningCluster, client: httpx.Client) -> None:
+    create(client, echo_pod("echo", "node-2", 8091, "echo"))
+    svc = service(client, "echo", {"app": "echo"}, ports=[{"port": 80, "targetPort": 8091}])
+    create(client, web_pod("asker", "node-1", 8092))
+    asker_ip = eventually(lambda: ready(client, "asker"), what="asker ready")["status"]["podIP"]
+    url = f"http://{svc['spec']['clusterIP']}/"
+    # no SNAT for pod -> ClusterIP: the backend on the other node sees the pod's own address
+    assert eventually(lambda: fetch(pod_netns(sandbox, "asker", "node-1"), url) == asker_ip, what="ClusterIP echo")
+
+
+def test_a_service_without_endpoints_refuses(sandbox: RunningCluster, client: httpx.Client) -> None:
+    svc = service(client, "nobody", {"app": "nobody"}, ports=[{"port": 80}])
+    create(client, web_pod("asker2", "node-1", 8093))
+    eventually(lambda: ready(client, "asker2"), what="asker ready")
+    url = f"http://{svc['spec']['clusterIP']}:80/"
+    assert eventually(lambda: http_get(pod_netns(sandbox, "asker2", "node-1"), url) == "ConnectionRefusedError")
+
+
+def test_node_ports_masquerade_until_external_traffic_policy_local(
+    sandbox: RunningCluster, client: httpx.Client
+) -> None:
+    create(client, echo_pod("np-echo", "node-2", 8094, "np"))
+    svc = service(client, "np", {"app": "np"}, type="NodePort", ports=[{"port": 80, "targetPort": 8094}])
+    node_port = svc["spec"]["ports"][0]["nodePort"]
+    external = f"tk-{sandbox.data_dir.name}.ext"
+
+    def via(node: str) -> str:
+        return fetch(external, f"http://{NODE_IPS[node]}:{node_port}/")
+
+    # Cluster policy: both nodes answer, and the backend sees a node's address, never the client's
+    assert eventually(lambda: via("node-1") == NODE_IPS["node-1"], what="node-1 SNATs to its own LAN address")
+    assert eventually(lambda: via("node-2") == NODE_IPS["node-2"], what="node-2 (the endpoint's) SNATs as well")
+
+    patch = {"spec": {"externalTrafficPolicy": "Local"}}
+    response = client.patch(
+        "/api/v1/namespaces/default/services/np", json=patch, headers={"Content-Type": "application/merge-patch+json"}
+    )
+    assert response.status_code == 200, response.text
+    # Local policy: only the node with the endpoint answers, and the client's own address is preserved
+    assert eventually(lambda: via("node-2") == EXTERNAL_CLIENT, what="the client's address preserved")
+    # node-1 has no endpoint of its own: dropped (a REJECT would show as ConnectionRefusedError)
+    assert eventually(lambda: via("node-1") in ("timeout", "TimeoutError"), what="node-1 drops")
