@@ -204,6 +204,20 @@ def _controllers_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     ctl.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
 
 
+def _proxy_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    proxy = sub.add_parser(
+        "proxy", help="the node proxies' rules: --cleanup removes them from a netns cluster's nodes (root)"
+    )
+    proxy.add_argument(
+        "--cleanup",
+        action="store_true",
+        help="remove every proxy mode's rules (nftables table, iptables KUBE-* chains) and exit, as kube-proxy "
+        "--cleanup; a running `tinykube up` puts them back at its next full sync (30 s)",
+    )
+    proxy.add_argument("--name", default="tinykube", help="the cluster (default: tinykube)")
+    proxy.add_argument("--node", help="only this node (default: every node of the cluster)")
+
+
 def _down_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     down = sub.add_parser("down", help="stop a cluster and remove its network namespaces (also after a crash)")
     down.add_argument("--name", default="tinykube")
@@ -239,6 +253,7 @@ def parser() -> argparse.ArgumentParser:
     _dns_parser(sub)
     _env_parser(sub)
     _node_parser(sub)
+    _proxy_parser(sub)
     _down_parser(sub)
     return p
 
@@ -414,6 +429,23 @@ def _down(args: argparse.Namespace) -> int:
     return 0
 
 
+def _proxy(args: argparse.Namespace) -> int:
+    if not args.cleanup:
+        return _fail("proxy: the node proxies run inside `tinykube up --dataplane netns`; this command only cleans up")
+    if os.geteuid() != 0:
+        return _fail("proxy --cleanup needs root (it enters network namespaces)")
+    from tinykube.proxy.cleanup import cleanup, node_namespaces
+
+    namespaces = node_namespaces(args.name, args.node)
+    if not namespaces:
+        which = f"node {args.node!r} of " if args.node else ""
+        return _fail(f"proxy --cleanup: no network namespace for {which}cluster {args.name!r}")
+    for namespace in namespaces:
+        removed = cleanup(namespace)
+        print(f"{namespace}: " + (", ".join(removed) if removed else "nothing to remove"))
+    return 0
+
+
 def _node(args: argparse.Namespace) -> int:
     import ipaddress
 
@@ -501,6 +533,7 @@ def main(argv: list[str] | None = None) -> int:
         "dns": _dns,
         "env": _env,
         "node": _node,
+        "proxy": _proxy,
         "down": _down,
     }
     try:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -26,20 +27,27 @@ def namespaces(prefix: str) -> list[str]:
     return [line.split()[0] for line in listed.splitlines() if line.startswith(prefix)]
 
 
-@pytest.fixture(scope="module")
-def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
-    name = f"e2e{os.getpid()}"  # unique per xdist worker: namespaces are machine-wide
-    data_dir = tmp_path_factory.mktemp("netns") / name
-    running = start_cluster(data_dir, "--dataplane", "netns", "--nodes", "2", "--controllers", "*")
+@contextlib.contextmanager
+def netns_cluster(tmp_path_factory: pytest.TempPathFactory, name: str, *extra: str) -> Iterator[RunningCluster]:
+    """`tinykube up --dataplane netns` named `name` (unique per xdist worker: namespaces are machine-wide); on the
+    way out, every namespace of it must be gone (a failed run is cleaned up with `tinykube down`, and fails)."""
+    data_dir = tmp_path_factory.mktemp(name) / name
+    running = start_cluster(data_dir, "--dataplane", "netns", *extra)
     try:
         yield running
     finally:
         stop_cluster(running)
         left = namespaces(f"tk-{name}.")
-        if left:  # a failed run: clean up, and say so
+        if left:
             subprocess.run([sys.executable, "-m", "tinykube.cli", "down", "--name", name, "--data-dir", str(data_dir)])
         assert not left, f"namespaces left behind: {left}"
         assert not list(Path("/etc/netns").glob(f"tk-{name}.*"))
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
+    with netns_cluster(tmp_path_factory, f"e2e{os.getpid()}", "--nodes", "2", "--controllers", "*") as running:
+        yield running
 
 
 @pytest.fixture

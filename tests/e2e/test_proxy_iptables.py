@@ -6,20 +6,18 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import RunningCluster, eventually, start_cluster, stop_cluster
+from tests.conftest import RunningCluster, eventually
 from tests.e2e.test_netns_dataplane import (
     create,
     http_get,
     inside,
-    namespaces,
+    netns_cluster,
     node_netns,
     pod_netns,
     ready,
@@ -48,20 +46,9 @@ http.server.ThreadingHTTPServer(("", int(sys.argv[1])), Echo).serve_forever()
 
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
-    name = f"ipt{os.getpid()}"  # unique per xdist worker: namespaces are machine-wide
-    data_dir = tmp_path_factory.mktemp("iptables") / name
-    running = start_cluster(
-        data_dir, "--dataplane", "netns", "--nodes", "2", "--controllers", "*", "--proxy-mode", "iptables"
-    )
-    try:
+    extra = ("--nodes", "2", "--controllers", "*", "--proxy-mode", "iptables")
+    with netns_cluster(tmp_path_factory, f"ipt{os.getpid()}", *extra) as running:
         yield running
-    finally:
-        stop_cluster(running)
-        left = namespaces(f"tk-{name}.")
-        if left:  # a failed run: clean up, and say so
-            subprocess.run([sys.executable, "-m", "tinykube.cli", "down", "--name", name, "--data-dir", str(data_dir)])
-        assert not left, f"namespaces left behind: {left}"
-        assert not list(Path("/etc/netns").glob(f"tk-{name}.*"))
 
 
 @pytest.fixture

@@ -13,8 +13,6 @@ import http.server
 import os
 import secrets
 import socket
-import subprocess
-import sys
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -28,7 +26,7 @@ from tests.conftest import RunningCluster, eventually, start_cluster, stop_clust
 from tests.e2e.test_netns_dataplane import (
     create,
     inside,
-    namespaces,
+    netns_cluster,
     node_netns,
     pod_netns,
     ready,
@@ -154,20 +152,9 @@ root_only = pytest.mark.skipif(os.geteuid() != 0, reason="the netns dataplane ne
 
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
-    name = f"eus{os.getpid()}"  # unique per xdist worker: namespaces are machine-wide
-    data_dir = tmp_path_factory.mktemp("netns-userspace") / name
-    running = start_cluster(
-        data_dir, "--dataplane", "netns", "--nodes", "2", "--controllers", "*", "--proxy-mode", "userspace"
-    )
-    try:
+    extra = ("--nodes", "2", "--controllers", "*", "--proxy-mode", "userspace")
+    with netns_cluster(tmp_path_factory, f"eus{os.getpid()}", *extra) as running:
         yield running
-    finally:
-        stop_cluster(running)
-        left = namespaces(f"tk-{name}.")
-        if left:  # a failed run: clean up, and say so
-            subprocess.run([sys.executable, "-m", "tinykube.cli", "down", "--name", name, "--data-dir", str(data_dir)])
-        assert not left, f"namespaces left behind: {left}"
-        assert not list(Path("/etc/netns").glob(f"tk-{name}.*"))
 
 
 @pytest.fixture

@@ -57,13 +57,6 @@ def svc(
         protocol="tcp",
         port=80,
         cluster_ips=(cip,),
-        external_ips=(),
-        load_balancer_ips=(),
-        node_port=0,
-        external_local=False,
-        internal_local=False,
-        affinity_timeout=0,
-        health_check_node_port=0,
         endpoints=endpoints,
     )
     return dataclasses.replace(port, **changes)  # type: ignore[arg-type]

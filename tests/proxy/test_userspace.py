@@ -51,13 +51,6 @@ def svc(name: str, *endpoints: Endpoint, **changes: Any) -> ServicePort:
         protocol="tcp",
         port=80,
         cluster_ips=("10.96.0.10",),
-        external_ips=(),
-        load_balancer_ips=(),
-        node_port=0,
-        external_local=False,
-        internal_local=False,
-        affinity_timeout=0,
-        health_check_node_port=0,
         endpoints=endpoints,
     )
     return dataclasses.replace(port, **changes)

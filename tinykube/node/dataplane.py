@@ -8,6 +8,7 @@ Everything lives in namespaces named after the cluster; nothing is configured in
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import socket
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from tinykube.node import netns
 from tinykube.node.netns_runtime import NetnsRuntime
 from tinykube.node.runtime import Runtime
 from tinykube.node.sandbox import LAN_GATEWAY, NodeNet, Sandbox
+from tinykube.proxy import conntrack
 from tinykube.proxy.agent import ProxyAgent
 from tinykube.proxy.model import NodeConfig
 from tinykube.proxy.modes import DEFAULT_MODE, make_proxier
@@ -88,7 +90,15 @@ class NetnsDataplane:
             return sock
 
         proxier = make_proxier(self.proxy_mode, config, node.netns, bind)
-        agent = ProxyAgent(self.client, node.name, proxier, bind=bind, informers=self.informers)
+        kernel = self.proxy_mode != "userspace"  # the userspace mode's flows end at its own sockets
+        agent = ProxyAgent(
+            self.client,
+            node.name,
+            proxier,
+            bind=bind,
+            informers=self.informers,
+            flush_conntrack=functools.partial(conntrack.flush, node.netns) if kernel else None,
+        )
         self.proxies.append(asyncio.create_task(agent.run(), name=f"proxy {node.name}"))
 
     async def serve_dns(self, dns: DnsService) -> None:

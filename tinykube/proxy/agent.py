@@ -25,6 +25,7 @@ from typing import Protocol
 from tinykube.api.resources import builtin
 from tinykube.client.informer import Object, SharedInformers, object_key
 from tinykube.client.rest import RestClient
+from tinykube.proxy.conntrack import Flush, stale_flows
 from tinykube.proxy.model import SERVICE_NAME_LABEL, ServicePort, local_endpoints, service_ports
 from tinykube.web import Body, Handler, Query, serve_http
 
@@ -68,14 +69,17 @@ class ProxyAgent:
         bind: Callable[[str, int], socket.socket] | None = None,
         sync_period: float = SYNC_PERIOD,
         informers: SharedInformers | None = None,
+        flush_conntrack: Callable[[list[Flush]], None] | None = None,
     ) -> None:
         """`bind(host, port)` makes a bound TCP socket for the proxy's servers (in the node's network namespace);
-        without it the servers are not started."""
+        without it the servers are not started. `flush_conntrack` deletes stale UDP flows after a sync (the kernel
+        modes)."""
         self.client = client
         self.node = node
         self.proxier = proxier
         self.bind = bind
         self.sync_period = sync_period
+        self.flush_conntrack = flush_conntrack
         self._owns_informers = informers is None  # shared ones are stopped by whoever made them
         self.informers = informers or SharedInformers(client)
         self.services = self.informers.informer(SERVICES)
@@ -174,8 +178,10 @@ class ProxyAgent:
             await asyncio.sleep(1.0)
             self._wake.set()
             return
-        self.ports = ports
+        previous, self.ports = self.ports, ports
         self.last_updated = datetime.now(UTC)
+        if self.flush_conntrack is not None and (stale := stale_flows(previous, ports)):
+            await asyncio.to_thread(self.flush_conntrack, stale)
         self.synced.set()
         await self._health_servers()
 

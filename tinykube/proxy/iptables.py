@@ -42,7 +42,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from tinykube.node.netns import exec_argv
-from tinykube.proxy.model import Endpoint, NodeConfig, ServicePort, cluster_endpoints, local_endpoints
+from tinykube.proxy.model import Endpoint, NodeConfig, Policy, ServicePort
+from tinykube.proxy.model import policy as proxy_policy
 from tinykube.proxy.nftables import port_comment
 
 IPTABLES_RESTORE = shutil.which("iptables-restore") or "/usr/sbin/iptables-restore"
@@ -135,39 +136,6 @@ def _comment(text: str) -> str:
 # One service port
 
 
-@dataclass(frozen=True, slots=True)
-class _Policy:
-    """What upstream's CategorizeEndpoints and syncProxyRules decide for one service port on this node."""
-
-    cluster: tuple[Endpoint, ...]  # the KUBE-SVC- chain's endpoints (empty: no such chain)
-    local: tuple[Endpoint, ...]  # the KUBE-SVL- chain's endpoints (empty: no such chain)
-    has_endpoints: bool  # false: every destination of the port is rejected
-    has_internal: bool  # ClusterIP traffic has endpoints (else it is dropped: ITP Local, none on this node)
-    has_external: bool  # external traffic has endpoints (else dropped: ETP Local, none on this node)
-    external_access: bool  # a NodePort, an externalIP or a load-balancer IP
-    external_local: bool
-
-
-def _policy(config: NodeConfig, port: ServicePort) -> _Policy:
-    external_access = bool(port.node_port or port.external_ips or port.load_balancer_ips)
-    external_local = port.external_local and external_access
-    # UsesClusterEndpoints / UsesLocalEndpoints: ETP Local's short-circuits need the cluster chain as well.
-    uses_cluster = not port.internal_local or external_access
-    uses_local = port.internal_local or external_local
-    cluster = cluster_endpoints(port)  # ready, else serving-and-terminating
-    local = local_endpoints(port, config.node_name) if uses_local else ()
-    has_endpoints = bool(cluster)
-    return _Policy(
-        cluster=cluster if uses_cluster else (),
-        local=local,
-        has_endpoints=has_endpoints,
-        has_internal=has_endpoints and (not port.internal_local or bool(local)),
-        has_external=has_endpoints and (not external_local or bool(local)),
-        external_access=external_access,
-        external_local=external_local,
-    )
-
-
 @dataclass(slots=True)
 class _Builder:
     """Rules collected per table and chain, in the order chains were first written."""
@@ -182,17 +150,17 @@ class _Builder:
 
 
 def _add_port(b: _Builder, config: NodeConfig, port: ServicePort) -> None:
-    policy = _policy(config, port)
+    policy = proxy_policy(port, config.node_name)
     _capture(b, port, policy)
     svc, svl = service_chain("SVC", port), service_chain("SVL", port)
     internal_chain = svl if port.internal_local else svc
-    if policy.has_internal and config.cluster_cidr:
+    if bool(policy.internal) and config.cluster_cidr:
         # Off-cluster sources reaching a ClusterIP (routed to the service range through some node) may be sent on
         # to another node: masquerade them so that the answer comes back the same way.
         cluster_ip = _comment(f"{port_comment(port)} cluster IP")
         masq = (f"{cluster_ip} {_dest(port, ip)} ! -s {config.cluster_cidr} -j {MARK_MASQ}" for ip in port.cluster_ips)
         b.add(NAT, internal_chain, *masq)
-    if policy.has_endpoints and policy.external_access:
+    if policy.any_endpoints and policy.externally_accessible:
         b.add(NAT, service_chain("EXT", port), *_external_rules(config, port, policy))
     if _uses_firewall(port, policy):
         b.add(NAT, service_chain("FW", port), *_firewall_rules(config, port))
@@ -204,20 +172,20 @@ def _add_port(b: _Builder, config: NodeConfig, port: ServicePort) -> None:
         b.add(NAT, endpoint_chain(port, endpoint), *_endpoint_rules(port, endpoint))
 
 
-def _uses_firewall(port: ServicePort, policy: _Policy) -> bool:
-    return policy.has_endpoints and bool(port.load_balancer_ips) and bool(port.source_ranges)
+def _uses_firewall(port: ServicePort, policy: Policy) -> bool:
+    return policy.any_endpoints and bool(port.load_balancer_ips) and bool(port.source_ranges)
 
 
 Refusal = tuple[str, str]  # a filter verdict (REJECT or DROP) and its comment
 
 
-def _refusal(port: ServicePort, policy: _Policy, usable: bool) -> Refusal | None:
+def _refusal(port: ServicePort, policy: Policy, usable: bool) -> Refusal | None:
     """What the filter table does with traffic that has no endpoints to go to (None: it has some)."""
     if usable:
         return None
     name = port_comment(port)
     return (
-        ("DROP", f"{name} has no local endpoints") if policy.has_endpoints else ("REJECT", f"{name} has no endpoints")
+        ("DROP", f"{name} has no local endpoints") if policy.any_endpoints else ("REJECT", f"{name} has no endpoints")
     )
 
 
@@ -229,32 +197,32 @@ def _dest(port: ServicePort, ip: str) -> str:
     return f"-m {port.protocol} -p {port.protocol} -d {ip} --dport {port.port}"
 
 
-def _capture(b: _Builder, port: ServicePort, policy: _Policy) -> None:
+def _capture(b: _Builder, port: ServicePort, policy: Policy) -> None:
     """The port's entries in KUBE-SERVICES and KUBE-NODEPORTS (nat), or the filter rules refusing its traffic."""
     name = port_comment(port)
-    internal_refused = _refusal(port, policy, policy.has_internal)
+    internal_refused = _refusal(port, policy, bool(policy.internal))
     internal_chain = service_chain("SVL" if port.internal_local else "SVC", port)
     for ip in port.cluster_ips:
         if internal_refused:
             b.add(FILTER, SERVICES, _refuse(internal_refused, _dest(port, ip)))
         else:
             b.add(NAT, SERVICES, f"{_comment(f'{name} cluster IP')} {_dest(port, ip)} -j {internal_chain}")
-    _capture_external(b, port, policy, _refusal(port, policy, policy.has_external))
+    _capture_external(b, port, policy, _refusal(port, policy, bool(policy.external)))
     if port.health_check_node_port and policy.external_local:
         check = _comment(f"{name} health check node port")
         b.add(FILTER, NODEPORTS, f"{check} -m tcp -p tcp --dport {port.health_check_node_port} -j ACCEPT")
 
 
-def _capture_external(b: _Builder, port: ServicePort, policy: _Policy, refused: Refusal | None) -> None:
+def _capture_external(b: _Builder, port: ServicePort, policy: Policy, refused: Refusal | None) -> None:
     name, ext, fw = port_comment(port), service_chain("EXT", port), service_chain("FW", port)
     firewall = _uses_firewall(port, policy)
     for ip in port.external_ips:
-        if policy.has_endpoints:
+        if policy.any_endpoints:
             b.add(NAT, SERVICES, f"{_comment(f'{name} external IP')} {_dest(port, ip)} -j {ext}")
         if refused:
             b.add(FILTER, EXTERNAL_SERVICES, _refuse(refused, _dest(port, ip)))
     for ip in port.load_balancer_ips:
-        if policy.has_endpoints:
+        if policy.any_endpoints:
             b.add(
                 NAT, SERVICES, f"{_comment(f'{name} loadbalancer IP')} {_dest(port, ip)} -j {fw if firewall else ext}"
             )
@@ -266,13 +234,13 @@ def _capture_external(b: _Builder, port: ServicePort, policy: _Policy, refused: 
         b.add(FILTER, EXTERNAL_SERVICES, *(_refuse(refused, _dest(port, ip)) for ip in port.load_balancer_ips))
     if port.node_port:
         match = f"-m {port.protocol} -p {port.protocol} --dport {port.node_port}"
-        if policy.has_endpoints:  # NodePorts are not subject to loadBalancerSourceRanges (as upstream)
+        if policy.any_endpoints:  # NodePorts are not subject to loadBalancerSourceRanges (as upstream)
             b.add(NAT, NODEPORTS, f"{_comment(name)} {match} -j {ext}")
         if refused:
             b.add(FILTER, EXTERNAL_SERVICES, _refuse(refused, f"-m addrtype --dst-type LOCAL {match}"))
 
 
-def _external_rules(config: NodeConfig, port: ServicePort, policy: _Policy) -> list[str]:
+def _external_rules(config: NodeConfig, port: ServicePort, policy: Policy) -> list[str]:
     name = port_comment(port)
     svc = service_chain("SVC", port)
     if not policy.external_local:
@@ -288,7 +256,7 @@ def _external_rules(config: NodeConfig, port: ServicePort, policy: _Policy) -> l
         local = "-m addrtype --src-type LOCAL"
         rules.append(f"{_comment(f'masquerade LOCAL traffic for {name} external destinations')} {local} -j {MARK_MASQ}")
         rules.append(f"{_comment(f'route LOCAL traffic for {name} external destinations')} {local} -j {svc}")
-    if policy.has_external:
+    if bool(policy.external):
         rules.append(f"-j {service_chain('SVL' if policy.external_local else 'SVC', port)}")
     return rules
 

@@ -43,14 +43,14 @@ class ServicePort:
     protocol: str  # lower case: tcp, udp, sctp
     port: int
     cluster_ips: tuple[str, ...]  # empty for headless and ExternalName (they get no rules)
-    external_ips: tuple[str, ...]
-    load_balancer_ips: tuple[str, ...]
-    node_port: int  # 0: none
-    external_local: bool  # externalTrafficPolicy: Local
-    internal_local: bool  # internalTrafficPolicy: Local
-    affinity_timeout: int  # seconds of ClientIP session affinity; 0: none
-    health_check_node_port: int  # 0: none
-    endpoints: tuple[Endpoint, ...]
+    external_ips: tuple[str, ...] = ()
+    load_balancer_ips: tuple[str, ...] = ()
+    node_port: int = 0  # 0: none
+    external_local: bool = False  # externalTrafficPolicy: Local
+    internal_local: bool = False  # internalTrafficPolicy: Local
+    affinity_timeout: int = 0  # seconds of ClientIP session affinity; 0: none
+    health_check_node_port: int = 0  # 0: none
+    endpoints: tuple[Endpoint, ...] = ()
     source_ranges: tuple[str, ...] = ()  # loadBalancerSourceRanges (IPv4 CIDRs): who may use the LB IPs
     # Upstream's service port name, `ns/svc/proto/portname`: chain names and comments derive from it. Computed
     # once: proxies look it up for every port on every sync.
@@ -163,3 +163,44 @@ def cluster_endpoints(port: ServicePort) -> tuple[Endpoint, ...]:
 
 def local_endpoints(port: ServicePort, node: str) -> tuple[Endpoint, ...]:
     return usable(tuple(e for e in port.endpoints if e.node == node))
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """What upstream's CategorizeEndpoints decides for one service port on one node: the endpoint groups its
+    destinations lead to (every mode programs these)."""
+
+    cluster: tuple[Endpoint, ...]  # the cluster-wide group (empty when no destination uses it)
+    local: tuple[Endpoint, ...]  # this node's group (empty when no destination uses it)
+    internal_local: bool  # ClusterIP traffic goes to the local group (internalTrafficPolicy Local)
+    external_local: bool  # traffic from outside goes to the local group (externalTrafficPolicy Local)
+    any_endpoints: bool  # false: every destination rejects; true with an empty group: that destination drops
+    externally_accessible: bool  # a NodePort, an externalIP or a load-balancer IP
+
+    @property
+    def internal(self) -> tuple[Endpoint, ...]:
+        return self.local if self.internal_local else self.cluster
+
+    @property
+    def external(self) -> tuple[Endpoint, ...]:
+        if not self.externally_accessible:
+            return ()
+        return self.local if self.external_local else self.cluster
+
+
+def policy(port: ServicePort, node: str) -> Policy:
+    cluster = cluster_endpoints(port)
+    external_access = bool(port.node_port or port.external_ips or port.load_balancer_ips)
+    external_local = port.external_local and external_access
+    # UsesClusterEndpoints / UsesLocalEndpoints: ETP Local short-circuits pod and node traffic to the cluster
+    # group, so any externally accessible port needs it.
+    uses_cluster = not port.internal_local or external_access
+    uses_local = port.internal_local or external_local
+    return Policy(
+        cluster=cluster if uses_cluster else (),
+        local=local_endpoints(port, node) if uses_local else (),
+        internal_local=port.internal_local,
+        external_local=external_local,
+        any_endpoints=bool(cluster),
+        externally_accessible=external_access,
+    )

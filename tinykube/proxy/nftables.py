@@ -42,7 +42,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from tinykube.node.netns import exec_argv
-from tinykube.proxy.model import Endpoint, NodeConfig, ServicePort, cluster_endpoints, local_endpoints
+from tinykube.proxy.model import Endpoint, NodeConfig, Policy, ServicePort
+from tinykube.proxy.model import policy as proxy_policy
 from tinykube.proxy.nft_session import NftError, NftSession, libnftables_path
 
 __all__ = ["NftError", "NftRunner", "NftablesProxier", "NodeConfig", "Ruleset", "plan", "render_diff", "render_full"]
@@ -201,36 +202,6 @@ def _skeleton(config: NodeConfig) -> Ruleset:
 # One service port
 
 
-@dataclass(frozen=True, slots=True)
-class _Policy:
-    """What upstream's CategorizeEndpoints decides for one service port on this node."""
-
-    cluster: tuple[Endpoint, ...]  # the cluster-wide group (empty when no path uses it)
-    local: tuple[Endpoint, ...]  # this node's group (empty when no path uses it)
-    internal_local: bool  # ClusterIP traffic goes to the local group
-    external_local: bool  # traffic from outside goes to the local group
-    any_endpoints: bool  # false: reject; true but the path's group is empty: drop
-    externally_accessible: bool
-
-
-def _policy(config: NodeConfig, port: ServicePort) -> _Policy:
-    cluster = cluster_endpoints(port)
-    local = local_endpoints(port, config.node_name)
-    external_access = bool(port.node_port or port.external_ips or port.load_balancer_ips)
-    external_local = port.external_local and external_access
-    # ETP Local short-circuits pod and node traffic to the cluster group, so any external access needs it.
-    uses_cluster = not port.internal_local or external_access
-    uses_local = port.internal_local or external_local
-    return _Policy(
-        cluster=cluster if uses_cluster else (),
-        local=local if uses_local else (),
-        internal_local=port.internal_local,
-        external_local=external_local,
-        any_endpoints=bool(cluster),
-        externally_accessible=external_access,
-    )
-
-
 def pick_chain(first: int, count: int) -> str:
     """The shared chain picking uniformly among indices first … first+count-1."""
     return f"pick-{first}-{first + count - 1}"
@@ -240,7 +211,7 @@ def plan_port(config: NodeConfig, port: ServicePort) -> Ruleset:
     """One service port's part of the table (pure). Its endpoints are numbered 1 … Nc (the cluster group), then
     Nc+1 … Nc+Nl (the local group); every destination of the port maps each index to its endpoint."""
     rs = Ruleset()
-    policy = _policy(config, port)
+    policy = proxy_policy(port, config.node_name)
     base, proto = service_base(port), port.protocol
     endpoints = (*policy.cluster, *policy.local)
     cluster_to = _group(rs, port, policy.cluster, 1, f"service-{base}")
@@ -301,7 +272,7 @@ def _group(rs: Ruleset, port: ServicePort, group: tuple[Endpoint, ...], first: i
 
 
 def _external(
-    rs: Ruleset, config: NodeConfig, port: ServicePort, policy: _Policy, cluster_to: str | None, local_to: str | None
+    rs: Ruleset, config: NodeConfig, port: ServicePort, policy: Policy, cluster_to: str | None, local_to: str | None
 ) -> str | None:
     """The chain for traffic arriving from outside (NodePort, externalIPs, LB IPs)."""
     if not policy.external_local:
