@@ -226,7 +226,7 @@ def test_down_cleans_up_after_a_crashed_up(tmp_path: Path) -> None:
     assert not subprocess.run(["pgrep", "-f", "http.server 8084"], capture_output=True).stdout
 
 
-# ---- the node proxy (nftables) ---------------------------------------------------------------------------------------
+# ---- helpers of the node proxy's tests (test_proxy_*.py) ------------------------------------------------------------
 
 
 def node_netns(sandbox: RunningCluster, node: str) -> str:
@@ -248,80 +248,3 @@ def service(client: httpx.Client, name: str, selector: dict[str, str], **spec: A
     create(client, body, "services")
     found: dict[str, Any] = client.get(f"/api/v1/namespaces/default/services/{name}").json()
     return found
-
-
-def test_proxy_reports_its_mode_inside_the_node(sandbox: RunningCluster) -> None:
-    mode = inside(
-        node_netns(sandbox, "node-1"),
-        "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:10249/proxyMode').read().decode())",
-    )
-    assert mode.stdout.strip() == "nftables"
-
-
-def test_a_pod_reaches_a_cluster_ip_and_the_backend_sees_the_pod(sandbox: RunningCluster, client: httpx.Client) -> None:
-    create(client, {**web_pod("backend", "node-2", 8085), "metadata": {"name": "backend", "labels": {"app": "echo"}}})
-    svc = service(client, "echo", {"app": "echo"}, ports=[{"port": 80, "targetPort": 8085}])
-    create(client, web_pod("client", "node-1", 8086))
-    eventually(lambda: ready(client, "backend"), what="backend ready")
-    client_ip = eventually(lambda: ready(client, "client"), what="client ready")["status"]["podIP"]
-    url = f"http://{svc['spec']['clusterIP']}:80/"
-    assert eventually(lambda: http_get(pod_netns(sandbox, "client", "node-1"), url) == "200", what="ClusterIP answers")
-    assert client_ip in sandbox.kubectl("logs", "backend").stdout  # no SNAT for pod -> ClusterIP
-
-
-def test_a_service_without_endpoints_refuses(sandbox: RunningCluster, client: httpx.Client) -> None:
-    svc = service(client, "nobody", {"app": "nobody"}, ports=[{"port": 80}])
-    create(client, web_pod("asker2", "node-1", 8087))
-    eventually(lambda: ready(client, "asker2"), what="asker ready")
-    url = f"http://{svc['spec']['clusterIP']}:80/"
-    assert eventually(lambda: http_get(pod_netns(sandbox, "asker2", "node-1"), url) == "ConnectionRefusedError")
-
-
-def test_node_ports_and_external_traffic_policy_local(sandbox: RunningCluster, client: httpx.Client) -> None:
-    create(
-        client, {**web_pod("lb-backend", "node-2", 8088), "metadata": {"name": "lb-backend", "labels": {"app": "lb"}}}
-    )
-    svc = service(client, "lb", {"app": "lb"}, type="LoadBalancer", ports=[{"port": 80, "targetPort": 8088}])
-    eventually(lambda: ready(client, "lb-backend"), what="backend ready")
-    node_port = svc["spec"]["ports"][0]["nodePort"]
-    external = f"tk-{sandbox.data_dir.name}.ext"
-    for node_ip in ("172.20.0.2", "172.20.0.3"):  # Cluster policy: every node answers, the backend sees a node
-        assert eventually(lambda ip=node_ip: http_get(external, f"http://{ip}:{node_port}/") == "200", what=node_ip)
-    assert "172.20.0.250" not in sandbox.kubectl("logs", "lb-backend").stdout
-    patch = {"spec": {"externalTrafficPolicy": "Local"}}
-    response = client.patch(
-        "/api/v1/namespaces/default/services/lb", json=patch, headers={"Content-Type": "application/merge-patch+json"}
-    )
-    assert response.status_code == 200, response.text
-    health_port = response.json()["spec"]["healthCheckNodePort"]
-    assert eventually(  # once the proxy has the Local policy, node-1 (no endpoint of its own) drops the traffic
-        lambda: http_get(external, f"http://172.20.0.2:{node_port}/") in ("timeout", "TimeoutError"),
-        what="no local endpoint: dropped",
-    )
-    assert http_get(external, f"http://172.20.0.3:{node_port}/") == "200"
-    assert "172.20.0.250" in sandbox.kubectl("logs", "lb-backend").stdout  # the client's own address, preserved
-    health = (
-        "import urllib.request, urllib.error\n"
-        "try: r = urllib.request.urlopen('{}', timeout=3); print(r.status, r.read().decode())\n"
-        "except urllib.error.HTTPError as e: print(e.code, e.read().decode())"
-    )
-    on_endpoint = inside(external, health.format(f"http://172.20.0.3:{health_port}/")).stdout
-    elsewhere = inside(external, health.format(f"http://172.20.0.2:{health_port}/")).stdout
-    assert on_endpoint.startswith("200") and '"localEndpoints": 1' in on_endpoint
-    assert elsewhere.startswith("503") and '"localEndpoints": 0' in elsewhere
-
-
-def test_a_pod_reaches_services_by_name_through_the_cluster_dns(sandbox: RunningCluster, client: httpx.Client) -> None:
-    create(client, {**web_pod("named", "node-2", 8089), "metadata": {"name": "named", "labels": {"app": "named"}}})
-    service(client, "named", {"app": "named"}, ports=[{"port": 80, "targetPort": 8089}])
-    alias = {
-        "metadata": {"name": "alias"},
-        "spec": {"type": "ExternalName", "externalName": "named.default.svc.cluster.local"},
-    }
-    create(client, alias, "services")
-    create(client, web_pod("resolver", "node-1", 8090))
-    eventually(lambda: ready(client, "named"), what="named ready")
-    eventually(lambda: ready(client, "resolver"), what="resolver ready")
-    asker = pod_netns(sandbox, "resolver", "node-1")
-    for url in ("http://named/", "http://named.default/", "http://alias/"):  # search path, and an ExternalName
-        assert eventually(lambda u=url: http_get(asker, u) == "200", what=url)
