@@ -23,7 +23,7 @@ from tinykube.client.rest import RestClient, TransportError
 from tinykube.client.workqueue import WorkQueue, run_workers
 from tinykube.node.kubelet_server import ENDPOINT_ANNOTATION, KubeletServer
 from tinykube.node.runtime import NoFreeAddress, PodAddresses, Runtime
-from tinykube.node.status import PodState, pod_status
+from tinykube.node.status import CONDITION_ORDER, PodState, pod_status
 
 log = logging.getLogger(__name__)
 
@@ -225,8 +225,12 @@ class NodeAgent:
         if _reported(pod, status):
             return
         meta = pod["metadata"]
+        # Only the kubelet's own conditions: a readiness gate's condition (merged by type) stays whatever its owner
+        # wrote, even if it changed since this pod was read.
+        ours = [c for c in status["conditions"] if c["type"] in CONDITION_ORDER]
+        patch = {"status": {**status, "conditions": ours}}
         with contextlib.suppress(errors.NotFound):  # deleted meanwhile: the delete event stops it
-            await self.client.patch(PODS, meta["namespace"], meta["name"], {"status": status}, subresource="status")
+            await self.client.patch(PODS, meta["namespace"], meta["name"], patch, subresource="status")
 
     async def _stop(self, key: str, pod: Object | None) -> None:
         """Stop a deleted pod: with its deletion grace period when it is being deleted gracefully, else (already

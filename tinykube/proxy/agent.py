@@ -1,6 +1,6 @@
-"""The node proxy: watches Services and EndpointSlices, and after each burst of changes (debounced, 50 ms rather
-than upstream's 1 s minSyncPeriod) hands the node's desired state to its mode (`Proxier.sync`), which programs
-only what changed; every `sync_period` a full sync repairs drift (a flushed table).
+"""The node proxy: watches Services and EndpointSlices and hands the node's desired state to its mode
+(`Proxier.sync`), which programs only what changed: at once after a quiet spell, at most once per 50 ms in a burst
+(upstream's minSyncPeriod, whose default is 1 s); every `sync_period` a full sync repairs drift (a flushed table).
 
 Only the Services that changed are turned into `ServicePort`s again; the others keep their very objects, which
 lets a proxier skip them with an identity check (10,000 Services cost milliseconds, not a re-plan).
@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 SERVICES, SLICES = builtin("", "v1", "services"), builtin("discovery.k8s.io", "v1", "endpointslices")
 SLICE_SERVICE_INDEX = "proxy-service"  # EndpointSlices by "namespace/service"
-DEBOUNCE = 0.05  # seconds: changes arriving together are programmed in one transaction
+DEBOUNCE = 0.05  # seconds between syncs at the least: changes arriving together are programmed in one transaction
 SYNC_PERIOD = 30.0  # seconds between full syncs (upstream's --sync-period)
 METRICS_PORT, HEALTHZ_PORT = 10249, 10256
 
@@ -151,20 +151,24 @@ class ProxyAgent:
         return [port for ports in self._ports_of.values() for port in ports]
 
     async def _loop(self) -> None:
-        full_due = 0.0
+        """At most one sync per DEBOUNCE, as upstream's BoundedFrequencyRunner: a change after a quiet spell is
+        programmed at once, and the changes arriving while a sync runs or within DEBOUNCE of it wait for the next
+        one, together."""
+        full_due = last_sync = 0.0
         self.pending_since = self.pending_since or time.monotonic()
         while True:
             timeout = max(0.0, full_due - time.monotonic())
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout)
-                await asyncio.sleep(DEBOUNCE)  # let the rest of a burst arrive
+                await asyncio.sleep(max(0.0, last_sync + DEBOUNCE - time.monotonic()))
             except TimeoutError:
                 pass
             self._wake.clear()
             full = time.monotonic() >= full_due
             await self._sync(full)
+            last_sync = time.monotonic()
             if full:
-                full_due = time.monotonic() + self.sync_period
+                full_due = last_sync + self.sync_period
 
     async def _sync(self, full: bool) -> None:
         ports = self._desired(full)
