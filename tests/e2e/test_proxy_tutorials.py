@@ -85,6 +85,10 @@ def fetch(netns: str, url: str) -> str:
 def test_the_node_runs_the_mode_s_layout(sandbox: RunningCluster, mode: str) -> None:
     node = node_netns(sandbox, "node-1")
     assert fetch(node, "http://127.0.0.1:10249/proxyMode") == mode  # kube-proxy's metrics port, inside the node
+    metrics = fetch(node, "http://127.0.0.1:10249/metrics").splitlines()
+    assert "# TYPE kubeproxy_sync_proxy_rules_duration_seconds histogram" in metrics
+    synced = [line for line in metrics if line.startswith("kubeproxy_sync_full_proxy_rules_duration_seconds_count ")]
+    assert synced and int(synced[0].split()[1]) >= 1
     tables = subprocess.run(["ip", "netns", "exec", node, "nft", "list", "tables"], capture_output=True, text=True)
     saved = subprocess.run(["ip", "netns", "exec", node, "iptables-save"], capture_output=True, text=True).stdout
     if mode == "iptables":

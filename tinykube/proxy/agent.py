@@ -25,6 +25,7 @@ from typing import Protocol
 from tinykube.api.resources import builtin
 from tinykube.client.informer import Object, SharedInformers, object_key
 from tinykube.client.rest import RestClient
+from tinykube.metrics import Histogram, exponential_buckets
 from tinykube.proxy.conntrack import Flush, stale_flows
 from tinykube.proxy.model import SERVICE_NAME_LABEL, ServicePort, local_endpoints, service_ports
 from tinykube.web import Body, Handler, Query, serve_http
@@ -93,6 +94,15 @@ class ProxyAgent:
         self._health: dict[int, asyncio.Server] = {}  # healthCheckNodePort -> its server
         self._servers: list[asyncio.Server] = []
         self.synced = asyncio.Event()  # set after the first successful sync
+        # upstream's histograms, with its buckets (1 ms doubling)
+        buckets = exponential_buckets(0.001, 2, 15)
+        self.durations = Histogram("kubeproxy_sync_proxy_rules_duration_seconds", "SyncProxyRules latency", buckets)
+        self.full_durations = Histogram(
+            "kubeproxy_sync_full_proxy_rules_duration_seconds", "SyncProxyRules latency, full resyncs", buckets
+        )
+        self.partial_durations = Histogram(
+            "kubeproxy_sync_partial_proxy_rules_duration_seconds", "SyncProxyRules latency, partial syncs", buckets
+        )
 
     # Running
 
@@ -177,11 +187,14 @@ class ProxyAgent:
         try:
             await asyncio.to_thread(self.proxier.sync, ports, full=full)
         except Exception as err:
+            self.durations.observe(self.proxier.last_duration)
             log.warning("proxy %s: sync failed (%s); a full sync follows", self.node, err)
             self.pending_since = started or time.monotonic()
             await asyncio.sleep(1.0)
             self._wake.set()
             return
+        self.durations.observe(self.proxier.last_duration)
+        (self.full_durations if full else self.partial_durations).observe(self.proxier.last_duration)
         previous, self.ports = self.ports, ports
         self.last_updated = datetime.now(UTC)
         if self.flush_conntrack is not None and (stale := stale_flows(previous, ports)):
@@ -259,9 +272,9 @@ class ProxyAgent:
         return (
             "\n".join(
                 [
-                    "# HELP kubeproxy_sync_proxy_rules_duration_seconds SyncProxyRules latency in seconds",
-                    "# TYPE kubeproxy_sync_proxy_rules_duration_seconds gauge",
-                    f"kubeproxy_sync_proxy_rules_duration_seconds {proxier.last_duration}",
+                    *self.durations.render(),
+                    *self.full_durations.render(),
+                    *self.partial_durations.render(),
                     "# HELP kubeproxy_sync_proxy_rules_last_timestamp_seconds The last time proxy rules were synced",
                     "# TYPE kubeproxy_sync_proxy_rules_last_timestamp_seconds gauge",
                     f"kubeproxy_sync_proxy_rules_last_timestamp_seconds {self.last_updated.timestamp()}",
