@@ -33,6 +33,7 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+import ipaddress
 import re
 import shutil
 import subprocess
@@ -218,36 +219,36 @@ def plan_port(config: NodeConfig, port: ServicePort) -> Ruleset:
     local_to = _group(rs, port, policy.local, len(policy.cluster) + 1, f"local-{base}")
     missing = f' comment "{port_comment(port)}" : ' + ("drop" if policy.any_endpoints else "goto reject-chain")
 
-    def route(target: str, key: str, to: str | None) -> None:
-        """The verdict for one destination (or the port of every node address)."""
-        rs.elements[(target, key)] = f" : goto {to}" if to else missing
-
     targets = tuple(f" : {endpoint.ip} . {endpoint.port}" for endpoint in endpoints)
 
-    def number(destination: str) -> None:
-        """The endpoint each index stands for, at one destination `ip . proto . port`."""
-        rs.elements[(PICK_MAP, destination)] = targets
+    def route(target: str, missing_target: str, key: str, to: str | None, usable: bool, *numbered: str) -> None:
+        """One destination (`key` in the `target` map): to its chain, which picks among the numbered endpoints at
+        `numbered`; and, as upstream, to the no-endpoint map when nothing `usable` is behind it — the filter hooks
+        see the destination after DNAT, so what the chain short-circuited passes and the rest is dropped."""
+        if to:
+            rs.elements[(target, key)] = f" : goto {to}"
+            for destination in numbered:
+                rs.elements[(PICK_MAP, destination)] = targets
+        if not usable:
+            rs.elements[(missing_target, key)] = missing
 
     internal_to = local_to if policy.internal_local else cluster_to
     for ip in port.cluster_ips:
         rs.elements[("cluster-ips", ip)] = ""
-        route("service-ips" if internal_to else "no-endpoint-services", f"{ip} . {proto} . {port.port}", internal_to)
-        if internal_to:
-            number(f"{ip} . {proto} . {port.port}")
+        key = f"{ip} . {proto} . {port.port}"
+        route("service-ips", "no-endpoint-services", key, internal_to, bool(internal_to), key)
     if policy.externally_accessible:
         external_to = _external(rs, config, port, policy, cluster_to, local_to)
+        usable = bool(policy.external)
         for ip in (*port.external_ips, *port.load_balancer_ips):
-            target = "service-ips" if external_to else "no-endpoint-services"
-            route(target, f"{ip} . {proto} . {port.port}", external_to)
-            if external_to:
-                number(f"{ip} . {proto} . {port.port}")
+            key = f"{ip} . {proto} . {port.port}"
+            route("service-ips", "no-endpoint-services", key, external_to, usable, key)
         if port.node_port:
-            target = "service-nodeports" if external_to else "no-endpoint-nodeports"
-            route(target, f"{proto} . {port.node_port}", external_to)
-            for ip in config.node_ips if external_to else ():
-                number(f"{ip} . {proto} . {port.node_port}")
+            at_nodes = [f"{ip} . {proto} . {port.node_port}" for ip in config.node_ips]
+            key = f"{proto} . {port.node_port}"
+            route("service-nodeports", "no-endpoint-nodeports", key, external_to, usable, *at_nodes)
         if port.source_ranges and port.load_balancer_ips:
-            _add_firewall(rs, port, base)
+            _add_firewall(rs, config, port, base)
     return rs
 
 
@@ -281,11 +282,11 @@ def _external(
         chain = f"external-{cluster_to}" if cluster_to.startswith("pick-") else f"external-{service_base(port)}"
         rs.chains[chain] = Chain(("jump mark-for-masquerade", f"goto {cluster_to}"))
         return chain
-    if local_to is None:
+    if cluster_to is None:
         return None
     # ETP Local: pods and the node itself still reach every endpoint (the node's traffic masqueraded); only
-    # traffic from outside is kept on this node's endpoints, with its source IP preserved.
-    assert cluster_to is not None  # a local endpoint is a usable endpoint
+    # traffic from outside is kept on this node's endpoints, with its source IP preserved (and, without a local
+    # endpoint, left undone for the filter hooks to drop).
     pods = (
         [f'ip saddr {config.cluster_cidr} goto {cluster_to} comment "short-circuit pod traffic"']
         if config.cluster_cidr
@@ -297,18 +298,21 @@ def _external(
             *pods,
             'fib saddr type local jump mark-for-masquerade comment "masquerade local traffic"',
             f'fib saddr type local goto {cluster_to} comment "short-circuit local traffic"',
-            f"goto {local_to}",
+            *([f"goto {local_to}"] if local_to else []),
         )
     )
     return chain
 
 
-def _add_firewall(rs: Ruleset, port: ServicePort, base: str) -> None:
-    """loadBalancerSourceRanges: traffic to the LB IPs from anywhere else is dropped before DNAT (as upstream)."""
+def _add_firewall(rs: Ruleset, config: NodeConfig, port: ServicePort, base: str) -> None:
+    """loadBalancerSourceRanges: traffic to the LB IPs from anywhere else is dropped before DNAT. As upstream, when
+    a range holds a node IP the LB IPs themselves are allowed too (the node reaching a VIP it holds)."""
     chain = f"firewall-{base}"
     for ip in port.load_balancer_ips:
         rs.elements[("firewall-ips", f"{ip} . {port.protocol} . {port.port}")] = f" : goto {chain}"
-    ranges = ", ".join(port.source_ranges)
+    networks = [ipaddress.ip_network(r) for r in port.source_ranges]
+    from_node = any(ipaddress.ip_address(ip) in net for ip in config.node_ips for net in networks)
+    ranges = ", ".join((*port.source_ranges, *(port.load_balancer_ips if from_node else ())))
     rs.chains[chain] = Chain((f'ip saddr != {{ {ranges} }} drop comment "{port_comment(port)}"',))
 
 
