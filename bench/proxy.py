@@ -1,61 +1,70 @@
-"""Node proxy, nftables mode: full and incremental syncs at 10,000 Services, and new-connection latency through
-the table (issue 7).
+"""Node proxy, the three modes side by side (issue 7): full sync at 10,000 Services, one endpoint change, and
+new-connection latency through each mode's rules.
 
 Everything happens in throwaway network namespaces `tkbench-<pid>-*` (root only): the root namespace gets no
-rules, routes, addresses or links, and no traffic leaves loopback except inside those namespaces.
+rules, routes, addresses or links, and no traffic leaves loopback except inside those namespaces. The timed
+connections are made by a process of ours started inside each client namespace (`ip netns exec`).
 
-(1) Full sync: N ServicePorts (default 10,000, ClusterIP, TCP 80) with E endpoints each (default 10) built in
-    memory; `NftablesProxier.sync(ports, full=True)` into a fresh namespace, three runs (a fresh namespace and
-    proxier each). Reported: the sync's total (`last_duration`), the nft apply part (the bench's runner does what
-    `NftRunner.apply` does, `ip netns exec NS nft -f -`, timed and with a timeout) and the rest (plan + render, in
-    Python); plus `plan()` and `render_full()` timed on their own, and the script's size.
-(2) Incremental sync: with an M-Service table loaded (M: 4th argument, default N), 100 `sync()` calls each
-    changing one endpoint of the middle Service (alternately adding an 11th endpoint and removing it again); per
-    sync the total and the nft apply part, p50/p99. The same with a 100-Service table, to show whether the cost
-    depends on the table's size; and `plan()` / `render_diff()` of one change timed on their own at both sizes.
-(3) Connection latency: namespaces `node` (the proxy table), `pod` (listeners on 10.244.0.2:8080-8089, joined to
-    the node by a veth) and `client` (10.243.0.2, joined to the node by another veth; its default route is the
-    node). The first and the last Service's 10 endpoints are the pod's 10 ports. From the client namespace,
-    TCP connect() to the first ClusterIP, the last ClusterIP and the pod IP directly (no Service: the proxy's
-    map lookups still run, nothing matches), K connects each (default 2,000), interleaved in rotating order after a
-    warm-up; p50/p99 of the connect() call, and the last/first ratio. The same with the 100-Service table (K/2
-    each; the pod IP there being the "small table" baseline for non-service traffic).
+The modes, one after another in the same run and on the same topology: nftables (`NftablesProxier` and its
+long-lived libnftables session, `NftRunner`), iptables (`IptablesProxier`: iptables-save / iptables-restore of the
+host, here the nf_tables backend) and userspace (`UserspaceProxier`: a listener per service port in the node
+namespace, made as the netns dataplane makes them, and an nft table `ip tinykube-userspace` DNATing each ClusterIP
+to its listener). A mode may be measured at fewer Services than N (LIMITS, or `mode:Services` in the arguments);
+the output says so wherever it is.
 
-`python proxy.py [Services, 10000] [endpoints each, 10] [connects per target, 2000] [Services of the table for
-(2) and (3), default the first]`. Each nft apply is killed after APPLY_TIMEOUT (150 s); a full sync that is killed
-counts as missed and ends (1). Root only.
-Exits 1 if a target is missed. The iptables mode does not exist in tinykube yet, so nothing compares with it.
+(1) Full sync: N ServicePorts (default 10,000; ClusterIP 10.96.x.y, TCP 80) with E ready endpoints each (default
+    10) built in memory; `proxier.sync(ports, full=True)` into a fresh namespace: its total (`last_duration`) and
+    the part spent writing the rules (nftables: the session's transaction; iptables: iptables-save and
+    iptables-restore; userspace: `nft -f -`); the rest is Python (planning, rendering; for userspace, opening the
+    listeners). Three runs for nftables and iptables (the first two in a bare namespace, the third in the
+    topology's node namespace that (2) and (3) then use), one for userspace. The nftables session is started
+    before the timed sync (its start is reported on its own). Each full sync is bounded by SYNC_TIMEOUT: the
+    processes in its namespace (nft session, iptables-restore) are then killed and the run counts as missed. What
+    the kernel holds afterwards is counted. A 100-Service table is loaded the same way into a second topology.
+(2) One change: with a table loaded, 100 `sync()` calls each adding or removing (alternately) one endpoint of the
+    middle Service, every other ServicePort object staying the very same (as the agent hands them over); p50/p99
+    of the sync and of its rule writing. At N Services and at 100 (at most INCREMENTAL_BUDGET seconds each).
+(3) New connections: per mode and table size a topology of namespaces `node` (the proxy's table; forwarding on),
+    `pod` (a process answering one byte with that byte on 10.244.0.2:8080-8089, then closing) and `client`
+    (10.243.0.2), each joined to the node by a veth. The first and the last Service lead to the pod's 10 ports.
+    From the client namespace: `connect()` alone, and a round trip (connect, send a byte, receive the answer), to
+    the first ClusterIP, the last ClusterIP and the pod IP directly (no Service). The nftables and iptables
+    measurements (both table sizes, both kinds) are interleaved, each round in a fresh random order, WARMUP + K
+    each (K default 2,000); then the userspace ones the same way (its proxy runs in this process, and its work
+    after one probe would overlap the next). p50/p99, the last/first ratio, and the pod IP at N vs at 100
+    Services. For userspace, `connect()` completes at the proxy, which accepts; the round trip reaches the pod.
+
+`python proxy.py [Services 10000] [endpoints 10] [connects 2000] [modes nftables,iptables,userspace]`, a mode
+optionally as `mode:Services`. Root only. The whole run is bounded by DEADLINE (SIGALRM); SIGTERM and the deadline
+clean up like a normal end. Exits 1 if an nftables target is missed, 3 if interrupted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import ipaddress
 import os
 import random
+import resource
+import selectors
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
+from typing import Protocol
 
 from common import percentile
 
 from tinykube.node import netns
-from tinykube.proxy.model import Endpoint, ServicePort
-from tinykube.proxy.nftables import (
-    NFT,
-    NftablesProxier,
-    NftError,
-    NftRunner,
-    NodeConfig,
-    plan,
-    render_diff,
-    render_full,
-)
+from tinykube.proxy.iptables import IptablesProxier, IptablesRunner
+from tinykube.proxy.model import Endpoint, NodeConfig, ServicePort
+from tinykube.proxy.nftables import NftablesProxier, NftRunner
+from tinykube.proxy.userspace import NFT as USERSPACE_NFT
+from tinykube.proxy.userspace import TABLE as USERSPACE_TABLE
+from tinykube.proxy.userspace import UserspaceProxier
 
 PREFIX = f"tkbench-{os.getpid()}"
 NODE_IP, POD_IP, CLIENT_IP, CLIENT_GW = "10.244.0.1", "10.244.0.2", "10.243.0.2", "10.243.0.1"
@@ -63,15 +72,21 @@ POD_PORTS = tuple(range(8080, 8090))
 CONFIG = NodeConfig(
     node_name="node-1", node_ips=[NODE_IP], cluster_cidr="10.244.0.0/14", service_cidrs=["10.96.0.0/16"]
 )
-FULL_TARGET = 2.0  # seconds, full sync of 10,000 Services x 10 endpoints
-INCREMENTAL_TARGET = 0.020  # seconds, p99 of one change
-RATIO_TARGET = 0.10  # last vs first ClusterIP connect latency
+MODES = ("nftables", "iptables", "userspace")
+RUNS = {"nftables": 3, "iptables": 3, "userspace": 1}  # full syncs of the large table per mode
+# Services a mode is measured at, at most, unless the modes argument says otherwise (`iptables:5000`): the host's
+# iptables-nft-restore is superlinear (41-55 s for a full sync of 2,000 x 10 here; see bench/README.md).
+LIMITS = {"iptables": 2000}
+FULL_TARGET = 2.0  # seconds, full sync of 10,000 Services x 10 endpoints (nftables)
+INCREMENTAL_TARGET = 0.020  # seconds, p99 of one change (nftables)
+RATIO_TARGET = 0.10  # last vs first ClusterIP, and pod IP at N vs 100 Services (nftables)
 SMALL = 100  # Services of the comparison table
 INCREMENTAL_SYNCS = 100
-WARMUP = 100  # connects per target, discarded
-DEADLINE = 25 * 60  # seconds for the whole run (SIGALRM)
-APPLY_TIMEOUT = 150  # seconds for the nft apply of one full sync in (1)
-FIRST_EXTRA = ipaddress.ip_address("10.244.1.0")
+INCREMENTAL_BUDGET = 120  # seconds: fewer syncs when a mode's one change is that slow
+WARMUP = 100  # connects per measurement, discarded
+DEADLINE = 40 * 60  # seconds for the whole run (SIGALRM)
+SYNC_TIMEOUT = 180  # seconds for one full sync in (1)
+FIRST_EXTRA = (10 << 24) | (244 << 16) | (1 << 8)  # 10.244.1.0: endpoints of the Services other than first/last
 
 
 class Interrupted(Exception):
@@ -88,6 +103,10 @@ def _interrupt(signum: int, _frame: object) -> None:
 
 def cluster_ip(i: int) -> str:
     return f"10.96.{i // 250}.{i % 250 + 1}"
+
+
+def address(value: int) -> str:
+    return socket.inet_ntoa(value.to_bytes(4, "big"))
 
 
 def service(i: int, endpoints: tuple[Endpoint, ...]) -> ServicePort:
@@ -118,7 +137,7 @@ def ports(count: int, per: int) -> list[ServicePort]:
             eps = tuple(Endpoint(POD_IP, p, "node-1", True, True, False) for p in POD_PORTS[:per])
         else:
             eps = tuple(
-                Endpoint(str(FIRST_EXTRA + i * per + e), 8080, f"node-{e % 10 + 1}", True, True, False)
+                Endpoint(address(FIRST_EXTRA + i * per + e), 8080, f"node-{e % 10 + 1}", True, True, False)
                 for e in range(per)
             )
         found.append(service(i, eps))
@@ -154,9 +173,16 @@ class Namespaces:
         self.made.clear()
 
 
-def topology(spaces: Namespaces) -> tuple[str, str, str]:
+@dataclasses.dataclass(frozen=True)
+class Topology:
+    node: str
+    pod: str
+    client: str
+
+
+def topology(spaces: Namespaces, tag: str) -> Topology:
     """node <-veth-> pod, node <-veth-> client; all configuration done inside the new namespaces."""
-    node, pod, client = spaces.add("node"), spaces.add("pod"), spaces.add("client")
+    node, pod, client = spaces.add(f"{tag}-node"), spaces.add(f"{tag}-pod"), spaces.add(f"{tag}-client")
     for key in ("net.ipv4.conf.all.send_redirects", "net.ipv4.conf.default.send_redirects"):
         netns.write_sysctl(node, key, "0")
     netns.write_sysctl(node, "net.ipv4.ip_forward", "1")
@@ -175,318 +201,709 @@ def topology(spaces: Namespaces) -> tuple[str, str, str]:
     netns.ip_batch(
         client, [f"addr add {CLIENT_IP}/24 dev veth-n", "link set veth-n up", f"route add default via {CLIENT_GW}"]
     )
-    return node, pod, client
+    return Topology(node, pod, client)
+
+
+def bare(spaces: Namespaces, tag: str) -> str:
+    """A namespace holding only the node IP (on its loopback: the userspace mode listens on it)."""
+    name = spaces.add(tag)
+    netns.ip("addr", "add", f"{NODE_IP}/32", "dev", "lo", netns=name)
+    return name
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Timing
+# The pod: one process answering a byte with that byte
 
 
-class TimedRunner:
-    """NftRunner's `apply` (`ip netns exec NS nft -f -`, which execs nft) bounded by `timeout`, remembering how long
-    the last one took."""
+POD_SERVER = r"""
+import selectors, socket, sys
+sel = selectors.DefaultSelector()
+for port in sys.argv[2:]:
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((sys.argv[1], int(port)))
+    s.listen(4096)
+    s.setblocking(False)
+    sel.register(s, selectors.EVENT_READ, "listen")
+sel.register(sys.stdin, selectors.EVENT_READ, "stdin")
+print("ready", flush=True)
+while True:
+    for key, _ in sel.select():
+        if key.data == "stdin":
+            sys.exit(0)  # the bench closed our stdin (or died)
+        if key.data == "listen":
+            try:
+                conn, _ = key.fileobj.accept()
+            except OSError:
+                continue
+            conn.setblocking(False)
+            sel.register(conn, selectors.EVENT_READ, "conn")
+            continue
+        conn = key.fileobj
+        try:
+            data = conn.recv(1)
+            if data:
+                conn.send(data)
+        except OSError:
+            pass
+        sel.unregister(conn)
+        conn.close()
+"""
 
-    def __init__(self, name: str, timeout: float = 120) -> None:
-        self.inner = NftRunner(name)
-        self.timeout = timeout
-        self.last = 0.0
+
+CLIENT = r"""
+import socket, sys, time
+for line in sys.stdin:
+    kind, ip, port = line.split()
+    sock = socket.socket()
+    sock.settimeout(3)
+    try:
+        start = time.perf_counter_ns()
+        sock.connect((ip, int(port)))
+        if kind == "rtt":
+            sock.sendall(b"x")
+            if sock.recv(1) != b"x":
+                raise OSError("no answer")
+        answer = str(time.perf_counter_ns() - start)
+    except OSError as err:
+        answer = "fail " + (type(err).__name__ + " " + str(err)).replace("\n", " ")
+    finally:
+        sock.close()
+    sys.stdout.write(answer + "\n")
+    sys.stdout.flush()
+"""
+
+
+class Child:
+    """A Python process of ours inside one of our namespaces, talking over its stdin/stdout; `close()` ends it (by
+    closing its stdin, else by its pid)."""
+
+    def __init__(self, name: str, script: str, *args: str) -> None:
+        argv = netns.exec_argv(name, [sys.executable, "-c", script, *args])
+        self.netns = name
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout:
+            self.proc.stdout.close()
+
+
+class PodServer(Child):
+    """The pod's server: answers one byte with that byte on each of the pod's ports, then closes."""
+
+    def __init__(self, pod: str) -> None:
+        super().__init__(pod, POD_SERVER, POD_IP, *map(str, POD_PORTS))
+        assert self.proc.stdout is not None
+        with selectors.DefaultSelector() as waiting:  # epoll: descriptors may be above 1024 (userspace listeners)
+            waiting.register(self.proc.stdout, selectors.EVENT_READ)
+            ready = waiting.select(20)
+        if not ready or self.proc.stdout.readline().strip() != "ready":
+            self.close()
+            raise RuntimeError(f"pod server in {pod} did not start")
+
+
+class Client(Child):
+    """The client namespace's process: one timed connection per request (the bench waits for each answer), so
+    that the timing shares no interpreter (GIL) with the bench or the userspace proxy."""
+
+    def __init__(self, client: str) -> None:
+        super().__init__(client, CLIENT)
+
+    def probe(self, kind: str, ip: str, port: int) -> float | str:
+        """Seconds, or why it failed."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(f"{kind} {ip} {port}\n")
+        answer = self.proc.stdout.readline().strip()
+        if not answer:
+            raise RuntimeError(f"the client process in {self.netns} exited")
+        return answer[5:] if answer.startswith("fail ") else int(answer) / 1e9
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The proxiers, with their kernel writes timed
+
+
+class Proxier(Protocol):
+    failures: int
+    last_duration: float
+
+    def sync(self, ports: list[ServicePort], *, full: bool = False) -> None: ...
+
+
+class TimedNftRunner(NftRunner):
+    """NftRunner (the libnftables session), adding up the time its transactions take."""
+
+    spent = 0.0
 
     def apply(self, script: str) -> None:
         start = time.perf_counter()
         try:
-            done = subprocess.run(
-                netns.exec_argv(self.inner.netns or "", [NFT, "-f", "-"]),
-                input=script,
-                capture_output=True,
-                text=True,
-                timeout=self.timeout,
-                check=False,
-            )
+            super().apply(script)
         finally:
-            self.last = time.perf_counter() - start
-        if done.returncode != 0:
-            raise NftError(done.stderr.strip())
+            self.spent += time.perf_counter() - start
 
 
-def timed(fn: Callable[[], object]) -> tuple[float, object]:
-    start = time.perf_counter()
-    result = fn()
-    return time.perf_counter() - start, result
+class TimedIptablesRunner(IptablesRunner):
+    """IptablesRunner, adding up the time iptables-save and iptables-restore take."""
 
+    spent = 0.0
 
-def full_sync_runs(spaces: Namespaces, table: list[ServicePort], runs: int = 3) -> list[dict[str, float]]:
-    """Each run into a fresh namespace; a run whose nft apply exceeds APPLY_TIMEOUT is recorded with `timeout` set
-    (total and apply then being lower bounds) and ends the series."""
-    results = []
-    for run in range(runs):
-        name = spaces.add(f"full{run}")
+    def save(self) -> str:
+        start = time.perf_counter()
         try:
-            runner = TimedRunner(name, APPLY_TIMEOUT)
-            proxier = NftablesProxier(CONFIG, runner)
-            try:
-                proxier.sync(table, full=True)
-            except subprocess.TimeoutExpired:
-                results.append({"total": proxier.last_duration, "apply": runner.last, "rules": -1, "timeout": 1})
-                break
-            rules = runner.inner.dump().count("dnat to")
-            results.append({"total": proxier.last_duration, "apply": runner.last, "rules": rules, "timeout": 0})
+            return super().save()
         finally:
-            spaces.drop(name)
-    return results
+            self.spent += time.perf_counter() - start
+
+    def restore(self, text: str) -> None:
+        start = time.perf_counter()
+        try:
+            super().restore(text)
+        finally:
+            self.spent += time.perf_counter() - start
 
 
-def incremental(proxier: NftablesProxier, runner: TimedRunner, table: list[ServicePort]) -> dict[str, list[float]]:
-    """100 syncs, each adding or removing one endpoint of the middle Service."""
+class TimedUserspace(UserspaceProxier):
+    """UserspaceProxier, adding up the time its `nft` commands take."""
+
+    spent = 0.0
+
+    def _nft(self, args: list[str], stdin: str | None = None) -> None:
+        start = time.perf_counter()
+        try:
+            super()._nft(args, stdin)
+        finally:
+            self.spent += time.perf_counter() - start
+
+
+@dataclasses.dataclass
+class Synced:
+    total: float  # the proxier's last_duration
+    kernel: float  # of which writing to the kernel
+    timeout: bool = False
+
+
+class Node:
+    """One mode's proxier programming one namespace."""
+
+    def __init__(self, mode: str, name: str) -> None:
+        self.mode, self.netns = mode, name
+        self.session_start = 0.0
+        self.proxier: Proxier
+        self.clock: TimedNftRunner | TimedIptablesRunner | TimedUserspace
+        if mode == "nftables":
+            runner = TimedNftRunner(name)
+            start = time.perf_counter()
+            runner.run("list tables\n")  # starts the session (the agent's is long-lived)
+            self.session_start = time.perf_counter() - start
+            self.proxier = NftablesProxier(CONFIG, runner)
+            self.clock = runner
+        elif mode == "iptables":
+            self.clock = TimedIptablesRunner(name)
+            self.proxier = IptablesProxier(CONFIG, self.clock)
+        else:
+            proxier = TimedUserspace(CONFIG, name, self._bind)
+            self.proxier = self.clock = proxier
+
+    def _bind(self, host: str, port: int) -> socket.socket:
+        """As the netns dataplane's: a TCP socket made in (and bound inside) the node namespace."""
+        sock = netns.socket_in(self.netns, socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        return sock
+
+    def sync(self, table: list[ServicePort], *, full: bool = False, timeout: float | None = None) -> Synced:
+        """One sync; with `timeout`, the processes in the namespace (nft session, iptables-restore) are killed when
+        it runs out, and the sync counts as timed out (its figures are then lower bounds)."""
+        self.clock.spent = 0.0
+        with watchdog(self.netns, timeout) as fired:
+            try:
+                self.proxier.sync(table, full=full)
+            except Exception:
+                if not fired.is_set():
+                    raise
+        return Synced(self.proxier.last_duration, self.clock.spent, fired.is_set())
+
+    def check(self, table: list[ServicePort]) -> str:
+        """What the kernel (or the proxy) holds after a full sync, counted."""
+        if isinstance(self.clock, TimedNftRunner):
+            ips = self.clock.run("list set ip kube-proxy cluster-ips\n").count("10.96.")
+            listing = self.clock.run("list map ip kube-proxy endpoint-addresses\n")
+            picks = listing.partition("elements = {")[2].count(" : ")  # not the `type … : …` line
+            return f"{ips:,} ClusterIPs, {picks:,} endpoint elements"
+        if isinstance(self.clock, TimedIptablesRunner):
+            dnats = self.clock.save().count("-j DNAT")
+            return f"{dnats:,} DNAT rules"
+        assert isinstance(self.proxier, UserspaceProxier)
+        listening = sum(self.proxier.proxy_port(p.namespace, p.name, p.port_name) is not None for p in table)
+        argv = netns.exec_argv(self.netns, [USERSPACE_NFT, "list", "chain", *USERSPACE_TABLE.split(), "portals"])
+        rules = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=120).stdout.count("dnat to")
+        return f"{listening:,} listeners, {rules:,} DNAT rules"
+
+    def close(self) -> None:
+        if isinstance(self.clock, TimedNftRunner):
+            self.clock.close()
+        elif isinstance(self.clock, TimedUserspace):
+            self.clock.cleanup()
+
+
+@contextlib.contextmanager
+def watchdog(name: str, seconds: float | None) -> Iterator[threading.Event]:
+    """Kills the processes in our namespace `name` if the block lasts longer than `seconds` (None: no limit)."""
+    fired = threading.Event()
+
+    def fire() -> None:
+        fired.set()
+        netns.kill_all(name, signal.SIGKILL)
+
+    timer = threading.Timer(seconds, fire) if seconds else None
+    if timer:
+        timer.daemon = True
+        timer.start()
+    try:
+        yield fired
+    finally:
+        if timer:
+            timer.cancel()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# (2) one change
+
+
+@dataclasses.dataclass
+class Changes:
+    total: list[float]
+    kernel: list[float]
+
+
+def incremental(node: Node, table: list[ServicePort]) -> Changes:
+    """100 syncs, each adding or removing one endpoint of the middle Service; every other port object unchanged."""
     middle = len(table) // 2
     base = table[middle]
     extra = Endpoint("10.247.255.1", 8080, "node-2", True, True, False)
     grown = dataclasses.replace(base, endpoints=(*base.endpoints, extra))
-    totals, applies = [], []
+    found = Changes([], [])
     current = list(table)
+    deadline = time.monotonic() + INCREMENTAL_BUDGET
     for i in range(INCREMENTAL_SYNCS):
+        if time.monotonic() > deadline and i % 2 == 0:
+            break
         current[middle] = grown if i % 2 == 0 else base
-        start = time.perf_counter()
-        proxier.sync(current)
-        totals.append(time.perf_counter() - start)
-        applies.append(runner.last)
-    return {"total": totals, "apply": applies}
-
-
-def python_parts(table: list[ServicePort]) -> dict[str, float]:
-    """plan() of the whole table and render_diff() of one endpoint change, on their own (median of 5)."""
-    middle = len(table) // 2
-    changed = list(table)
-    extra = Endpoint("10.247.255.1", 8080, "node-2", True, True, False)
-    changed[middle] = dataclasses.replace(table[middle], endpoints=(*table[middle].endpoints, extra))
-    old = plan(CONFIG, table)
-    new = plan(CONFIG, changed)
-    plans = [timed(lambda: plan(CONFIG, changed))[0] for _ in range(5)]
-    diffs = [timed(lambda: render_diff(old, new))[0] for _ in range(5)]
-    renders = [timed(lambda: render_full(new))[0] for _ in range(3)]
-    return {
-        "plan": statistics.median(plans),
-        "diff": statistics.median(diffs),
-        "render_full": statistics.median(renders),
-        "diff_lines": render_diff(old, new).count("\n"),
-        "full_lines": render_full(new).count("\n"),
-    }
+        synced = node.sync(current)
+        found.total.append(synced.total)
+        found.kernel.append(synced.kernel)
+    return found
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Connections
+# (3) connections
+
+
+@dataclasses.dataclass(frozen=True)
+class Probe:
+    mode: str
+    size: int
+    target: str  # "first", "last" or "pod"
+    kind: str  # "connect" or "rtt"
+    address: str
+    client: Client = dataclasses.field(compare=False, hash=False)
+
+    @property
+    def key(self) -> tuple[str, int, str, str]:
+        return self.mode, self.size, self.target, self.kind
 
 
 @dataclasses.dataclass
-class Listeners:
-    sockets: list[socket.socket]
-    threads: list[threading.Thread]
-    stop: threading.Event
-
-    def close(self) -> None:
-        self.stop.set()
-        for sock in self.sockets:
-            sock.close()
-        for thread in self.threads:
-            thread.join(2)
+class Samples:
+    values: list[float] = dataclasses.field(default_factory=list)
+    failed: int = 0
+    error: str = ""  # the first failure
 
 
-def listen(pod: str) -> Listeners:
-    def make() -> list[socket.socket]:
-        made = []
-        for port in POD_PORTS:
-            sock = socket.socket()
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((POD_IP, port))
-            sock.listen(1024)
-            sock.settimeout(0.2)
-            made.append(sock)
-        return made
-
-    sockets = netns.run_in(pod, make)
-    stop = threading.Event()
-
-    def serve(sock: socket.socket) -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = sock.accept()
-            except (TimeoutError, OSError):
-                continue
-            conn.close()
-
-    threads = [threading.Thread(target=serve, args=(s,), daemon=True) for s in sockets]
-    for thread in threads:
-        thread.start()
-    return Listeners(sockets, threads, stop)
-
-
-def connect_latencies(client: str, targets: dict[str, str], count: int) -> dict[str, list[float]]:
-    """From inside `client` (one thread that entered it): `count` timed connect() calls per target, interleaved in
-    rotating order; each connection to a random one of the pod's ports, closed at once."""
-
-    def measure() -> dict[str, list[float]]:
-        found: dict[str, list[float]] = {label: [] for label in targets}
-        labels = list(targets)
-        rng = random.Random(7)
-        for i in range(WARMUP + count):
-            order = labels[i % len(labels) :] + labels[: i % len(labels)]
-            for label in order:
-                sock = socket.socket()
-                sock.settimeout(3)
-                port = 80 if targets[label].startswith("10.96.") else rng.choice(POD_PORTS)
-                try:
-                    start = time.perf_counter_ns()
-                    sock.connect((targets[label], port))
-                    elapsed = (time.perf_counter_ns() - start) / 1e9
-                finally:
-                    sock.close()
-                if i >= WARMUP:
-                    found[label].append(elapsed)
-        return found
-
-    return netns.run_in(client, measure)
+def measure(probes: list[Probe], count: int) -> dict[tuple[str, int, str, str], Samples]:
+    """WARMUP + `count` rounds; each round every probe once, in a freshly shuffled order (so that no probe always
+    follows the same one). A probe is one timed connect() (to a ClusterIP's port 80, or a random one of the pod's
+    ports), or connect + send one byte + receive the answer, by the probe's client process."""
+    found = {probe.key: Samples() for probe in probes}
+    rng = random.Random(7)
+    order = list(probes)
+    for i in range(WARMUP + count):
+        rng.shuffle(order)
+        for probe in order:
+            port = rng.choice(POD_PORTS) if probe.target == "pod" else 80
+            result = probe.client.probe(probe.kind, probe.address, port)
+            samples = found[probe.key]
+            if isinstance(result, str):
+                samples.failed += 1
+                samples.error = samples.error or result
+            elif i >= WARMUP:
+                samples.values.append(result)
+    return found
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# Report
 
 
 def ms(value: float) -> str:
-    return f"{value * 1000:.2f} ms"
+    return f"{value * 1000:.2f} ms" if value < 1 else f"{value:.2f} s"
 
 
 def us(value: float) -> str:
-    return f"{value * 1e6:.0f} us"
+    return f"{value * 1e6:.0f} µs"
+
+
+def p50_p99(values: list[float], unit: str = "ms") -> str:
+    fmt = us if unit == "us" else ms
+    if not values:
+        return "—"
+    return f"{fmt(percentile(values, 50))} / {fmt(percentile(values, 99))}"
+
+
+@dataclasses.dataclass
+class Row:
+    what: str
+    results: dict[str, str]
+    target: str = ""
+    verdict: str = ""
 
 
 @dataclasses.dataclass
 class Report:
-    rows: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)
+    modes: tuple[str, ...]
+    rows: list[Row] = dataclasses.field(default_factory=list)
     failed: list[str] = dataclasses.field(default_factory=list)
 
-    def add(self, what: str, result: str, target: str = "", ok: bool | None = None) -> None:
-        if ok is not None:
-            target += " — " + ("met" if ok else "MISSED")
-            if not ok:
-                self.failed.append(what)
-        self.rows.append((what, result, target))
-        print(f"  {what}: {result} {target}", flush=True)
+    def add(self, what: str, results: dict[str, str], target: str = "", ok: bool | None = None) -> None:
+        """A row; `ok` is the nftables column's verdict against `target` (None: no target)."""
+        verdict = "" if ok is None else ("met" if ok else "**MISSED**")
+        if ok is False:
+            self.failed.append(what)
+        self.rows.append(Row(what, results, target, verdict))
+        cells = "; ".join(f"{mode}: {results.get(mode, '—')}" for mode in self.modes)
+        print(f"  {what}: {cells}{' | ' + target if target else ''}{' — ' + verdict if verdict else ''}", flush=True)
 
     def table(self) -> str:
-        out = ["| benchmark | result | target |", "|---|---|---|"]
-        out += [f"| {w} | {r} | {t} |" for w, r, t in self.rows]
+        head = ["measurement", *self.modes, "target (nftables)", "verdict"]
+        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for row in self.rows:
+            cells = [row.what, *(row.results.get(m, "—") for m in self.modes), row.target, row.verdict]
+            out.append("| " + " | ".join(cells) + " |")
         return "\n".join(out)
 
 
+def raise_nofile(needed: int) -> None:
+    """Enough descriptors for the userspace mode's listeners (root may raise the hard limit too)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft >= needed:
+        return
+    if hard != resource.RLIM_INFINITY and hard < needed:
+        hard = needed
+    resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+
+
+def parse() -> tuple[int, int, int, dict[str, int]]:
+    """The arguments; the modes with the Services each is measured at."""
+    usage = (
+        f"usage: proxy.py [Services > {SMALL}, 10000] [endpoints 1-{len(POD_PORTS)}, 10] [connects, 2000] "
+        f"[modes, {','.join(MODES)}; `mode:Services` to measure a mode at another size]"
+    )
+    args = sys.argv[1:]
+    try:
+        count = int(args[0]) if len(args) > 0 else 10_000
+        per = int(args[1]) if len(args) > 1 else 10
+        connects = int(args[2]) if len(args) > 2 else 2000
+        sizes = {}
+        for item in args[3].split(",") if len(args) > 3 else MODES:
+            mode, _, size = item.partition(":")
+            sizes[mode] = int(size) if size else min(count, LIMITS.get(mode, count))
+    except ValueError:
+        sys.exit(usage)
+    if any(m not in MODES or s <= SMALL for m, s in sizes.items()) or count <= SMALL or connects < 1:
+        sys.exit(usage)
+    if not 1 <= per <= len(POD_PORTS):
+        sys.exit(usage)
+    return count, per, connects, sizes
+
+
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Loaded:
+    """A mode's proxier holding a table in a topology, with its pod server."""
+
+    size: int
+    table: list[ServicePort]
+    node: Node
+    topo: Topology
+
+
+class Run:
+    def __init__(self, count: int, per: int, connects: int, sizes: dict[str, int]) -> None:
+        self.count, self.per, self.connects = count, per, connects
+        self.modes = modes = tuple(sizes)
+        self.sizes = sizes  # Services each mode is measured at: `count` unless limited
+        self.report = Report(modes)
+        self.spaces = Namespaces()
+        self.nodes: list[Node] = []  # closed in `close()`
+        self.children: list[Child] = []  # pod servers and clients
+        self.loaded: dict[str, list[Loaded]] = {mode: [] for mode in modes}
+        self.tables: dict[int, list[ServicePort]] = {}
+
+    def table(self, size: int) -> list[ServicePort]:
+        if size not in self.tables:
+            self.tables[size] = ports(size, self.per)
+        return self.tables[size]
+
+    def node(self, mode: str, name: str) -> Node:
+        node = Node(mode, name)
+        self.nodes.append(node)
+        return node
+
+    def release(self, node: Node) -> None:
+        self.nodes.remove(node)
+        node.close()
+
+    def load(self, mode: str, size: int, tag: str) -> tuple[Loaded, Synced]:
+        topo = topology(self.spaces, tag)
+        self.children.append(PodServer(topo.pod))
+        node = self.node(mode, topo.node)
+        synced = node.sync(self.table(size), full=True, timeout=SYNC_TIMEOUT)
+        loaded = Loaded(size, self.table(size), node, topo)
+        if not synced.timeout:
+            self.loaded[mode].append(loaded)
+        return loaded, synced
+
+    # (1)
+
+    def full_syncs(self) -> None:
+        results: dict[str, list[Synced]] = {}
+        checks: dict[str, str] = {}
+        starts: dict[str, str] = {}
+        small: dict[str, str] = {}
+        for mode in self.modes:
+            size, runs = self.sizes[mode], RUNS[mode]
+            print(f"(1) {mode}: full sync of {size:,} Services x {self.per} endpoints, {runs} run(s)", flush=True)
+            found = results[mode] = []
+            for run in range(runs):
+                if run < runs - 1:
+                    name = bare(self.spaces, f"{mode[:3]}-full{run}")
+                    node = self.node(mode, name)
+                    try:
+                        synced = node.sync(self.table(size), full=True, timeout=SYNC_TIMEOUT)
+                        if mode == "nftables":
+                            starts[mode] = f"{node.session_start * 1000:.0f} ms"
+                    finally:
+                        self.release(node)
+                        self.spaces.drop(name)
+                else:
+                    loaded, synced = self.load(mode, size, f"{mode[:3]}-big")
+                    if not synced.timeout:
+                        checks[mode] = loaded.node.check(loaded.table)
+                found.append(synced)
+                print(f"    run {run + 1}: {synced.total:.2f} s (writing the rules {synced.kernel:.2f} s)", flush=True)
+                if synced.timeout:
+                    break
+            _, synced = self.load(mode, SMALL, f"{mode[:3]}-small")
+            small[mode] = f"{ms(synced.total)} (writing the rules {ms(synced.kernel)})"
+
+        label = f"{self.count:,} Services x {self.per} endpoints"
+        cells = {}
+        for mode, synced_runs in results.items():
+            text = ", ".join(f"{'> ' if r.timeout else ''}{r.total:.2f} s" for r in synced_runs)
+            if self.sizes[mode] != self.count:
+                text += f" (at {self.sizes[mode]:,} Services)"
+            cells[mode] = text + (f" (killed after {SYNC_TIMEOUT} s)" if synced_runs[-1].timeout else "")
+        nft = results.get("nftables")
+        self.report.add(
+            f"(1) full sync, {label}",
+            cells,
+            f"<= {FULL_TARGET:.0f} s each" if nft else "",
+            all(not r.timeout and r.total <= FULL_TARGET for r in nft) if nft else None,
+        )
+        self.report.add(
+            "    of which writing the rules (nft session / iptables-save + -restore / nft -f)",
+            {m: ", ".join(f"{r.kernel:.2f} s" for r in rs) for m, rs in results.items()},
+        )
+        self.report.add(
+            "    of which Python (plan, render; userspace: listeners)",
+            {m: ", ".join(f"{r.total - r.kernel:.2f} s" for r in rs) for m, rs in results.items()},
+        )
+        self.report.add("    programmed (counted after the last run)", checks)
+        if starts:
+            self.report.add("    nft session start (before the sync, not in it)", starts)
+        self.report.add(f"    full sync, {SMALL} Services", small)
+
+    # (2)
+
+    def changes(self) -> None:
+        found: dict[int, dict[str, Changes]] = {}
+        for mode in self.modes:
+            for loaded in self.loaded[mode]:
+                print(f"(2) {mode}: {INCREMENTAL_SYNCS} one-endpoint changes at {loaded.size:,} Services", flush=True)
+                found.setdefault(loaded.size, {})[mode] = incremental(loaded.node, loaded.table)
+                assert loaded.node.proxier.failures == 0, (mode, loaded.node.proxier.failures)
+        big = {m: self.sizes[m] for m in self.modes}
+        rows: list[tuple[str, dict[str, Changes]]] = [
+            (f"{self.count:,} Services", {m: found[big[m]][m] for m in self.modes if m in found.get(big[m], {})}),
+            (f"{SMALL} Services", found.get(SMALL, {})),
+        ]
+        for label, per_mode in rows:
+            large = label != f"{SMALL} Services"
+            nft = per_mode.get("nftables")
+            p99 = percentile(nft.total, 99) if nft else None
+            self.report.add(
+                f"(2) one endpoint change, {label}: sync p50 / p99",
+                {m: p50_p99(c.total) + self._size_note(m, large) for m, c in per_mode.items()},
+                f"p99 <= {INCREMENTAL_TARGET * 1000:.0f} ms" if large and nft else "",
+                p99 <= INCREMENTAL_TARGET if large and p99 is not None else None,
+            )
+            self.report.add(
+                "    of which writing the rules p50 / p99",
+                {
+                    m: p50_p99(c.kernel) + f" ({len(c.kernel)} syncs)" * (len(c.kernel) != INCREMENTAL_SYNCS)
+                    for m, c in per_mode.items()
+                },
+            )
+        ratios = {}
+        for mode in self.modes:
+            at_big, at_small = found.get(big[mode], {}).get(mode), found.get(SMALL, {}).get(mode)
+            if at_big and at_small:
+                ratios[mode] = f"{percentile(at_big.total, 50) / percentile(at_small.total, 50):.2f}"
+        self.report.add(f"    sync p50, {self.count:,} / {SMALL} Services", ratios)
+
+    def _size_note(self, mode: str, large: bool) -> str:
+        return f" (at {self.sizes[mode]:,})" if large and self.sizes[mode] != self.count else ""
+
+    # (3)
+
+    def connections(self) -> None:
+        # The kernel modes side by side; the userspace mode on its own: its proxy runs in this process, and its work
+        # after a probe (closing the spliced connections) would overlap the next probe.
+        phases = [[m for m in self.modes if m != "userspace"], [m for m in self.modes if m == "userspace"]]
+        found: dict[tuple[str, int, str, str], Samples] = {}
+        for phase in phases:
+            probes = []
+            for mode in phase:
+                for loaded in self.loaded[mode]:
+                    client = Client(loaded.topo.client)
+                    self.children.append(client)
+                    addresses = {"first": cluster_ip(0), "last": cluster_ip(loaded.size - 1), "pod": POD_IP}
+                    for kind in ("connect", "rtt"):
+                        for target, ip in addresses.items():
+                            probes.append(Probe(mode, loaded.size, target, kind, ip, client))
+            if not probes:
+                continue
+            print(
+                f"(3) {', '.join(phase)}: {len(probes)} measurements interleaved, {WARMUP} + {self.connects} each "
+                f"(load average {os.getloadavg()[0]:.1f})",
+                flush=True,
+            )
+            start = time.perf_counter()
+            found.update(measure(probes, self.connects))
+            print(f"    took {time.perf_counter() - start:.0f} s", flush=True)
+
+        def values(mode: str, size: int, target: str, kind: str) -> list[float]:
+            return found.get((mode, size, target, kind), Samples()).values
+
+        for kind, title in (("connect", "connect()"), ("rtt", "round trip (connect, 1 byte each way)")):
+            for large in (True, False):
+                sizes = {m: self.sizes[m] if large else SMALL for m in self.modes}
+                label = f"{self.count:,}" if large else f"{SMALL}"
+                names = {"first": "ClusterIP of Service 1", "last": "ClusterIP of the last Service", "pod": "pod IP"}
+                for target in ("first", "last", "pod"):
+                    cells = {}
+                    for m in self.modes:
+                        samples = found.get((m, sizes[m], target, kind))
+                        if samples is None:
+                            continue
+                        cells[m] = p50_p99(samples.values, "us") + self._size_note(m, large)
+                        if samples.failed:
+                            cells[m] += f" ({samples.failed} failed: {samples.error})"
+                    self.report.add(f"(3) {title}, {label}-Service table, {names[target]}: p50 / p99", cells)
+                ratios, ok = {}, None
+                for m in self.modes:
+                    first, last = values(m, sizes[m], "first", kind), values(m, sizes[m], "last", kind)
+                    if first and last:
+                        ratio = percentile(last, 50) / percentile(first, 50)
+                        ratios[m] = f"{ratio:.3f} ({percentile(last, 99) / percentile(first, 99):.3f})"
+                        if m == "nftables" and large and kind == "connect":
+                            ok = abs(ratio - 1) <= RATIO_TARGET
+                self.report.add(
+                    "    last / first ClusterIP: p50 ratio (p99 ratio)",
+                    ratios,
+                    f"p50 within {RATIO_TARGET:.0%}" if ok is not None else "",
+                    ok,
+                )
+            ratios, ok = {}, None
+            for m in self.modes:
+                at_big, at_small = values(m, self.sizes[m], "pod", kind), values(m, SMALL, "pod", kind)
+                if at_big and at_small:
+                    ratio = percentile(at_big, 50) / percentile(at_small, 50)
+                    ratios[m] = f"{ratio:.3f} ({percentile(at_big, 99) / percentile(at_small, 99):.3f})"
+                    if m == "nftables" and kind == "connect":
+                        ok = abs(ratio - 1) <= RATIO_TARGET
+            self.report.add(
+                f"    pod IP (no Service), {title}: {self.count:,}- / {SMALL}-Service table, p50 ratio (p99 ratio)",
+                ratios,
+                f"p50 within {RATIO_TARGET:.0%}" if ok is not None else "",
+                ok,
+            )
+
+    def close(self) -> None:
+        """Everything this run made, whatever happened; errors are printed, not raised."""
+        for node in reversed(self.nodes):
+            try:
+                node.close()
+            except Exception as err:
+                print(f"closing the {node.mode} proxier of {node.netns}: {err!r}", file=sys.stderr)
+        for child in self.children:
+            try:
+                child.close()
+            except Exception as err:
+                print(f"stopping a process in {child.netns}: {err!r}", file=sys.stderr)
+        self.spaces.close()
+
+
 def main() -> int:
-    count = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
-    per = int(sys.argv[2]) if len(sys.argv) > 2 else 10
-    connects = int(sys.argv[3]) if len(sys.argv) > 3 else 2000
-    scale = int(sys.argv[4]) if len(sys.argv) > 4 else count  # Services of the table for (2) and (3)
+    count, per, connects, sizes = parse()
     if os.geteuid() != 0:
         print("root only (network namespaces)", file=sys.stderr)
         return 2
+    if "userspace" in sizes:
+        raise_nofile(sizes["userspace"] + SMALL + 4096)
     print(f"load average at start: {os.getloadavg()}", flush=True)
-    report = Report()
-    spaces = Namespaces()
-    listeners: Listeners | None = None
+    run = Run(count, per, connects, sizes)
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGALRM, _interrupt)
     signal.alarm(DEADLINE)
     try:
-        big, small = ports(count, per), ports(SMALL, per)
-        loaded = big if scale == count else ports(scale, per)
-        label = f"{count:,} Services x {per} endpoints"
-
-        print(f"(1) full sync, {label}", flush=True)
-        parts = python_parts(big)
-        runs = full_sync_runs(spaces, big)
-        totals = [r["total"] for r in runs]
-        report.add(
-            f"full sync, {label} ({len(runs)} runs)",
-            ", ".join(f"{'> ' if r['timeout'] else ''}{r['total']:.2f} s" for r in runs),
-            f"<= {FULL_TARGET:.0f} s each",
-            all(t <= FULL_TARGET for t in totals),
-        )
-        report.add(
-            "  of which nft apply",
-            ", ".join(f"{'> ' if r['timeout'] else ''}{r['apply']:.2f} s" for r in runs)
-            + (f" (killed after {APPLY_TIMEOUT} s)" if runs[-1]["timeout"] else ""),
-        )
-        report.add("  of which plan + render (Python)", ", ".join(f"{r['total'] - r['apply']:.2f} s" for r in runs))
-        report.add(
-            "  plan() / render_full() alone",
-            f"{parts['plan']:.2f} s / {parts['render_full']:.2f} s ({parts['full_lines']:,} script lines)",
-        )
-        report.add("  dnat rules in the kernel after the sync", ", ".join(str(int(r["rules"])) for r in runs))
-
-        node, pod, client = topology(spaces)
-        listeners = listen(pod)
-        first_last: dict[int, dict[str, list[float]]] = {}
-        for size, table in ((SMALL, small), (scale, loaded)):
-            runner = TimedRunner(node, APPLY_TIMEOUT)
-            proxier = NftablesProxier(CONFIG, runner)
-            proxier.sync(table, full=True)
-            print(f"(2) incremental syncs at {size:,} Services (loaded in {proxier.last_duration:.2f} s)", flush=True)
-            inc = incremental(proxier, runner, table)
-            p99 = percentile(inc["total"], 99)
-            checks = (
-                {"target": f"p99 <= {INCREMENTAL_TARGET * 1000:.0f} ms", "ok": p99 <= INCREMENTAL_TARGET}
-                if size == scale
-                else {}
-            )
-            report.add(
-                f"one endpoint change, {size:,} Services: sync() p50 / p99",
-                f"{ms(percentile(inc['total'], 50))} / {ms(p99)}",
-                **checks,
-            )
-            report.add(
-                "  of which nft apply p50 / p99",
-                f"{ms(percentile(inc['apply'], 50))} / {ms(percentile(inc['apply'], 99))}",
-            )
-            sub = python_parts(table)
-            report.add(
-                "  plan() of all ports / render_diff() alone",
-                f"{ms(sub['plan'])} / {ms(sub['diff'])} ({sub['diff_lines']} script lines)",
-            )
-            assert proxier.full_syncs == 1 and proxier.failures == 0, (proxier.full_syncs, proxier.failures)
-
-            each = connects if size == scale else connects // 2
-            print(f"(3) connect latency at {size:,} Services, {each} each", flush=True)
-            lat = connect_latencies(client, {"first": cluster_ip(0), "last": cluster_ip(size - 1), "pod": POD_IP}, each)
-            first_last[size] = lat
-            for target in ("first", "last", "pod"):
-                what = {"first": "ClusterIP of Service 1", "last": f"ClusterIP of Service {size:,}", "pod": "pod IP"}
-                report.add(
-                    f"connect() {what[target]}, {size:,}-Service table: p50 / p99",
-                    f"{us(percentile(lat[target], 50))} / {us(percentile(lat[target], 99))}",
-                )
-            ratio = percentile(lat["last"], 50) / percentile(lat["first"], 50)
-            ratio99 = percentile(lat["last"], 99) / percentile(lat["first"], 99)
-            report.add(
-                f"  last / first, {size:,} Services: p50 ratio (p99 ratio)",
-                f"{ratio:.3f} ({ratio99:.3f})",
-                **(
-                    {"target": f"within {RATIO_TARGET:.0%}", "ok": abs(ratio - 1) <= RATIO_TARGET}
-                    if size == scale
-                    else {}
-                ),
-            )
-        pod_ratio = percentile(first_last[scale]["pod"], 50) / percentile(first_last[SMALL]["pod"], 50)
-        report.add(f"pod IP p50, {scale:,} vs {SMALL}-Service table", f"{pod_ratio:.3f}")
-        report.add("compared with the iptables mode", "not measured: tinykube has no iptables mode yet")
+        run.full_syncs()
+        run.changes()
+        run.connections()
     except Interrupted as err:
         print(f"interrupted by {err}", file=sys.stderr)
         return 3
     finally:
         signal.alarm(0)
-        if listeners:
-            listeners.close()
-        spaces.close()
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # cleanup is not interrupted
+        run.close()
         left = netns.list_netns(PREFIX)
         print(f"namespaces left: {left or 'none'}", flush=True)
     print(f"\nload average at end: {os.getloadavg()}\n")
-    print(report.table())
-    if report.failed:
-        print("\nMISSED: " + "; ".join(report.failed))
+    print(run.report.table())
+    if run.report.failed:
+        print("\nMISSED (nftables): " + "; ".join(run.report.failed))
         return 1
     return 0
 
