@@ -444,9 +444,10 @@ class Node:
             return f"{dnats:,} DNAT rules"
         assert isinstance(self.proxier, UserspaceProxier)
         listening = sum(self.proxier.proxy_port(p.namespace, p.name, p.port_name) is not None for p in table)
-        argv = netns.exec_argv(self.netns, [USERSPACE_NFT, "list", "chain", *USERSPACE_TABLE.split(), "portals"])
-        rules = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=120).stdout.count("dnat to")
-        return f"{listening:,} listeners, {rules:,} DNAT rules"
+        argv = netns.exec_argv(self.netns, [USERSPACE_NFT, "list", "map", *USERSPACE_TABLE.split(), "portals"])
+        listing = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=120).stdout
+        portals = listing.partition("elements = {")[2].count(" : ")  # not the `type … : …` line
+        return f"{listening:,} listeners, {portals:,} portal map elements"
 
     def close(self) -> None:
         if isinstance(self.clock, TimedNftRunner):

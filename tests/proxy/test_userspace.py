@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import logging
 import os
+import re
 import socket
+import struct
 import subprocess
 import threading
 from collections import Counter
@@ -25,7 +28,14 @@ from tinykube.node import netns
 from tinykube.proxy import userspace
 from tinykube.proxy.model import Endpoint, NodeConfig, ServicePort
 from tinykube.proxy.modes import Bind
-from tinykube.proxy.userspace import RoundRobin, UserspaceProxier, dialable, render_rules
+from tinykube.proxy.userspace import (
+    RoundRobin,
+    UserspaceProxier,
+    dialable,
+    portal_elements,
+    render_changes,
+    render_rules,
+)
 
 CONFIG = NodeConfig(node_name="", node_ips=["127.0.0.1"], cluster_cidr="10.244.0.0/16", service_cidrs=["10.96.0.0/16"])
 A, B, C = ("127.0.0.1", 8001), ("127.0.0.1", 8002), ("127.0.0.1", 8003)
@@ -109,6 +119,25 @@ class Backends:
         server = self._run(start())
         self.closers.append(server.close)
         return ep("127.0.0.1", server.sockets[0].getsockname()[1])
+
+    def tcp_held(self, name: str) -> tuple[Endpoint, Any]:
+        """A server that reads each connection to its end, then holds it open until `release()`: the proxy's
+        splice waits on it meanwhile. Returns the endpoint and `release`."""
+        released = asyncio.Event()
+
+        async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self.accepted[name] += 1
+            await reader.read()  # up to the EOF the proxy passes on
+            self.accepted[f"{name} eof"] += 1
+            await released.wait()
+            writer.close()
+
+        async def start() -> asyncio.Server:
+            return await asyncio.start_server(hold, "127.0.0.1", 0)
+
+        server = self._run(start())
+        self.closers.append(server.close)
+        return ep("127.0.0.1", server.sockets[0].getsockname()[1]), lambda: self.loop.call_soon_threadsafe(released.set)
 
     def udp(self, name: str) -> Endpoint:
         class Answer(asyncio.DatagramProtocol):
@@ -242,10 +271,12 @@ def test_only_loopback_is_dialable_from_the_root_namespace(netns_name: str | Non
     assert dialable(netns_name, ip) is expected
 
 
-def test_rules_send_virtual_ips_to_the_proxy_port() -> None:
+def test_rules_send_virtual_ips_to_the_proxy_port_through_one_map() -> None:
     port = svc("web", cluster_ips=("10.96.0.10",), external_ips=("192.0.2.7",), load_balancer_ips=("172.20.255.1",))
     dns = svc("dns", cluster_ips=("10.96.0.53",), protocol="udp", port=53, port_name="dns")
-    lines = render_rules("172.20.0.2", [(port, 41000), (dns, 41001)]).splitlines()
+    assert portal_elements(port) == [("10.96.0.10", "tcp", 80), ("192.0.2.7", "tcp", 80), ("172.20.255.1", "tcp", 80)]
+    portals = {e: (41000, "ns1/web:http") for e in portal_elements(port)} | {("10.96.0.53", "udp", 53): (41001, "d")}
+    lines = render_rules("172.20.0.2", portals).splitlines()
     assert lines[:3] == [
         "add table ip tinykube-userspace",
         "delete table ip tinykube-userspace",
@@ -253,13 +284,36 @@ def test_rules_send_virtual_ips_to_the_proxy_port() -> None:
     ]
     assert "add chain ip tinykube-userspace prerouting { type nat hook prerouting priority -100 ; }" in lines
     assert "add chain ip tinykube-userspace output { type nat hook output priority -100 ; }" in lines
-    rule = "add rule ip tinykube-userspace portals ip daddr {} {} dnat to 172.20.0.2:{} comment {}"
-    assert [line for line in lines if line.startswith("add rule ip tinykube-userspace portals")] == [
-        rule.format("10.96.0.10", "tcp dport 80", 41000, '"ns1/web:http"'),
-        rule.format("192.0.2.7", "tcp dport 80", 41000, '"ns1/web:http"'),
-        rule.format("172.20.255.1", "tcp dport 80", 41000, '"ns1/web:http"'),
-        rule.format("10.96.0.53", "udp dport 53", 41001, '"ns1/dns:dns"'),
+    rules = [line for line in lines if line.startswith("add rule ip tinykube-userspace")]
+    assert rules == [
+        "add rule ip tinykube-userspace prerouting jump portals",
+        "add rule ip tinykube-userspace output jump portals",
+        "add rule ip tinykube-userspace portals dnat ip to ip daddr . meta l4proto . th dport map @portals",
+    ]  # one lookup whatever the number of Services
+    elements = [line for line in lines if line.startswith("add element")]
+    assert elements == [
+        "add element ip tinykube-userspace portals { "
+        '10.96.0.10 . tcp . 80 comment "ns1/web:http" : 172.20.0.2 . 41000, '
+        '10.96.0.53 . udp . 53 comment "d" : 172.20.0.2 . 41001, '
+        '172.20.255.1 . tcp . 80 comment "ns1/web:http" : 172.20.0.2 . 41000, '
+        '192.0.2.7 . tcp . 80 comment "ns1/web:http" : 172.20.0.2 . 41000 }'
     ]
+    assert dns.protocol == "udp"
+
+
+def test_a_large_table_is_written_in_lines_of_bounded_length() -> None:
+    portals = {(f"10.96.{i // 250}.{i % 250 + 1}", "tcp", 80): (40000 + i, f"ns/s{i}:") for i in range(2500)}
+    lines = [line for line in render_rules("10.244.0.1", portals).splitlines() if line.startswith("add element")]
+    assert len(lines) == 3 and sum(line.count(" : ") for line in lines) == 2500
+
+
+def test_changes_delete_then_add_elements() -> None:
+    script = render_changes("10.244.0.1", [("10.96.0.11", "tcp", 80)], {("10.96.0.11", "tcp", 80): (41002, "ns1/b:")})
+    assert script == (
+        "delete element ip tinykube-userspace portals { 10.96.0.11 . tcp . 80 }\n"
+        'add element ip tinykube-userspace portals { 10.96.0.11 . tcp . 80 comment "ns1/b:" : 10.244.0.1 . 41002 }\n'
+    )
+    assert render_changes("10.244.0.1", [], {}) == ""
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -345,6 +399,41 @@ def test_endpoint_changes_only_update_the_balancer(proxier: UserspaceProxier, ba
         assert held.recv(4096) == b"old still here\n"  # a connection in flight keeps its backend
 
 
+def test_a_sync_touches_only_the_ports_that_changed(
+    proxier: UserspaceProxier, backends: Backends, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    updated: list[RoundRobin] = []
+    original = RoundRobin.update
+
+    def recording(self: RoundRobin, endpoints: Any, affinity_timeout: int) -> None:
+        updated.append(self)
+        original(self, endpoints, affinity_timeout)
+
+    monkeypatch.setattr(RoundRobin, "update", recording)
+    ports = [svc(name, backends.tcp(name), cluster_ips=(f"10.96.0.{i}",)) for i, name in enumerate("abc", 10)]
+    proxier.sync(ports)
+    assert len(updated) == 3
+    listening = [proxier.proxy_port("ns1", name, "http") for name in "abc"]
+    balancers = {name: proxier._ports[p.key].balancer for name, p in zip("abc", ports, strict=True)}
+    updated.clear()
+    proxier.sync(ports)  # the very same objects
+    proxier.sync([ports[0], dataclasses.replace(ports[1]), ports[2]])  # an equal copy
+    assert updated == []
+    assert proxier._ports[ports[1].key].spec is not ports[1]  # the copy is kept: the next sync finds it by identity
+    proxier.sync([ports[0], svc("b", backends.tcp("b2"), cluster_ips=("10.96.0.11",)), ports[2]])
+    assert updated == [balancers["b"]]  # the changed one alone
+    assert [proxier.proxy_port("ns1", name, "http") for name in "abc"] == listening  # no listener reopened
+    assert ask(listening[1] or 0) == "b2 hello\n" and ask(listening[0] or 0) == "a hello\n"
+    updated.clear()
+    proxier.sync(ports[:2], full=False)  # c removed, the others untouched
+    assert updated == [balancers["b"]] and proxier.proxy_port("ns1", "c", "http") is None
+
+
+def test_sockets_are_made_on_the_proxiers_thread_only(proxier: UserspaceProxier) -> None:
+    with pytest.raises(RuntimeError, match="own thread"):
+        proxier._socket(socket.SOCK_STREAM)
+
+
 def test_a_node_port_is_served_on_loopback(proxier: UserspaceProxier, backends: Backends) -> None:
     node_port = free_port()
     proxier.sync([svc("web", backends.tcp("b1"), node_port=node_port)])
@@ -396,6 +485,7 @@ def test_the_dial_guard_refuses_non_loopback(proxier: UserspaceProxier, monkeypa
         raise AssertionError("a connection was attempted")
 
     monkeypatch.setattr(asyncio, "open_connection", no_connection)
+    monkeypatch.setattr(proxier, "_socket", no_connection)
     with pytest.raises(OSError, match=r"refusing to dial 10\.244\.0\.5"):
         proxier._call(proxier._dial("10.244.0.5", 80))
     with pytest.raises(OSError, match=r"refusing to send to 10\.244\.0\.5"):
@@ -422,6 +512,51 @@ def test_no_rules_and_no_nft_in_the_root_namespace(
     proxier.sync([svc("web", backends.tcp("b1"))], full=True)
     proxier.cleanup()
     assert ran == []
+
+
+def test_clients_that_close_at_once_leave_no_task_pending(
+    proxier: UserspaceProxier, backends: Backends, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Connect-and-close clients (as a connect() probe): each splice then waits on its backend alone, and the tasks
+    must stay referenced until the backend ends (asyncio's stream protocols hold their readers weakly: a collected
+    cycle of pending tasks is logged as "Task was destroyed but it is pending!") and then all finish."""
+    endpoint, release = backends.tcp_held("held")
+    proxier.sync([svc("web", endpoint)])
+    port = proxier.proxy_port("ns1", "web", "http")
+    assert port is not None
+    count = 40
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        for _ in range(count):
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()  # FIN right after connect
+        eventually(lambda: backends.accepted["held eof"] == count, what="every client's EOF passed to the backend")
+        gc.collect()  # what the collector would find sooner or later: nothing may be left only in a cycle
+        release()
+        eventually(lambda: not proxier._tasks, what="every connection's task finished")
+        gc.collect()
+    destroyed = [r.getMessage() for r in caplog.records if "destroyed but it is pending" in r.getMessage()]
+    assert destroyed == []
+    assert backends.accepted["held"] == count
+
+
+def test_clients_that_reset_at_once_leave_no_task_pending(
+    proxier: UserspaceProxier, backends: Backends, caplog: pytest.LogCaptureFixture
+) -> None:
+    endpoint, release = backends.tcp_held("held")
+    release()
+    proxier.sync([svc("web", endpoint)])
+    port = proxier.proxy_port("ns1", "web", "http")
+    assert port is not None
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        for _ in range(40):
+            client = socket.create_connection(("127.0.0.1", port), timeout=5)
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            client.close()  # RST right after connect, before or while the proxy dials
+        eventually(lambda: backends.accepted["held"] == 40, what="every connection dialled")
+        gc.collect()
+        eventually(lambda: not proxier._tasks, what="every connection's task finished")
+        gc.collect()
+    assert not [r for r in caplog.records if "destroyed but it is pending" in r.getMessage()]
+    assert not [r for r in caplog.records if r.name == "asyncio" and r.levelno >= logging.ERROR]
 
 
 def test_cleanup_closes_listeners_and_connections(backends: Backends) -> None:
@@ -517,7 +652,8 @@ def test_pod_traffic_to_a_cluster_ip_reaches_a_backend_through_the_proxy(node_an
             text=True,
             check=True,
         ).stdout
-        assert f"dnat to 10.244.0.1:{proxier.proxy_port('ns1', 'web', 'http')}" in listed
+        web_port = proxier.proxy_port("ns1", "web", "http")
+        assert f'10.96.0.10 . tcp . 80 comment "ns1/web:http" : 10.244.0.1 . {web_port}' in listed
         for source in (pod, node):  # from a pod (prerouting) and from the node itself (output)
             threading.Thread(target=_serve_once, args=(backend, f"hi {source}"), daemon=True).start()
             client = netns.socket_in(source)
@@ -537,3 +673,127 @@ def test_pod_traffic_to_a_cluster_ip_reaches_a_backend_through_the_proxy(node_an
         backend.close()
     gone = subprocess.run(netns.exec_argv(node, ["nft", "list", "tables"]), capture_output=True, text=True, check=True)
     assert "tinykube-userspace" not in gone.stdout
+
+
+def _map(node: str) -> dict[tuple[str, str, int], int]:
+    """The `portals` map in the node namespace: (virtual IP, protocol, port) -> proxy port."""
+    listed = subprocess.run(
+        netns.exec_argv(node, ["nft", "list", "map", "ip", "tinykube-userspace", "portals"]),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    found = re.findall(r'([\d.]+) \. (tcp|udp) \. (\d+) comment "[^"]*" : 10\.244\.0\.1 \. (\d+)', listed)
+    return {(ip, protocol, int(port)): int(proxy) for ip, protocol, port, proxy in found}
+
+
+@root_only
+def test_a_change_writes_only_its_map_elements(node_and_pod: tuple[str, str]) -> None:
+    node, _ = node_and_pod
+    proxier = UserspaceProxier(NODE_CONFIG, node, _node_bind(node))
+    scripts: list[str] = []
+    write = proxier._nft
+
+    def recording(args: list[str], stdin: str | None = None) -> None:
+        scripts.append(stdin or " ".join(args))
+        write(args, stdin)
+
+    proxier._nft = recording  # type: ignore[method-assign]
+
+    def port_of(name: str) -> int:
+        found = proxier.proxy_port("ns1", name, "http")
+        assert found is not None
+        return found
+
+    try:
+        web, empty = svc("web", ep("10.244.0.2", 8080)), svc("empty", cluster_ips=("10.96.0.11",))
+        proxier.sync([web, empty], full=True)
+        assert scripts[-1].startswith("add table") and "delete table" in scripts[-1]
+        expected = {("10.96.0.10", "tcp", 80): port_of("web"), ("10.96.0.11", "tcp", 80): port_of("empty")}
+        assert _map(node) == expected
+        scripts.clear()
+
+        web = svc("web", ep("10.244.0.2", 8080), ep("10.244.0.2", 8081))  # endpoints only: no rule to write
+        proxier.sync([web, empty])
+        assert scripts == [] and _map(node) == expected
+
+        new = svc("new", ep("10.244.0.2", 8080), cluster_ips=("10.96.0.12",))
+        proxier.sync([web, empty, new])
+        element = f'10.96.0.12 . tcp . 80 comment "ns1/new:http" : 10.244.0.1 . {port_of("new")}'
+        assert scripts == [f"add element ip tinykube-userspace portals {{ {element} }}\n"]
+        expected[("10.96.0.12", "tcp", 80)] = port_of("new")
+        assert _map(node) == expected
+
+        proxier.sync([web, new])
+        assert scripts[-1] == "delete element ip tinykube-userspace portals { 10.96.0.11 . tcp . 80 }\n"
+        del expected[("10.96.0.11", "tcp", 80)]
+        assert _map(node) == expected
+
+        # Two Services sharing an external IP and port: the first by name has it, the other when it goes.
+        a = svc("a", cluster_ips=("10.96.0.21",), external_ips=("192.0.2.7",))
+        b = svc("b", cluster_ips=("10.96.0.22",), external_ips=("192.0.2.7",))
+        proxier.sync([web, new, b, a])
+        expected |= {("10.96.0.21", "tcp", 80): port_of("a"), ("10.96.0.22", "tcp", 80): port_of("b")}
+        assert _map(node) == expected | {("192.0.2.7", "tcp", 80): port_of("a")}
+        proxier.sync([web, new, b])
+        assert scripts[-1].startswith("delete element") and "add element" in scripts[-1]  # one transaction
+        del expected[("10.96.0.21", "tcp", 80)]
+        assert _map(node) == expected | {("192.0.2.7", "tcp", 80): port_of("b")}
+        expected[("192.0.2.7", "tcp", 80)] = port_of("b")
+
+        # A failed write leaves the kernel's state unknown: the next sync rewrites the table.
+        proxier._nft = lambda args, stdin=None: (_ for _ in ()).throw(userspace.NftError("injected"))  # type: ignore[method-assign]
+        with pytest.raises(userspace.NftError):
+            proxier.sync([web, new])
+        proxier._nft = recording  # type: ignore[method-assign]
+        proxier.sync([web, new])
+        assert scripts[-1].startswith("add table") and "delete table" in scripts[-1]
+        assert _map(node) == {k: v for k, v in expected.items() if k[0] in ("10.96.0.10", "10.96.0.12")}
+    finally:
+        proxier.cleanup()
+
+
+def _thread_netns(thread: threading.Thread) -> int:
+    return os.stat(f"/proc/self/task/{thread.native_id}/ns/net").st_ino
+
+
+@root_only
+def test_the_proxiers_thread_enters_the_node_namespace_and_makes_the_sockets_there(
+    node_and_pod: tuple[str, str],
+) -> None:
+    node, _ = node_and_pod
+    made: list[Any] = []
+    proxier = UserspaceProxier(NODE_CONFIG, node, lambda *args: made.append(args))  # type: ignore[arg-type,func-returntype]
+    try:
+        assert _thread_netns(proxier._thread) == os.stat(netns.NETNS_RUN / node).st_ino
+        assert _thread_netns(threading.current_thread()) != os.stat(netns.NETNS_RUN / node).st_ino  # this one stays
+        node_port = 30080
+        web = svc("web", ep("10.244.0.2", 8080), node_port=node_port)
+        proxier.sync([web], full=True)
+        proxier.sync([web, svc("dns", ep("10.244.0.2", 53), protocol="udp", port=53, port_name="dns")])
+        assert made == []  # `bind` is for the root namespace only
+        listening = subprocess.run(
+            netns.exec_argv(node, ["ss", "-Hltun"]), capture_output=True, text=True, check=True
+        ).stdout
+        assert f"10.244.0.1:{proxier.proxy_port('ns1', 'web', 'http')} " in listening
+        assert f"10.244.0.1:{node_port} " in listening
+        assert f"10.244.0.1:{proxier.proxy_port('ns1', 'dns', 'dns', 'udp')} " in listening
+        root = subprocess.run(["ss", "-Hltun"], capture_output=True, text=True, check=True).stdout  # read only
+        assert "10.244.0.1:" not in root
+    finally:
+        proxier.cleanup()
+    assert not proxier._thread.is_alive()  # the namespace is no longer held by the proxy's thread
+
+
+@root_only
+def test_a_proxier_that_cannot_enter_its_namespace_is_not_made(
+    node_and_pod: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    node, _ = node_and_pod
+    before = threading.active_count()
+    with pytest.raises(OSError):
+        UserspaceProxier(NODE_CONFIG, f"{node}-missing", _node_bind(node))
+    monkeypatch.setattr(userspace, "_enter", lambda name: None)  # setns "succeeds" but the thread stays in root
+    with pytest.raises(netns.NetnsError, match=r"the thread is in net:\[\d+\], not in"):
+        UserspaceProxier(NODE_CONFIG, node, _node_bind(node))
+    eventually(lambda: threading.active_count() == before, what="the proxier's thread gone")
