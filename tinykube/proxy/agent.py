@@ -48,6 +48,10 @@ class Proxier(Protocol):
     def sync(self, ports: list[ServicePort], *, full: bool = False) -> None:
         """Program `ports`: everything when `full`, else only what changed since the last success."""
 
+    def close(self) -> None:
+        """Release what the proxier holds in this process (sessions, listeners, threads) when the agent stops.
+        The kernel modes' rules stay, as upstream kube-proxy leaves them; `tinykube proxy --cleanup` removes them."""
+
 
 def _slice_service(item: Object) -> list[str]:
     meta = item["metadata"]
@@ -130,6 +134,7 @@ class ProxyAgent:
         finally:
             for server in [*self._servers, *self._health.values()]:
                 server.close()
+            await asyncio.to_thread(self.proxier.close)
             if self._owns_informers:
                 await self.informers.stop()
 

@@ -534,6 +534,9 @@ class IptablesProxier:
         self.full_syncs += full
         self.applied = desired
 
+    def close(self) -> None:
+        """Nothing to release: each sync runs iptables-restore and ends (the rules stay)."""
+
     def cleanup(self) -> None:
         """Remove everything this mode programs (as `kube-proxy --cleanup`); the next sync starts afresh."""
         self.applied = None

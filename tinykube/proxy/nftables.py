@@ -486,6 +486,9 @@ class _Discard:
     def apply(self, script: str) -> None:
         self.script = script
 
+    def close(self) -> None:
+        pass
+
 
 class NftRunner:
     """The kube-proxy table in a network namespace: through a long-lived libnftables session when the library is
@@ -549,6 +552,10 @@ class NftablesProxier:
         self.failures = 0
         self.full_syncs = 0
         self.last_duration = 0.0  # seconds the last sync took
+
+    def close(self) -> None:
+        """Stop the libnftables session (the table stays)."""
+        self.runner.close()
 
     def sync(self, ports: Iterable[ServicePort], *, full: bool = False) -> None:
         """Program `ports`; raises NftError (and makes the next sync a full one) when nft refuses."""

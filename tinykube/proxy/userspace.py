@@ -278,6 +278,10 @@ class UserspaceProxier:
         state = self._ports.get(f"{namespace}/{name}/{protocol}/{port_name}")
         return state.proxy.port if state is not None and state.proxy is not None else None
 
+    def close(self) -> None:
+        """When the agent stops: the rules lead to this process's listeners, so they go with them."""
+        self.cleanup()
+
     def cleanup(self) -> None:
         """Close every listener and connection, remove the rules, and stop the loop (and so its thread, which
         leaves the namespace). Idempotent."""
