@@ -242,7 +242,8 @@ class Cluster:
             sock.bind(("127.0.0.1", port))  # loopback whatever was asked: the host is no node of the sandbox
             return sock
 
-        config = proxy_model.NodeConfig("", ["127.0.0.1"], self.opts.cluster_cidr, [self.opts.service_cluster_ip_range])
+        ranges = [cidr.strip() for cidr in self.opts.service_cluster_ip_range.split(",")]
+        config = proxy_model.NodeConfig("", ["127.0.0.1"], self.opts.cluster_cidr, ranges)
         proxier = make_proxier("userspace", config, None, bind)
         agent = ProxyAgent(self.client, "", proxier, informers=self.informers)
         self.tasks.append(asyncio.create_task(agent.run(), name="proxy (userspace, loopback)"))
