@@ -127,7 +127,8 @@ async def _stream(
         while (left := deadline - time.monotonic()) > 0:
             wait = min(left, DISCONNECT_CHECK, max(next_bookmark - time.monotonic(), 0.01))
             try:
-                event = await asyncio.wait_for(watcher.queue.get(), wait)
+                # `asyncio.timeout`, not `wait_for`: no task per wait, and an event is fanned out to every watcher
+                event = await _next(watcher, wait)
             except TimeoutError:
                 if await request.is_disconnected():
                     return
@@ -143,6 +144,13 @@ async def _stream(
             yield encoder.bookmark(last)
     finally:
         unsubscribe(watcher)
+
+
+async def _next(watcher: Watcher, wait: float) -> CacheEvent | None:
+    if not watcher.queue.empty():
+        return watcher.queue.get_nowait()
+    async with asyncio.timeout(wait):
+        return await watcher.queue.get()
 
 
 def _drain(encoder: _Encoder, watcher: Watcher, first: CacheEvent) -> tuple[bytes, int]:
