@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import errno
 import os
+import random
 import select
 import shlex
 import shutil
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 import pytest
 
 from tinykube.node import netns
+from tinykube.proxy import iptables
 from tinykube.proxy.iptables import (
     JUMPS,
     IptablesError,
@@ -510,6 +512,224 @@ def test_cleanup_input_unlinks_and_deletes_every_kube_chain() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# The proxier's syncs, against a model of the kernel that applies restore input as iptables-nft-restore does
+
+
+BUILT_IN = {"filter": ("INPUT", "FORWARD", "OUTPUT"), "nat": ("PREROUTING", "INPUT", "OUTPUT", "POSTROUTING")}
+TARGETS = {"", "ACCEPT", "DROP", "RETURN", "REJECT", "DNAT", "MARK", "MASQUERADE"}  # no chains ("": no -j)
+
+
+def _target(rule: str) -> str:
+    words = shlex.split(rule)
+    return words[words.index("-j") + 1] if "-j" in words else ""
+
+
+class FakeKernel:
+    """Tables as chain -> rules. A restore block is checked line by line, in the order the nft backend's batch
+    runs it: a rule's chain and the chain it jumps to exist by then, `-X` finds its chain empty and unreferenced,
+    and no jump is inserted after the listing (`-S`: from then on iptables-nft takes missing built-in chains as
+    present). Then the block replaces the table (one transaction per COMMIT)."""
+
+    nft_backend = True
+
+    def __init__(self) -> None:
+        self.tables: dict[str, dict[str, list[str]]] = {t: {c: [] for c in chains} for t, chains in BUILT_IN.items()}
+        self.inputs: list[str] = []
+
+    def save(self) -> str:
+        lines = []
+        for table, chains in self.tables.items():
+            lines.append(f"*{table}")
+            lines += [f":{c} {'ACCEPT' if c in BUILT_IN[table] else '-'} [0:0]" for c in chains]
+            lines += [f"-A {c} {rule}" for c, rules in chains.items() for rule in rules]
+            lines.append("COMMIT")
+        return "\n".join(lines) + "\n"
+
+    def restore(self, text: str) -> None:
+        self.inputs.append(text)
+        chains: dict[str, list[str]] = {}
+        table, listed = "", False
+        for line in text.splitlines():
+            if line.startswith("*"):
+                table, listed = line[1:], False
+                chains = {name: list(rules) for name, rules in self.tables[table].items()}
+            elif line == "COMMIT":
+                self.tables[table] = chains
+            elif line == "-S":
+                listed = True
+            elif line.startswith(":"):
+                chains[line[1:].split()[0]] = []
+            else:
+                op, chain, rule = (*line.split(" ", 2), "")[:3]  # `-X NAME` has no rule
+                assert chain in chains, line
+                if op == "-X":
+                    assert not chains[chain] and not [
+                        r for rules in chains.values() for r in rules if _target(r) == chain
+                    ]
+                    del chains[chain]
+                    continue
+                target = _target(rule)
+                assert target in TARGETS or target in chains, f"jump to a chain not declared yet: {line}"
+                assert op == "-A" or (op == "-I" and not listed), line
+                chains[chain].insert(0, rule) if op == "-I" else chains[chain].append(rule)
+
+    def cleanup(self) -> None:
+        raise NotImplementedError
+
+    def kube(self) -> dict[str, dict[str, list[str]]]:
+        return {t: {c: r for c, r in chains.items() if c.startswith("KUBE-")} for t, chains in self.tables.items()}
+
+
+def as_lists(ruleset: dict[str, dict[str, tuple[str, ...]]]) -> dict[str, dict[str, list[str]]]:
+    return {table: {name: list(rules) for name, rules in chains.items()} for table, chains in ruleset.items()}
+
+
+KINDS = ("add", "remove", "endpoint", "endpoint", "empty", "policy", "external", "reorder")
+
+
+def mutate(rng: random.Random, ports: list[ServicePort], serial: int, kind: str = "") -> list[ServicePort]:
+    """One change an agent may hand over (`kind`, else one at random): Services come and go, endpoints change, so
+    do policies and addresses; every other port stays the very same object."""
+    ports = list(ports)
+    i = rng.randrange(len(ports)) if ports else 0
+    kind = kind or rng.choice(KINDS)
+    if kind == "add" or not ports:
+        ports.insert(i, svc("ns9", f"new{serial}", ep(f"10.181.0.{serial % 250 + 1}"), cip=f"172.30.9.{serial % 250}"))
+    elif kind == "remove":
+        ports.pop(i)
+    elif kind == "endpoint":
+        extra = ep(f"10.182.{serial // 250 % 250}.{serial % 250 + 1}", rng.choice(["node-1", "node-2"]))
+        ports[i] = dataclasses.replace(ports[i], endpoints=(*ports[i].endpoints[-2:], extra))
+    elif kind == "empty":
+        ports[i] = dataclasses.replace(ports[i], endpoints=())
+    elif kind == "policy":
+        ports[i] = dataclasses.replace(ports[i], external_local=not ports[i].external_local, node_port=3100 + i)
+    elif kind == "external":
+        ports[i] = dataclasses.replace(
+            ports[i], load_balancer_ips=("1.2.3.9",), source_ranges=rng.choice([(), ("203.0.113.0/25",)])
+        )
+    else:
+        rng.shuffle(ports)
+    return ports
+
+
+@pytest.mark.parametrize("bulk", [False, True], ids=["classic", "bulk"])
+def test_incremental_syncs_equal_a_fresh_full_plan(bulk: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if bulk:  # every block in the bulk layout, however small
+        monkeypatch.setattr(iptables, "BULK_MIN_LINES", 0)
+        monkeypatch.setattr(iptables, "LIST_COST_RATIO", 0)
+    kernel = FakeKernel()
+    proxier = IptablesProxier(CONFIG, kernel)
+    rng = random.Random(7)
+    ports = overall_ports()
+    proxier.sync(ports)
+    for serial in range(300):
+        ports = mutate(rng, ports, serial)
+        proxier.sync(ports)
+        assert kernel.kube() == as_lists(plan(CONFIG, ports)), serial
+    assert (proxier.syncs, proxier.full_syncs) == (301, 1)
+    assert ("-S" in kernel.inputs[-1].splitlines()) == bulk
+    assert missing_jumps(parse_save(kernel.save())) == []
+    proxier.sync(ports, full=True)  # nothing to delete, every chain written again
+    assert kernel.kube() == as_lists(plan(CONFIG, ports)) and proxier.full_syncs == 2
+
+
+def test_unchanged_ports_are_not_planned_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    planned: list[str] = []
+    plan_port = iptables.plan_port
+
+    def counting(config: NodeConfig, port: ServicePort) -> iptables.PortPlan:
+        planned.append(port.name)
+        return plan_port(config, port)
+
+    monkeypatch.setattr(iptables, "plan_port", counting)
+    kernel = FakeKernel()
+    proxier = IptablesProxier(CONFIG, kernel)
+    ports = overall_ports()
+    proxier.sync(ports)
+    assert planned == ["svc1", "svc2", "svc3", "svc4", "svc5", "svc6"] and len(kernel.inputs) == 1
+    planned.clear()
+    proxier.sync(ports)  # the same objects: nothing planned, nothing written
+    proxier.sync([dataclasses.replace(port) for port in ports])  # equal objects (`==`): the same
+    assert planned == [] and len(kernel.inputs) == 1
+    ports[0] = svc("ns1", "svc1", ep("10.180.0.1"), ep("10.180.2.1"))  # one endpoint more
+    proxier.sync(ports)
+    assert planned == ["svc1"]
+    declared = [line[1:].split()[0] for line in kernel.inputs[-1].splitlines() if line.startswith(":")]
+    assert declared == [SEP_2, SVC]  # the new endpoint's chain, the one jumping to it (KUBE-SERVICES is unchanged)
+    assert kernel.kube() == as_lists(plan(CONFIG, ports))
+
+
+def test_shared_chains_are_rewritten_only_when_a_port_s_rules_there_change() -> None:
+    kernel = FakeKernel()
+    proxier = IptablesProxier(CONFIG, kernel)
+    ports = overall_ports()
+    proxier.sync(ports)
+    ports[5] = svc("ns6", "svc6", ep("10.180.0.6"), cip="172.30.0.46")  # no endpoints -> one: REJECT -> jump
+    proxier.sync(ports)
+    filter_text, nat_text = kernel.inputs[-1].split("COMMIT\n")[:2]
+    assert [line for line in filter_text.splitlines() if line.startswith(":")] == [":KUBE-SERVICES - [0:0]"]
+    assert ":KUBE-SERVICES - [0:0]" in nat_text.splitlines() and ":KUBE-NODEPORTS - [0:0]" not in nat_text
+    ports.pop(1)  # ns2/svc2 goes: its chains, its NodePort, its shared rules in both tables
+    proxier.sync(ports)
+    declared = {line[1:].split()[0] for line in kernel.inputs[-1].splitlines() if line.startswith(":")}
+    assert {"KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-EXTERNAL-SERVICES"} <= declared
+    assert "-X KUBE-SVC-GNZBNJ2PO5MGZ6GT" in kernel.inputs[-1].splitlines()
+    assert kernel.kube() == as_lists(plan(CONFIG, ports))
+
+
+def test_bulk_layout_lists_first_then_declares_each_chain_after_its_targets() -> None:
+    ports = [
+        *overall_ports(),
+        svc("ns7", "svc7", ep("10.180.0.7"), ep("10.180.0.8", "node-1"), internal_local=True, affinity_timeout=60),
+    ]
+    saved = parse_save(SAVED)
+    text = restore_input(plan(CONFIG, ports), existing=saved.chains, jumps=missing_jumps(saved), bulk=True)
+    nat_lines = text.split("COMMIT\n")[1].splitlines()
+    listing = nat_lines.index("-S")
+    assert nat_lines[:listing] == [  # the chains the jumps lead to, the jumps
+        "*nat",
+        ":KUBE-SERVICES - [0:0]",
+        ":KUBE-POSTROUTING - [0:0]",
+        '-I OUTPUT -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+        '-I POSTROUTING -m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING',
+    ]
+    declared = [line[1:].split()[0] for line in nat_lines if line.startswith(":")]
+    assert nat_lines[-2:] == [":KUBE-SVC-LEFTOVER0000000 - [0:0]", "-X KUBE-SVC-LEFTOVER0000000"]  # stale: last
+    ranks = [iptables.rank(name) for name in declared[2:-1]]
+    assert ranks == sorted(ranks) and declared.index(SEP_1) < declared.index(SVC)
+    current = ""
+    for line in nat_lines[listing + 1 : -2]:  # each chain's rules right after its declaration
+        if line.startswith(":"):
+            current = line[1:].split()[0]
+        elif line.split()[1] != current:
+            assert line.split()[1] in ("KUBE-SERVICES", "KUBE-POSTROUTING"), line  # declared before the jumps
+            current = line.split()[1]
+    kernel = FakeKernel()
+    kernel.tables["nat"]["KUBE-SVC-LEFTOVER0000000"] = []
+    kernel.restore(text)  # every reference resolves when it is made
+    assert kernel.kube() == as_lists(plan(CONFIG, ports))
+
+
+def test_bulk_layout_only_where_the_listing_pays_off() -> None:
+    assert not iptables.use_bulk(999, 0)  # small blocks: never
+    assert iptables.use_bulk(86_000, 0) and iptables.use_bulk(86_000, 64_000)  # a full sync, fresh or resynced
+    assert not iptables.use_bulk(10_000, 320_000)  # KUBE-SERVICES rewritten at 10,000 Services: listing costs more
+    kernel = FakeKernel()
+    kernel.nft_backend = False  # iptables-legacy-restore: never (its -S inside a restore fails)
+    IptablesProxier(CONFIG, kernel).sync(
+        [svc("ns1", f"s{i}", ep("10.180.0.1"), cip=f"172.30.1.{i}") for i in range(250)]
+    )
+    assert "-S" not in kernel.inputs[0].splitlines()
+    kernel = FakeKernel()
+    IptablesProxier(CONFIG, kernel).sync(
+        [svc("ns1", f"s{i}", ep("10.180.0.1"), cip=f"172.30.1.{i}") for i in range(250)]
+    )
+    filter_text, nat_text = kernel.inputs[0].split("COMMIT\n")[:2]
+    assert "-S" not in filter_text.splitlines() and "-S" in nat_text.splitlines()  # nat: 1,000 lines and more
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Real iptables in throwaway namespaces
 
 root_only = pytest.mark.skipif(
@@ -570,6 +790,50 @@ def test_rules_load_resync_and_cleanup_in_kernel(ns: str) -> None:
     proxier.cleanup()
     assert not kube_chains(runner) and "KUBE-" not in runner.save()
     proxier.cleanup()  # idempotent
+
+
+def _kube_rules(dump: str) -> dict[str, list[str]]:
+    """`table chain` -> its rules in order, as iptables-save prints them: the KUBE chains and the jumps into them."""
+    saved, found = parse_save(dump), dict[str, list[str]]()
+    for table, rules in saved.rules.items():
+        found.update({f"{table} {name}": [] for name in saved.chains[table] if name.startswith("KUBE-")})
+        for rule in rules:
+            if "KUBE-" in rule:
+                found.setdefault(f"{table} {rule.split()[1]}", []).append(rule)
+    return found
+
+
+@root_only
+@pytest.mark.parametrize("bulk", [False, True], ids=["classic", "bulk"])
+def test_incremental_syncs_equal_a_fresh_full_sync_in_kernel(
+    ns: str, bulk: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner = IptablesRunner(ns)
+    if bulk and not runner.nft_backend:
+        pytest.skip("the bulk layout is for iptables-nft-restore")
+    if bulk:  # every block in the bulk layout, however small
+        monkeypatch.setattr(iptables, "BULK_MIN_LINES", 0)
+        monkeypatch.setattr(iptables, "LIST_COST_RATIO", 0)
+    runner.restore("*nat\n:KUBE-SVC-LEFTOVER0000000 - [0:0]\nCOMMIT\n")  # left by an earlier run
+    proxier = IptablesProxier(CONFIG, runner)
+    rng = random.Random(3)
+    ports = [
+        *overall_ports(),
+        svc("ns7", "svc7", ep("10.180.0.7"), ep("10.180.0.8"), protocol="udp", affinity_timeout=60),
+    ]
+    proxier.sync(ports)
+    for serial, kind in enumerate(("endpoint", "add", "empty", "remove", "policy", "external", "reorder", "endpoint")):
+        ports = mutate(rng, ports, serial, kind)
+        proxier.sync(ports)
+    incremental = _kube_rules(runner.save())
+    assert "nat KUBE-SVC-LEFTOVER0000000" not in incremental and "nat KUBE-SERVICES" in incremental
+    proxier.sync(ports, full=True)  # every chain written again over the loaded table
+    assert _kube_rules(runner.save()) == incremental
+    assert (proxier.syncs, proxier.full_syncs, proxier.failures) == (10, 2, 0)
+    runner.cleanup()
+    monkeypatch.undo()
+    IptablesProxier(CONFIG, runner).sync(ports)  # a fresh full sync in the classic layout
+    assert _kube_rules(runner.save()) == incremental
 
 
 def _rules_only(dump: str) -> list[str]:

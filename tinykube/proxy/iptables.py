@@ -13,14 +13,34 @@ comparison with the nftables mode, whose policy decisions it shares.
 
 Three layers, like the nftables mode:
 
-- `plan(config, ports) -> Ruleset` is pure: every KUBE chain of both tables with its rules. `restore_input` turns a
-  plan into `iptables-restore --noflush` input. Declaring a chain (`:NAME - [0:0]`) creates or flushes it, so a
-  sync writes only the chains whose rules changed and deletes (`-X`) those that disappeared; the built-in chains are
-  never flushed (other software owns them too), the jumps from them into ours are inserted when missing.
+- `plan_port(config, port) -> PortPlan` is pure: one service port's own chains (KUBE-SVC-…, KUBE-SEP-…, …) and its
+  rules in the shared chains (KUBE-SERVICES, KUBE-NODEPORTS, KUBE-EXTERNAL-SERVICES, KUBE-PROXY-FIREWALL: each port's
+  rules are one run there, in the order of the ports). `plan(config, ports) -> Ruleset` is every KUBE chain of both
+  tables. `restore_input` turns a plan into `iptables-restore --noflush` input. Declaring a chain (`:NAME - [0:0]`)
+  creates or flushes it, so a sync writes only the chains whose rules changed and deletes (`-X`) those that
+  disappeared; the built-in chains are never flushed (other software owns them too), the jumps from them into ours
+  are inserted when missing.
 - `IptablesRunner` runs iptables-restore / iptables-save inside a network namespace.
-- `IptablesProxier` keeps the last plan the kernel accepted and writes the chains that differ from it; the first
-  sync, the one after a failure and any `full=True` sync read the kernel back with iptables-save and write
+- `IptablesProxier` keeps each port's part as the kernel accepted it and, on a sync, plans only the ports whose
+  `ServicePort` changed (the agent hands over the very same objects for unchanged Services: `is` first, then `==`).
+  It writes their chains that changed, and a shared chain, whole (upstream rewrites KUBE-SERVICES on every sync),
+  only when some port's rules in it changed: an endpoint change writes a service chain and an endpoint chain. The
+  first sync, the one after a failure and any `full=True` sync read the kernel back with iptables-save and write
   everything, which also repairs drift and removes chains left by an earlier run.
+
+The bulk layout. iptables-nft-restore 1.8.9 (the nf_tables backend) puts the name of every chain a command of a
+table block names (its chain, and the chain it jumps to) into a sorted linked list (`cache_chain_list_insert`: the
+chains to fetch from the kernel), each by a linear walk, so a block of L lines naming N chains costs up to L * N / 2
+`strcmp` calls: ~25 s of a full sync of 2,000 Services x 10 endpoints (86,000 lines, 22,000 chains). Neither
+iptables-legacy-restore nor a restore without `--noflush` (its table flush names no chain) keeps the list. The list
+is dropped for the rest of the block once a command names no chain, and `-S` (list the whole table; the output is
+discarded) is such a command and harmless. So a large block is written as: the chains the inserted jumps lead to,
+the jumps (before the listing: after it iptables-nft takes missing built-in chains for present and the insert
+fails), `-S`, then each chain declared right before its rules, every chain after the chains it jumps to (`rank`:
+then iptables' lookups of a chain just declared are short too). The listing costs about an iptables-save of the
+table, so only blocks whose L^2 estimate is the larger use it (`use_bulk`): full syncs, not one changed Service.
+iptables-legacy-restore cannot list inside a restore, and needs no such help. What remains superlinear is iptables',
+a few seconds at 10,000 Services: its hash tables of chain names have 512 buckets.
 
 Only IPv4, like `model.py`. Unlike upstream there is no "large cluster mode" (comments are always written), no
 localhost NodePorts (`route_localnet`) and no nfacct counters; NodePorts answer on `config.node_ips` (upstream's
@@ -37,7 +57,7 @@ import shlex
 import shutil
 import subprocess
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -301,63 +321,169 @@ def _endpoint_rules(port: ServicePort, endpoint: Endpoint) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The whole plan
+# Each port's part of the plan, and the whole plan
+
+# The chains every plan has, in the order `plan` lists them first.
+SKELETON = {
+    FILTER: (SERVICES, EXTERNAL_SERVICES, FORWARD, NODEPORTS, PROXY_FIREWALL),
+    NAT: (SERVICES, NODEPORTS, POSTROUTING, MARK_MASQ),
+}
+# The skeleton chains that ports write into, each port its rules as one run, in the order of the ports (nat
+# KUBE-NODEPORTS before KUBE-SERVICES, which jumps to it: the order the bulk layout writes them in).
+SHARED = {FILTER: (SERVICES, EXTERNAL_SERVICES, NODEPORTS, PROXY_FIREWALL), NAT: (NODEPORTS, SERVICES)}
+
+Shared = dict[tuple[str, str], tuple[str, ...]]  # (table, shared chain) -> rules
 
 
-def _skeleton() -> _Builder:
+@dataclass(frozen=True, slots=True)
+class PortPlan:
+    """One service port's part of the plan: its own chains (`KUBE-SVC-…`, `KUBE-SEP-…`, …) per table, in the order
+    they were first written, and its rules in the shared chains."""
+
+    chains: dict[str, Chains]
+    shared: Shared  # only the shared chains it has rules in
+    rules: dict[str, int]  # table -> how many rules the port holds there, its own chains' and its shared ones
+
+
+def plan_port(config: NodeConfig, port: ServicePort) -> PortPlan:
+    """One service port's chains and shared rules (pure)."""
     b = _Builder()
-    for chain in (SERVICES, EXTERNAL_SERVICES, FORWARD, NODEPORTS, PROXY_FIREWALL):
-        b.add(FILTER, chain)
-    b.add(NAT, SERVICES)
-    b.add(NAT, NODEPORTS)
-    b.add(
-        NAT,
-        POSTROUTING,
-        f"-m mark ! --mark {MASQ_MARK}/{MASQ_MARK} -j RETURN",
-        f"-j MARK --xor-mark {MASQ_MARK}",  # cleared: a packet traversing the stack again is not masqueraded twice
-        f"{_comment('kubernetes service traffic requiring SNAT')} -j MASQUERADE --random-fully",
-    )
-    b.add(NAT, MARK_MASQ, f"-j MARK --or-mark {MASQ_MARK}")
-    return b
+    _add_port(b, config, port)
+    chains: dict[str, Chains] = {}
+    shared: Shared = {}
+    counts: dict[str, int] = {}
+    for table, built in b.tables.items():
+        own: Chains = {}
+        for name, rules in built.items():
+            if name not in SHARED[table]:
+                own[name] = tuple(rules)
+            elif rules:
+                shared[(table, name)] = tuple(rules)
+        chains[table] = own
+        counts[table] = sum(map(len, built.values()))
+    return PortPlan(chains, shared, counts)
 
 
-def _finish(b: _Builder, config: NodeConfig) -> None:
+def _fixed_rules(config: NodeConfig) -> Shared:
+    """The skeleton's own rules; in nat KUBE-SERVICES they follow the ports' rules."""
     last = _comment("kubernetes service nodeports; NOTE: this must be the last rule in this chain")
-    b.add(NAT, SERVICES, *(f"{last} -d {ip} -j {NODEPORTS}" for ip in config.node_ips))
-    b.add(
-        FILTER,
-        FORWARD,
-        "-m conntrack --ctstate INVALID -j DROP",  # upstream's guard against spurious resets (unless tcp_be_liberal)
-        f"{_comment('kubernetes forwarding rules')} -m mark --mark {MASQ_MARK}/{MASQ_MARK} -j ACCEPT",
-        f"{_comment('kubernetes forwarding conntrack rule')} -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
-    )
+    return {
+        (FILTER, FORWARD): (
+            # upstream's guard against spurious resets (unless tcp_be_liberal)
+            "-m conntrack --ctstate INVALID -j DROP",
+            f"{_comment('kubernetes forwarding rules')} -m mark --mark {MASQ_MARK}/{MASQ_MARK} -j ACCEPT",
+            f"{_comment('kubernetes forwarding conntrack rule')} -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
+        ),
+        (NAT, SERVICES): tuple(f"{last} -d {ip} -j {NODEPORTS}" for ip in config.node_ips),
+        (NAT, POSTROUTING): (
+            f"-m mark ! --mark {MASQ_MARK}/{MASQ_MARK} -j RETURN",
+            f"-j MARK --xor-mark {MASQ_MARK}",  # cleared: a packet traversing the stack again is not masqueraded twice
+            f"{_comment('kubernetes service traffic requiring SNAT')} -j MASQUERADE --random-fully",
+        ),
+        (NAT, MARK_MASQ): (f"-j MARK --or-mark {MASQ_MARK}",),
+    }
+
+
+def _skeleton_chain(table: str, chain: str, fragments: Iterable[PortPlan], fixed: Shared) -> tuple[str, ...]:
+    key = (table, chain)
+    if chain not in SHARED[table]:
+        return fixed.get(key, ())
+    return (*(rule for fragment in fragments for rule in fragment.shared.get(key, ())), *fixed.get(key, ()))
+
+
+def _assemble(config: NodeConfig, fragments: Sequence[PortPlan]) -> Ruleset:
+    fixed = _fixed_rules(config)
+    ruleset: Ruleset = {}
+    for table, names in SKELETON.items():
+        chains = ruleset[table] = {name: _skeleton_chain(table, name, fragments, fixed) for name in names}
+        for fragment in fragments:
+            chains.update(fragment.chains[table])
+    return ruleset
+
+
+def _wanted(ports: Iterable[ServicePort]) -> dict[str, ServicePort]:
+    """The ports by key, in order; a key listed twice counts once, with its last port."""
+    return {port.key: port for port in ports}
 
 
 def plan(config: NodeConfig, ports: Iterable[ServicePort]) -> Ruleset:
     """Every KUBE chain of both tables for these service ports (pure)."""
-    b = _skeleton()
-    for port in ports:
-        _add_port(b, config, port)
-    _finish(b, config)
-    return b.ruleset()
+    return _assemble(config, [plan_port(config, port) for port in _wanted(ports).values()])
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Rendering
+
+LIST = "-S"  # the bulk layout's listing command, see the module docstring
+BULK_MIN_LINES = 1_000  # smaller blocks never pay for a listing
+# A block of L lines costs iptables-nft-restore about L^2 / 2 steps of its sorted chain-name list (~13 ns each on
+# the benchmark host); `-S` costs about 10 µs per rule of the table. So the listing pays off when L^2 > 1,500 * rules.
+LIST_COST_RATIO = 1_500
+_RANKS = {"KUBE-SEP-": 1, "KUBE-SVL-": 2, "KUBE-SVC-": 3, "KUBE-EXT-": 4}
 
 
 def is_service_chain(chain: str) -> bool:
     return chain.startswith(SERVICE_CHAIN_PREFIXES)
 
 
-def _table_input(table: str, chains: Chains, write: list[str], delete: list[str], jumps: list[Jump]) -> list[str]:
+def rank(chain: str) -> int:
+    """A chain's place in the bulk layout, after every chain it jumps to: the endpoint chains, the service chains,
+    KUBE-EXT-, KUBE-FW-, then nat KUBE-NODEPORTS and last the chains reached from the built-in ones. The fixed
+    chains (KUBE-MARK-MASQ, KUBE-POSTROUTING, KUBE-FORWARD) jump to no chain and come first."""
+    found = _RANKS.get(chain[:9])
+    if found:
+        return found
+    if chain.startswith("KUBE-FW-"):
+        return 5
+    if chain == NODEPORTS:
+        return 6
+    return 7 if chain in (SERVICES, EXTERNAL_SERVICES, PROXY_FIREWALL) else 0
+
+
+def dependency_order(chains: Mapping[str, Sequence[str]]) -> dict[str, Sequence[str]]:
+    """`chains` reordered for the bulk layout (stable: a port's chains keep their relative order)."""
+    return dict(sorted(chains.items(), key=lambda item: rank(item[0])))
+
+
+def use_bulk(lines: int, kernel_rules: int) -> bool:
+    """Whether a table block of `lines` lines loads faster in the bulk layout into a table holding `kernel_rules`
+    rules (iptables-nft-restore only)."""
+    return lines >= BULK_MIN_LINES and lines * lines > LIST_COST_RATIO * kernel_rules
+
+
+def _block_lines(write: Mapping[str, Sequence[str]], delete: Sequence[str], jumps: Sequence[Jump]) -> int:
+    return len(write) + sum(map(len, write.values())) + 2 * len(delete) + len(jumps)
+
+
+def _table_input(
+    table: str,
+    write: Mapping[str, Sequence[str]],
+    delete: Sequence[str] = (),
+    jumps: Sequence[Jump] = (),
+    *,
+    bulk: bool = False,
+) -> list[str]:
     """One table's block: declaring a chain creates or flushes it, so its rules can follow; stale chains are
-    declared (flushed) before `-X` deletes them."""
+    declared (flushed) before `-X` deletes them.
+
+    The classic layout declares every chain first. The bulk layout (`write` in dependency order, see `rank`)
+    declares the chains the inserted jumps lead to, inserts the jumps, lists the table (`-S`), then declares each
+    chain right before its rules."""
     if not (write or delete or jumps):
         return []
-    lines = [f"*{table}", *(f":{name} - [0:0]" for name in (*write, *delete))]
-    lines += [f"-I {jump.chain} {jump.rule}" for jump in jumps]
-    lines += [f"-A {name} {rule}" for name in write for rule in chains[name]]
+    inserts = [f"-I {jump.chain} {jump.rule}" for jump in jumps]
+    if not bulk:
+        lines = [f"*{table}", *(f":{name} - [0:0]" for name in (*write, *delete)), *inserts]
+        for name, rules in write.items():
+            lines += [f"-A {name} {rule}" for rule in rules]
+    else:
+        early = dict.fromkeys(jump.target for jump in jumps if jump.target in write)
+        lines = [f"*{table}", *(f":{name} - [0:0]" for name in early), *inserts, LIST]
+        for name, rules in write.items():
+            if name not in early:
+                lines.append(f":{name} - [0:0]")
+            lines += [f"-A {name} {rule}" for rule in rules]
+        lines += [f":{name} - [0:0]" for name in delete]
     lines += [f"-X {name}" for name in delete]
     return [*lines, "COMMIT"]
 
@@ -368,28 +494,27 @@ def restore_input(
     old: Ruleset | None = None,
     existing: Mapping[str, Iterable[str]] | None = None,
     jumps: Iterable[Jump] = (),
+    bulk: bool = False,
 ) -> str:
     """`iptables-restore --noflush` input that turns the kernel into `new`; "" when nothing changed.
 
     `old` is what the kernel holds (the last plan it accepted): chains with the same rules are left out. Without it
     every chain is written. Service chains in `old` or `existing` (chain names per table, from iptables-save) that
-    `new` lacks are deleted; `jumps` are inserted into the built-in chains."""
+    `new` lacks are deleted; `jumps` are inserted into the built-in chains. `bulk`: the bulk layout (every table)."""
     lines: list[str] = []
     for table, chains in new.items():
         before = (old or {}).get(table)
-        write = [name for name, rules in chains.items() if before is None or before.get(name) != rules]
+        write = {name: rules for name, rules in chains.items() if before is None or before.get(name) != rules}
         known = dict.fromkeys((*(before or ()), *(existing or {}).get(table, ())))
         delete = [name for name in known if name not in chains and is_service_chain(name)]
-        lines += _table_input(table, chains, write, delete, [j for j in jumps if j.table == table])
+        inserts = [j for j in jumps if j.table == table]
+        lines += _table_input(table, dependency_order(write) if bulk else write, delete, inserts, bulk=bulk)
     return "\n".join(lines) + "\n" if lines else ""
 
 
 def render(config: NodeConfig, ports: Iterable[ServicePort]) -> dict[str, str]:
     """Each table's complete restore input (every KUBE chain declared and filled), as upstream's tests show it."""
-    return {
-        table: "\n".join(_table_input(table, chains, list(chains), [], [])) + "\n"
-        for table, chains in plan(config, ports).items()
-    }
+    return {table: "\n".join(_table_input(table, chains)) + "\n" for table, chains in plan(config, ports).items()}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -425,9 +550,17 @@ def _chain_and_target(rule: str) -> tuple[str, str]:
     return words[1], target
 
 
+def _links(rules: Iterable[str]) -> Iterable[tuple[str, str, str]]:
+    """(rule, chain, target) of the rules outside the KUBE-* chains that may jump into one (shlex is slow: the
+    KUBE-* chains' own rules, nearly all of them, are skipped unparsed)."""
+    for rule in rules:
+        if "KUBE-" in rule and not rule.startswith("-A KUBE-"):
+            yield (rule, *_chain_and_target(rule))
+
+
 def missing_jumps(saved: Saved) -> list[Jump]:
     """The jumps from built-in chains into ours that the kernel lacks (any rule with that target counts)."""
-    present = {(table, *_chain_and_target(rule)) for table, rules in saved.rules.items() for rule in rules}
+    present = {(table, chain, target) for table, rules in saved.rules.items() for _, chain, target in _links(rules)}
     return [jump for jump in JUMPS if (jump.table, jump.chain, jump.target) not in present]
 
 
@@ -437,11 +570,7 @@ def cleanup_input(saved: Saved) -> str:
     lines: list[str] = []
     for table, chains in saved.chains.items():
         ours = [name for name in chains if name.startswith("KUBE-")]
-        links = []
-        for rule in saved.rules.get(table, []):
-            chain, target = _chain_and_target(rule)
-            if target.startswith("KUBE-") and not chain.startswith("KUBE-"):
-                links.append(rule)
+        links = [rule for rule, chain, target in _links(saved.rules.get(table, [])) if target.startswith("KUBE-")]
         if ours or links:
             lines += [f"*{table}", *(f":{name} - [0:0]" for name in ours)]
             lines += ["-D " + rule.removeprefix("-A ") for rule in links]
@@ -454,11 +583,26 @@ def cleanup_input(saved: Saved) -> str:
 
 
 class Runner(Protocol):
+    @property
+    def nft_backend(self) -> bool:
+        """True when iptables-restore is iptables-nft-restore (the bulk layout's listing is then worth it)."""
+        ...
+
     def save(self) -> str: ...
 
     def restore(self, text: str) -> None: ...
 
     def cleanup(self) -> None: ...
+
+
+@functools.cache
+def _is_nft(binary: str) -> bool:
+    """`iptables-restore --version` says "(nf_tables)" for the nft backend, "(legacy)" for the other."""
+    try:
+        done = subprocess.run([binary, "--version"], capture_output=True, text=True, check=False, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "nf_tables" in done.stdout + done.stderr
 
 
 class IptablesRunner:
@@ -468,20 +612,26 @@ class IptablesRunner:
     def __init__(self, netns: str | None) -> None:
         self.netns = netns
 
-    def _run(self, argv: list[str], stdin: str | None = None) -> str:
+    @property
+    def nft_backend(self) -> bool:
+        return _is_nft(IPTABLES_RESTORE)
+
+    def _run(self, argv: list[str], stdin: str | None = None, *, output: bool = True) -> str:
         if self.netns:
             argv = exec_argv(self.netns, argv)
-        done = subprocess.run(argv, input=stdin, capture_output=True, text=True, check=False)
+        stdout = subprocess.PIPE if output else subprocess.DEVNULL
+        done = subprocess.run(argv, input=stdin, stdout=stdout, stderr=subprocess.PIPE, text=True, check=False)
         if done.returncode != 0:
             raise IptablesError(_explain(done.stderr))
-        return done.stdout
+        return done.stdout or ""
 
     def save(self) -> str:
         return self._run([IPTABLES_SAVE])
 
     def restore(self, text: str) -> None:
         # --noflush: tables keep everything not declared in the input (the built-in chains, other software's rules).
-        self._run([IPTABLES_RESTORE, "-w", "5", "--noflush"], text)
+        # What it prints (the bulk layout's listing) is not wanted.
+        self._run([IPTABLES_RESTORE, "-w", "5", "--noflush"], text, output=False)
 
     def cleanup(self) -> None:
         """Remove every KUBE-* chain and the jumps to them; idempotent."""
@@ -496,15 +646,29 @@ def _explain(stderr: str) -> str:
     return " ".join(line.strip() for line in stderr.splitlines() if line.strip() and not line.startswith("Try `"))
 
 
+@dataclass(slots=True)
+class _Change:
+    """One table's part of a sync: the chains to write (in dependency order) and to delete, the jumps to insert."""
+
+    write: dict[str, Sequence[str]] = field(default_factory=dict)
+    delete: list[str] = field(default_factory=list)
+    jumps: list[Jump] = field(default_factory=list)
+
+
 class IptablesProxier:
-    """Keeps the node's KUBE chains equal to the desired service ports, writing only the chains that changed."""
+    """Keeps the node's KUBE chains equal to the desired service ports, planning and writing only what changed."""
 
     mode = "iptables"  # what kube-proxy's /proxyMode answers
 
     def __init__(self, config: NodeConfig, runner: Runner) -> None:
         self.config = config
         self.runner = runner
-        self.applied: Ruleset | None = None  # what the kernel last accepted; None forces a full sync
+        self.in_sync = False  # false: the next sync is a full one
+        # What the kernel holds, per port key in the order of the last sync: the port as it was handed over, and
+        # its part of the plan (the shared chains are assembled from these parts).
+        self.ports: dict[str, ServicePort] = {}
+        self.fragments: dict[str, PortPlan] = {}
+        self.rules = dict.fromkeys(SKELETON, 0)  # rules in our chains, per table
         self.syncs = 0
         self.failures = 0
         self.full_syncs = 0
@@ -513,31 +677,108 @@ class IptablesProxier:
     def sync(self, ports: Iterable[ServicePort], *, full: bool = False) -> None:
         """Program `ports`; raises IptablesError (and makes the next sync a full one) when iptables refuses."""
         start = time.monotonic()
-        desired = plan(self.config, ports)
-        full = full or self.applied is None
+        full = full or not self.in_sync
         try:
-            if full:
-                # Read the kernel back: chains an earlier run left go, jumps someone removed come back.
-                saved = parse_save(self.runner.save())
-                text = restore_input(desired, existing=saved.chains, jumps=missing_jumps(saved))
-            else:
-                text = restore_input(desired, old=self.applied)
-            if text:
-                self.runner.restore(text)
+            self._full(ports) if full else self._incremental(ports)
         except Exception:
             self.failures += 1
-            self.applied = None
+            self.in_sync = False
             raise
         finally:
             self.syncs += 1
             self.last_duration = time.monotonic() - start
         self.full_syncs += full
-        self.applied = desired
+        self.in_sync = True
+
+    def _full(self, ports: Iterable[ServicePort]) -> None:
+        """Read the kernel back and write every chain: chains an earlier run left go, jumps someone removed come
+        back, drift is repaired."""
+        wanted = _wanted(ports)
+        fragments = {key: plan_port(self.config, port) for key, port in wanted.items()}
+        saved = parse_save(self.runner.save())
+        jumps = missing_jumps(saved)
+        fixed = _fixed_rules(self.config)
+        changes: dict[str, _Change] = {}
+        for table in SKELETON:
+            change = changes[table] = _Change(jumps=[jump for jump in jumps if jump.table == table])
+            write = change.write
+            write.update((name, fixed.get((table, name), ())) for name in SKELETON[table] if name not in SHARED[table])
+            for fragment in fragments.values():
+                write.update(dependency_order(fragment.chains[table]))
+            write.update((name, _skeleton_chain(table, name, fragments.values(), fixed)) for name in SHARED[table])
+            known = dict.fromkeys(saved.chains.get(table, ()))
+            change.delete = [name for name in known if name not in write and is_service_chain(name)]
+        self._apply(changes, {table: len(saved.rules.get(table, ())) for table in SKELETON})
+        self.ports, self.fragments = wanted, fragments
+        self.rules = {table: sum(map(len, change.write.values())) for table, change in changes.items()}
+
+    def _incremental(self, ports: Iterable[ServicePort]) -> None:
+        """Plan the ports whose `ServicePort` changed (the agent hands over the very same object for an unchanged
+        Service: `is` first, then `==`), write their chains that changed and the shared chains whose rules changed,
+        delete the chains they no longer have."""
+        wanted = _wanted(ports)
+        held = self.ports
+        changed = {key: port for key, port in wanted.items() if (old := held.get(key)) is not port and old != port}
+        added = changed.keys() - held.keys()
+        removed = [key for key in held if key not in wanted] if len(wanted) - len(added) != len(held) else []
+        same_keys = not added and not removed
+        # The shared chains follow the order of the ports: when it changed, every one of them is rewritten.
+        if same_keys:
+            same_order = list(wanted) == list(held)
+        else:
+            same_order = [key for key in wanted if key in held] == [key for key in held if key in wanted]
+        if not changed and not removed and same_order:
+            self.ports = wanted  # equal objects: the next sync finds these by identity
+            return
+        plans = {key: plan_port(self.config, port) for key, port in changed.items()}
+        changes = {table: _Change() for table in SKELETON}
+        rules = dict(self.rules)
+        dirty: set[tuple[str, str]] = set()
+        for key in (*changed, *removed):
+            before, after = self.fragments.get(key), plans.get(key)
+            for table, change in changes.items():
+                old_chains = before.chains[table] if before else {}
+                new_chains = after.chains[table] if after else {}
+                for name, chain_rules in dependency_order(new_chains).items():
+                    if old_chains.get(name) != chain_rules:
+                        change.write[name] = chain_rules
+                change.delete += [name for name in old_chains if name not in new_chains]
+                rules[table] += (after.rules[table] if after else 0) - (before.rules[table] if before else 0)
+            old_shared = before.shared if before else {}
+            new_shared = after.shared if after else {}
+            dirty.update(
+                name for name in old_shared.keys() | new_shared.keys() if old_shared.get(name) != new_shared.get(name)
+            )
+        if not same_order:
+            dirty = {(table, name) for table, names in SHARED.items() for name in names}
+        if dirty:
+            fixed = _fixed_rules(self.config)
+            fragments = [plans.get(key) or self.fragments[key] for key in wanted]
+            for table, names in SHARED.items():
+                for name in names:
+                    if (table, name) in dirty:
+                        changes[table].write[name] = _skeleton_chain(table, name, fragments, fixed)
+        self._apply(changes, self.rules)
+        if same_keys and same_order:
+            self.fragments.update(plans)
+        else:
+            self.fragments = {key: plans.get(key) or self.fragments[key] for key in wanted}
+        self.ports, self.rules = wanted, rules
+
+    def _apply(self, changes: Mapping[str, _Change], kernel_rules: Mapping[str, int]) -> None:
+        """Render and send one restore input (nothing when nothing changed)."""
+        nft = self.runner.nft_backend
+        lines: list[str] = []
+        for table, change in changes.items():
+            bulk = nft and use_bulk(_block_lines(change.write, change.delete, change.jumps), kernel_rules[table])
+            lines += _table_input(table, change.write, change.delete, change.jumps, bulk=bulk)
+        if lines:
+            self.runner.restore("\n".join(lines) + "\n")
 
     def close(self) -> None:
         """Nothing to release: each sync runs iptables-restore and ends (the rules stay)."""
 
     def cleanup(self) -> None:
         """Remove everything this mode programs (as `kube-proxy --cleanup`); the next sync starts afresh."""
-        self.applied = None
+        self.in_sync = False
         self.runner.cleanup()
