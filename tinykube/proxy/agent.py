@@ -36,6 +36,7 @@ SERVICES, SLICES = builtin("", "v1", "services"), builtin("discovery.k8s.io", "v
 SLICE_SERVICE_INDEX = "proxy-service"  # EndpointSlices by "namespace/service"
 DEBOUNCE = 0.05  # seconds between syncs at the least: changes arriving together are programmed in one transaction
 SYNC_PERIOD = 30.0  # seconds between full syncs (upstream's --sync-period)
+FULL_SYNC_SHARE = 10  # ... or ten times the last full sync's duration, if longer
 METRICS_PORT, HEALTHZ_PORT = 10249, 10256
 
 
@@ -183,7 +184,9 @@ class ProxyAgent:
             await self._sync(full)
             last_sync = time.monotonic()
             if full:
-                full_due = last_sync + self.sync_period
+                # A full sync that takes long (iptables at 10,000 Services: ~40 s) must not run back to back:
+                # at most a tenth of the time goes to them.
+                full_due = last_sync + max(self.sync_period, FULL_SYNC_SHARE * self.proxier.last_duration)
 
     async def _sync(self, full: bool) -> None:
         ports = self._desired(full)
