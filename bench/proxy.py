@@ -74,9 +74,9 @@ CONFIG = NodeConfig(
 )
 MODES = ("nftables", "iptables", "userspace")
 RUNS = {"nftables": 3, "iptables": 3, "userspace": 1}  # full syncs of the large table per mode
-# Services a mode is measured at, at most, unless the modes argument says otherwise (`iptables:5000`): the host's
-# iptables-nft-restore is superlinear (41-55 s for a full sync of 2,000 x 10 here; see bench/README.md).
-LIMITS = {"iptables": 2000}
+# Services a mode is measured at, at most, unless the modes argument says otherwise (`iptables:5000`). None now:
+# the iptables mode lays its restore input out so that iptables-nft-restore stays near-linear (bench/README.md).
+LIMITS: dict[str, int] = {}
 FULL_TARGET = 2.0  # seconds, full sync of 10,000 Services x 10 endpoints (nftables)
 INCREMENTAL_TARGET = 0.020  # seconds, p99 of one change (nftables)
 RATIO_TARGET = 0.10  # last vs first ClusterIP, and pod IP at N vs 100 Services (nftables)

@@ -28,6 +28,7 @@ from tinykube.proxy.nftables import (
     service_base,
 )
 
+M80 = 80 << 14  # the mark base of TCP port 80 (nftables.mark_base)
 CONFIG = NodeConfig(
     node_name="node-1", node_ips=["10.244.0.1"], cluster_cidr="10.244.0.0/16", service_cidrs=["10.96.0.0/16"]
 )
@@ -93,13 +94,14 @@ def test_cluster_ip_with_two_endpoints() -> None:
     script = full_script(CONFIG, [svc("svc1", ep("10.244.0.5"), ep("10.244.1.5", "node-2"))])
     assert script.startswith(f'add table {T}\ndelete table {T}\nadd table {T} {{ comment "rules for kube-proxy" ; }}\n')
     assert elements(script, "cluster-ips") == ["10.96.0.10"]
-    assert elements(script, "service-ips") == ["10.96.0.10 . tcp . 80 : goto pick-1-2"]
+    assert elements(script, "service-ips") == ["10.96.0.10 . tcp . 80 : goto pick-tcp-80-1-2"]
+    # the marks: protocol (tcp: 0) . port 80 . index, i.e. 80 << 14 plus 1, 2
     assert elements(script, "endpoint-addresses") == [
-        "10.96.0.10 . tcp . 80 . 1 : 10.244.0.5 . 8080",
-        "10.96.0.10 . tcp . 80 . 2 : 10.244.1.5 . 8080",
+        f"10.96.0.10 . {M80 + 1} : 10.244.0.5 . 8080",
+        f"10.96.0.10 . {M80 + 2} : 10.244.1.5 . 8080",
     ]
-    assert chain_rules(script, "pick-1-2") == ["ct mark set numgen random mod 2 offset 1"]
-    assert chains(script) - chains(full_script(CONFIG, [])) == {"pick-1-2"}  # no chain of the Service's own
+    assert chain_rules(script, "pick-tcp-80-1-2") == [f"ct mark set numgen random mod 2 offset {M80 + 1}"]
+    assert chains(script) - chains(full_script(CONFIG, [])) == {"pick-tcp-80-1-2"}  # no chain of the Service's own
     assert not elements(script, "no-endpoint-services")
 
 
@@ -114,12 +116,13 @@ def test_fixed_skeleton() -> None:
         f"add rule {T} masquerading masquerade fully-random",
         f"add rule {T} mark-for-masquerade mark set mark or 0x4000",
     } <= lines(script)
-    dnat = (
-        "meta l4proto { tcp, udp, sctp } dnat ip to ip daddr . meta l4proto . th dport . ct mark "
-        "map @endpoint-addresses"
-    )
-    assert chain_rules(script, "nat-prerouting") == ["jump services", dnat]
-    assert chain_rules(script, "nat-output") == ["jump services", dnat]
+    dnat = [
+        "ip daddr @nodeport-ips meta l4proto { tcp, udp, sctp } dnat ip to th dport . ct mark "
+        "map @nodeport-endpoint-addresses",
+        "meta l4proto { tcp, udp, sctp } dnat ip to ip daddr . ct mark map @endpoint-addresses",
+    ]
+    assert chain_rules(script, "nat-prerouting") == ["jump services", *dnat]
+    assert chain_rules(script, "nat-output") == ["jump services", *dnat]
     assert chain_rules(script, "services")[0] == (
         "ip daddr @cluster-ips ip saddr != 10.244.0.0/16 jump mark-for-masquerade"
     )
@@ -151,16 +154,16 @@ def test_unusable_services_go_to_no_endpoint_services(port: ServicePort, element
 
 def test_terminating_endpoints_are_a_fallback() -> None:
     script = full_script(CONFIG, [svc("svc1", ep("10.244.0.5", ready=False, terminating=True))])
-    assert elements(script, "endpoint-addresses") == ["10.96.0.10 . tcp . 80 . 1 : 10.244.0.5 . 8080"]
+    assert elements(script, "endpoint-addresses") == [f"10.96.0.10 . {M80 + 1} : 10.244.0.5 . 8080"]
     mixed = full_script(CONFIG, [svc("svc1", ep("10.244.0.5", ready=False, terminating=True), ep("10.244.1.5"))])
-    assert elements(mixed, "endpoint-addresses") == ["10.96.0.10 . tcp . 80 . 1 : 10.244.1.5 . 8080"]
-    assert elements(mixed, "service-ips") == ["10.96.0.10 . tcp . 80 : goto pick-1-1"]
+    assert elements(mixed, "endpoint-addresses") == [f"10.96.0.10 . {M80 + 1} : 10.244.1.5 . 8080"]
+    assert elements(mixed, "service-ips") == ["10.96.0.10 . tcp . 80 : goto pick-tcp-80-1-1"]
 
 
 def test_internal_traffic_policy_local() -> None:
     script = full_script(CONFIG, [svc("svc1", ep("10.244.0.5"), ep("10.244.1.5", "node-2"), internal_local=True)])
-    assert elements(script, "service-ips") == ["10.96.0.10 . tcp . 80 : goto pick-1-1"]
-    assert elements(script, "endpoint-addresses") == ["10.96.0.10 . tcp . 80 . 1 : 10.244.0.5 . 8080"]
+    assert elements(script, "service-ips") == ["10.96.0.10 . tcp . 80 : goto pick-tcp-80-1-1"]
+    assert elements(script, "endpoint-addresses") == [f"10.96.0.10 . {M80 + 1} : 10.244.0.5 . 8080"]
     assert "10.244.1.5" not in script  # the remote endpoint is not programmed at all
 
 
@@ -169,20 +172,18 @@ def test_external_traffic_policy_local_node_port() -> None:
     script = full_script(CONFIG, [port])
     external = "external-ULMVA6XW-ns1/svc1/tcp/p80"
     assert elements(script, "service-nodeports") == [f"tcp . 30080 : goto {external}"]
-    assert elements(script, "service-ips") == ["10.96.0.10 . tcp . 80 : goto pick-1-2"]
+    assert elements(script, "service-ips") == ["10.96.0.10 . tcp . 80 : goto pick-tcp-80-1-2"]
     assert chain_rules(script, external) == [
-        'ip saddr 10.244.0.0/16 goto pick-1-2 comment "short-circuit pod traffic"',
+        'ip saddr 10.244.0.0/16 goto pick-tcp-80-1-2 comment "short-circuit pod traffic"',
         'fib saddr type local jump mark-for-masquerade comment "masquerade local traffic"',
-        'fib saddr type local goto pick-1-2 comment "short-circuit local traffic"',
-        "goto pick-3-3",
+        'fib saddr type local goto pick-tcp-80-1-2 comment "short-circuit local traffic"',
+        "goto pick-tcp-80-3-3",
     ]
-    assert chain_rules(script, "pick-3-3") == ["ct mark set numgen random mod 1 offset 3"]
-    # indices 1-2: the cluster group, 3: the local group; at the ClusterIP and at the node's NodePort alike
-    numbered = ["1 : 10.244.0.5 . 8080", "2 : 10.244.1.5 . 8080", "3 : 10.244.0.5 . 8080"]
-    assert elements(script, "endpoint-addresses") == [
-        *(f"10.96.0.10 . tcp . 80 . {n}" for n in numbered),
-        *(f"10.244.0.1 . tcp . 30080 . {n}" for n in numbered),
-    ]
+    assert chain_rules(script, "pick-tcp-80-3-3") == [f"ct mark set numgen random mod 1 offset {M80 + 3}"]
+    # indices 1-2: the cluster group, 3: the local group; at the ClusterIP and at the NodePort alike
+    numbered = [f"{M80 + 1} : 10.244.0.5 . 8080", f"{M80 + 2} : 10.244.1.5 . 8080", f"{M80 + 3} : 10.244.0.5 . 8080"]
+    assert elements(script, "endpoint-addresses") == [f"10.96.0.10 . {n}" for n in numbered]
+    assert elements(script, "nodeport-endpoint-addresses") == [f"30080 . {n}" for n in numbered]
 
     # no local endpoint: pods and the node still short-circuit to the remote one; the rest is dropped by the filter
     # hooks (which see the destination after DNAT, so the short-circuited traffic passes)
@@ -191,23 +192,24 @@ def test_external_traffic_policy_local_node_port() -> None:
     assert elements(remote_only, "no-endpoint-nodeports") == ['tcp . 30080 comment "ns1/svc1:p80" : drop']
     assert (
         chain_rules(remote_only, external)[-1]
-        == 'fib saddr type local goto pick-1-1 comment "short-circuit local traffic"'
+        == 'fib saddr type local goto pick-tcp-80-1-1 comment "short-circuit local traffic"'
     )
 
 
 def test_external_traffic_policy_cluster_and_external_ips() -> None:
     port = svc("svc1", ep("10.244.1.5", "node-2"), node_port=30080, external_ips=("192.0.2.7",))
     script = full_script(CONFIG, [port])
-    assert chain_rules(script, "external-pick-1-1") == ["jump mark-for-masquerade", "goto pick-1-1"]
+    pick = "pick-tcp-80-1-1"
+    assert chain_rules(script, f"external-{pick}") == ["jump mark-for-masquerade", f"goto {pick}"]
     assert set(elements(script, "service-ips")) == {
-        "10.96.0.10 . tcp . 80 : goto pick-1-1",
-        "192.0.2.7 . tcp . 80 : goto external-pick-1-1",
+        f"10.96.0.10 . tcp . 80 : goto {pick}",
+        f"192.0.2.7 . tcp . 80 : goto external-{pick}",
     }
-    assert elements(script, "service-nodeports") == ["tcp . 30080 : goto external-pick-1-1"]
+    assert elements(script, "service-nodeports") == [f"tcp . 30080 : goto external-{pick}"]
     assert set(elements(script, "endpoint-addresses")) == {
-        f"{destination} . 1 : 10.244.1.5 . 8080"
-        for destination in ("10.96.0.10 . tcp . 80", "192.0.2.7 . tcp . 80", "10.244.0.1 . tcp . 30080")
+        f"{ip} . {M80 + 1} : 10.244.1.5 . 8080" for ip in ("10.96.0.10", "192.0.2.7")
     }
+    assert elements(script, "nodeport-endpoint-addresses") == [f"30080 . {M80 + 1} : 10.244.1.5 . 8080"]
     empty = full_script(CONFIG, [dataclasses.replace(port, endpoints=())])
     assert elements(empty, "no-endpoint-nodeports") == ['tcp . 30080 comment "ns1/svc1:p80" : goto reject-chain']
 
@@ -239,14 +241,14 @@ def test_session_affinity() -> None:
     rules = chain_rules(script, SVC)
     assert rules[0] == f"ip saddr @{set_a} goto {EP_A}"
     assert rules[2] == f"numgen random mod 2 vmap {{ 0 : goto {EP_A} , 1 : goto {EP_B} }}"
-    assert chain_rules(script, EP_A) == [f"update @{set_a} {{ ip saddr }}", "ct mark set 1"]
-    assert chain_rules(script, EP_B)[1] == "ct mark set 2"
+    assert chain_rules(script, EP_A) == [f"update @{set_a} {{ ip saddr }}", f"ct mark set {M80 + 1}"]
+    assert chain_rules(script, EP_B)[1] == f"ct mark set {M80 + 2}"
 
 
 def test_a_cluster_ip_shared_by_two_ports_stays_until_both_leave() -> None:
     http, https = svc("web", ep("10.244.0.5")), svc("web", ep("10.244.0.5"), port_name="https", port=443)
     assert incremental_script(CONFIG, [http, https], [http]).splitlines() == [
-        f"delete element {T} endpoint-addresses {{ 10.96.0.10 . tcp . 443 . 1 }}",
+        f"delete element {T} endpoint-addresses {{ 10.96.0.10 . {(443 << 14) + 1} }}",
         f"delete element {T} service-ips {{ 10.96.0.10 . tcp . 443 }}",
     ]
     assert f"delete element {T} cluster-ips {{ 10.96.0.10 }}" in incremental_script(CONFIG, [http, https], [])
@@ -259,13 +261,13 @@ def test_incremental_touches_only_the_changed_service() -> None:
     script = incremental_script(CONFIG, old, new)
     assert "svc2" not in script and "10.96.0.11" not in script and "table" not in script
     assert script.splitlines() == [
-        f"delete element {T} endpoint-addresses {{ 10.96.0.10 . tcp . 80 . 1 }}",
+        f"delete element {T} endpoint-addresses {{ 10.96.0.10 . {M80 + 1} }}",
         f"delete element {T} service-ips {{ 10.96.0.10 . tcp . 80 }}",
-        f"add chain {T} pick-1-2",
-        f"add rule {T} pick-1-2 ct mark set numgen random mod 2 offset 1",
-        f"add element {T} endpoint-addresses {{ 10.96.0.10 . tcp . 80 . 1 : 10.244.0.5 . 8080, "
-        "10.96.0.10 . tcp . 80 . 2 : 10.244.1.5 . 8080 }",
-        f"add element {T} service-ips {{ 10.96.0.10 . tcp . 80 : goto pick-1-2 }}",
+        f"add chain {T} pick-tcp-80-1-2",
+        f"add rule {T} pick-tcp-80-1-2 ct mark set numgen random mod 2 offset {M80 + 1}",
+        f"add element {T} endpoint-addresses {{ 10.96.0.10 . {M80 + 1} : 10.244.0.5 . 8080, "
+        f"10.96.0.10 . {M80 + 2} : 10.244.1.5 . 8080 }}",
+        f"add element {T} service-ips {{ 10.96.0.10 . tcp . 80 : goto pick-tcp-80-1-2 }}",
     ]
     assert incremental_script(CONFIG, new, new) == ""
 
@@ -366,7 +368,7 @@ def test_full_then_incremental_in_kernel(ns: str) -> None:
     dump = runner.dump()
     assert "10.96.0.11" not in dump and EP_A not in dump and "timeout 1m\n" not in dump
     assert EP_B in dump and "timeout 1m30s" in dump
-    assert "10.96.0.12 . tcp . 80 : goto pick-1-1" in dump
+    assert "10.96.0.12 . tcp . 80 : goto pick-tcp-80-1-1" in dump
     # the incremental result is the fresh full result (up to the order nft lists chains in: creation order)
     assert blocks(runner.dump()) == blocks(_reload(runner, full_script(CONFIG, new)))
 

@@ -6,8 +6,12 @@ per endpoint. Measured here (bench/README.md): each such rule carries an anonymo
 element revalidates every rule using the map); and with a chain per Service, every later transaction pays for nft
 reading the chain list back (about 1 MB at 10,000 Services). So tinykube has no chain per Service in the common
 case. A destination (`ip . proto . port`) leads through `service-ips` to a *pick chain* shared by all Services
-with the same number of endpoints, `pick-1-N`: `ct mark set numgen random mod N offset 1`. Back in the nat base
-chain one rule DNATs through a single map, `endpoint-addresses`: (destination . index) -> endpoint. Chains of
+with the same protocol, port and number of endpoints, `pick-tcp-80-1-N`: `ct mark set numgen random mod N offset
+B+1`, where the mark B+i carries the protocol and port in its high bits and the endpoint's index in its low 14.
+Back in the nat base chain one rule DNATs through a single map, `endpoint-addresses`: (address . mark) ->
+endpoint, and one more, for NodePorts, through `nodeport-endpoint-addresses`: (port . mark) -> endpoint. (A
+two-part key parses a third faster than address . protocol . port . index: 100,000 of them are most of a full
+sync.) Chains of
 their own remain only where a Service needs them: externalTrafficPolicy Local (`external-…`), session affinity
 (upstream's service and endpoint chains, which set the index) and loadBalancerSourceRanges (`firewall-…`).
 ClusterIP traffic from outside the pod network is masqueraded by one rule over `@cluster-ips`, and hairpin
@@ -42,6 +46,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from tinykube.gcpause import gc_paused
 from tinykube.node.netns import exec_argv
 from tinykube.proxy.model import Endpoint, NodeConfig, Policy, ServicePort
 from tinykube.proxy.model import policy as proxy_policy
@@ -53,6 +58,9 @@ TABLE = "ip kube-proxy"
 NFT = shutil.which("nft") or "/usr/sbin/nft"
 CHAIN_BASE_MAX = 240  # upstream's limit on the hashed part; nft allows 256 characters with the prefix
 PICK_MAP = "endpoint-addresses"
+NODE_PORT_PICK_MAP = "nodeport-endpoint-addresses"
+PROTOCOL_CODES = {"tcp": 0, "udp": 1, "sctp": 2}
+INDEX_BITS = 14  # a picked mark is protocol (2 bits) . service port (16) . index (14)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +70,9 @@ class Chain:
 
 
 Element = tuple[str, str]  # (set or map, element key)
-# What follows the key inside the braces (` : goto service-…`, a comment, or nothing for a plain set); for
-# `endpoint-addresses`, whose key is a destination, each index's ` : address . port` (the elements `key . 1`, …).
-Value = str | tuple[str, ...]
+# What follows the key inside the braces (` : goto service-…`, a comment, or nothing for a plain set); for the
+# endpoint-address maps, whose key here is a destination, its elements: (element key, ` : address . port`) each.
+Value = str | tuple[tuple[str, str], ...]
 
 
 @dataclass(slots=True)
@@ -112,9 +120,10 @@ def port_comment(port: ServicePort) -> str:
 # ---------------------------------------------------------------------------------------------------------------
 # The fixed skeleton
 
-DNAT_PICKED = (
-    f"meta l4proto {{ tcp, udp, sctp }} dnat ip to ip daddr . meta l4proto . th dport . ct mark map @{PICK_MAP}"
-)
+L4 = "meta l4proto { tcp, udp, sctp }"
+# NodePorts first: their destination address is a node's, which an externalIP may share.
+DNAT_NODE_PORT = f"ip daddr @nodeport-ips {L4} dnat ip to th dport . ct mark map @{NODE_PORT_PICK_MAP}"
+DNAT_PICKED = f"{L4} dnat ip to ip daddr . ct mark map @{PICK_MAP}"
 HAIRPIN = 'ct status dnat fib daddr . iif oif exists meta mark set meta mark or 0x4000 comment "hairpin"'
 
 BASE_CHAINS: dict[str, tuple[str, int, tuple[str, ...]]] = {
@@ -135,8 +144,8 @@ BASE_CHAINS: dict[str, tuple[str, int, tuple[str, ...]]] = {
         0,
         ("ct state new jump service-endpoints-check", "ct state new jump cluster-ips-check"),
     ),
-    "nat-prerouting": ("prerouting", -100, ("jump services", DNAT_PICKED)),
-    "nat-output": ("output", -100, ("jump services", DNAT_PICKED)),
+    "nat-prerouting": ("prerouting", -100, ("jump services", DNAT_NODE_PORT, DNAT_PICKED)),
+    "nat-output": ("output", -100, ("jump services", DNAT_NODE_PORT, DNAT_PICKED)),
     "nat-postrouting": ("postrouting", 100, ("jump masquerading",)),
 }
 
@@ -152,8 +161,10 @@ SETS = {
     'comment "vmap to drop or reject packets to service nodeports with no endpoints" ; }',
     "firewall-ips": "map { type ipv4_addr . inet_proto . inet_service : verdict ; "
     'comment "destinations that are subject to LoadBalancerSourceRanges" ; }',
-    PICK_MAP: "map { type ipv4_addr . inet_proto . inet_service . mark : ipv4_addr . inet_service ; "
-    'comment "the endpoint a service chain picked (ct mark) for this destination" ; }',
+    PICK_MAP: "map { type ipv4_addr . mark : ipv4_addr . inet_service ; "
+    'comment "the endpoint a service chain picked (ct mark) for this destination address" ; }',
+    NODE_PORT_PICK_MAP: "map { type inet_service . mark : ipv4_addr . inet_service ; "
+    'comment "the endpoint a service chain picked (ct mark) for this NodePort" ; }',
 }
 
 
@@ -203,50 +214,67 @@ def _skeleton(config: NodeConfig) -> Ruleset:
 # One service port
 
 
-def pick_chain(first: int, count: int) -> str:
-    """The shared chain picking uniformly among indices first … first+count-1."""
-    return f"pick-{first}-{first + count - 1}"
+def mark_base(port: ServicePort) -> int:
+    """The marks of a service port's endpoints are this plus 1, 2, …: protocol and port in the high bits keep two
+    ports of one address (or of two Services sharing an external IP) apart, with no allocation."""
+    return (PROTOCOL_CODES[port.protocol] << 30) | (port.port << INDEX_BITS)
+
+
+def pick_chain(port: ServicePort, first: int, count: int) -> str:
+    """The shared chain picking uniformly among the marks of indices first … first+count-1 of a protocol and port."""
+    return f"pick-{port.protocol}-{port.port}-{first}-{first + count - 1}"
 
 
 def plan_port(config: NodeConfig, port: ServicePort) -> Ruleset:
     """One service port's part of the table (pure). Its endpoints are numbered 1 … Nc (the cluster group), then
-    Nc+1 … Nc+Nl (the local group); every destination of the port maps each index to its endpoint."""
+    Nc+1 … Nc+Nl (the local group); every destination of the port maps each index's mark to its endpoint."""
     rs = Ruleset()
     policy = proxy_policy(port, config.node_name)
     base, proto = service_base(port), port.protocol
-    endpoints = (*policy.cluster, *policy.local)
-    cluster_to = _group(rs, port, policy.cluster, 1, f"service-{base}")
-    local_to = _group(rs, port, policy.local, len(policy.cluster) + 1, f"local-{base}")
+    # the index bits cap a port at 16,383 endpoints in all (a Service that large is refused by nothing else)
+    room = (1 << INDEX_BITS) - 1
+    cluster = policy.cluster[:room]
+    local = policy.local[: room - len(cluster)]
+    endpoints = (*cluster, *local)
+    cluster_to = _group(rs, port, cluster, 1, f"service-{base}")
+    local_to = _group(rs, port, local, len(cluster) + 1, f"local-{base}")
     missing = f' comment "{port_comment(port)}" : ' + ("drop" if policy.any_endpoints else "goto reject-chain")
 
-    targets = tuple(f" : {endpoint.ip} . {endpoint.port}" for endpoint in endpoints)
+    marks = [str(mark_base(port) + i) for i in range(1, len(endpoints) + 1)]
+    targets = [f" : {endpoint.ip} . {endpoint.port}" for endpoint in endpoints]
 
-    def route(target: str, missing_target: str, key: str, to: str | None, usable: bool, *numbered: str) -> None:
-        """One destination (`key` in the `target` map): to its chain, which picks among the numbered endpoints at
-        `numbered`; and, as upstream, to the no-endpoint map when nothing `usable` is behind it — the filter hooks
-        see the destination after DNAT, so what the chain short-circuited passes and the rest is dropped."""
+    def number(pick_map: str, destination: str) -> None:
+        """Each mark's endpoint at one destination (an address, or a NodePort)."""
+        elements = tuple((f"{destination} . {mark}", target) for mark, target in zip(marks, targets, strict=True))
+        rs.elements[(pick_map, f"{destination} . {proto} . {port.port}")] = elements
+
+    def route(target: str, missing_target: str, key: str, to: str | None, usable: bool) -> bool:
+        """One destination (`key` in the `target` map) to its chain; and, as upstream, to the no-endpoint map when
+        nothing `usable` is behind it — the filter hooks see the destination after DNAT, so what the chain
+        short-circuited passes and the rest is dropped. Whether the destination needs its marks numbered."""
         if to:
             rs.elements[(target, key)] = f" : goto {to}"
-            for destination in numbered:
-                rs.elements[(PICK_MAP, destination)] = targets
         if not usable:
             rs.elements[(missing_target, key)] = missing
+        return to is not None
 
     internal_to = local_to if policy.internal_local else cluster_to
     for ip in port.cluster_ips:
         rs.elements[("cluster-ips", ip)] = ""
-        key = f"{ip} . {proto} . {port.port}"
-        route("service-ips", "no-endpoint-services", key, internal_to, bool(internal_to), key)
+        if route(
+            "service-ips", "no-endpoint-services", f"{ip} . {proto} . {port.port}", internal_to, bool(internal_to)
+        ):
+            number(PICK_MAP, ip)
     if policy.externally_accessible:
         external_to = _external(rs, config, port, policy, cluster_to, local_to)
         usable = bool(policy.external)
         for ip in (*port.external_ips, *port.load_balancer_ips):
-            key = f"{ip} . {proto} . {port.port}"
-            route("service-ips", "no-endpoint-services", key, external_to, usable, key)
+            if route("service-ips", "no-endpoint-services", f"{ip} . {proto} . {port.port}", external_to, usable):
+                number(PICK_MAP, ip)
         if port.node_port:
-            at_nodes = [f"{ip} . {proto} . {port.node_port}" for ip in config.node_ips]
             key = f"{proto} . {port.node_port}"
-            route("service-nodeports", "no-endpoint-nodeports", key, external_to, usable, *at_nodes)
+            if route("service-nodeports", "no-endpoint-nodeports", key, external_to, usable):
+                number(NODE_PORT_PICK_MAP, str(port.node_port))
         if port.source_ranges and port.load_balancer_ips:
             _add_firewall(rs, config, port, base)
     return rs
@@ -257,15 +285,16 @@ def _group(rs: Ruleset, port: ServicePort, group: tuple[Endpoint, ...], first: i
     the port's own chain (upstream's shape: sticky clients first; endpoint chains record the client)."""
     if not group:
         return None
+    offset = mark_base(port) + first
     if not port.affinity_timeout:
-        chain = pick_chain(first, len(group))
-        rs.chains[chain] = Chain((f"ct mark set numgen random mod {len(group)} offset {first}",))
+        chain = pick_chain(port, first, len(group))
+        rs.chains[chain] = Chain((f"ct mark set numgen random mod {len(group)} offset {offset}",))
         return chain
     bases = [endpoint_base(port, e) for e in group]
     for i, b in enumerate(bases):
         affinity = f"affinity-{b}"
         rs.sets[affinity] = f"set {{ type ipv4_addr ; flags dynamic,timeout ; timeout {port.affinity_timeout}s ; }}"
-        rs.chains[f"endpoint-{b}"] = Chain((f"update @{affinity} {{ ip saddr }}", f"ct mark set {first + i}"))
+        rs.chains[f"endpoint-{b}"] = Chain((f"update @{affinity} {{ ip saddr }}", f"ct mark set {offset + i}"))
     sticky = [f"ip saddr @affinity-{b} goto endpoint-{b}" for b in bases]
     vmap = " , ".join(f"{i} : goto endpoint-{b}" for i, b in enumerate(bases))
     rs.chains[own_chain] = Chain((*sticky, f"numgen random mod {len(bases)} vmap {{ {vmap} }}"))
@@ -404,8 +433,8 @@ def _element_lines(verb: str, items: Iterable[tuple[Element, Value]]) -> list[st
     adding = verb == "add"
     for (target, key), value in items:
         texts = by_set[target]
-        if isinstance(value, tuple):  # numbered endpoints
-            texts += [f"{key} . {i}{v}" if adding else f"{key} . {i}" for i, v in enumerate(value, 1)]
+        if isinstance(value, tuple):  # a destination's numbered endpoints
+            texts += [element + target if adding else element for element, target in value]
         else:
             texts.append(key + value if adding else key)
     lines = []
@@ -574,8 +603,10 @@ class NftablesProxier:
         self.in_sync = True
 
     def _full(self, ports: Iterable[ServicePort]) -> None:
-        desired = plan(self.config, ports)
-        self.runner.apply(render_full(desired.table))
+        with gc_paused():  # ~40 objects per port and no cycles: collections would only rescan them (~30 % of it)
+            desired = plan(self.config, ports)
+            script = render_full(desired.table)
+        self.runner.apply(script)
         self.fragments, self.elements = desired.fragments, desired.elements
         self.shared = {chain for chain in desired.table.chains if is_shared(chain)}
 

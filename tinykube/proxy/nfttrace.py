@@ -159,11 +159,12 @@ def _reader(parts: list[tuple[str, str]]) -> Callable[[_State], Key]:
 
 
 def _elements(rs: Ruleset) -> Iterator[tuple[str, str, str]]:
-    """(set, key, rest) of each element; numbered endpoints become `key . 1`, … as `_element_lines` writes them."""
+    """(set, key, rest) of each element; a destination's numbered endpoints one by one, as `_element_lines` writes
+    them."""
     for (name, key), value in rs.elements.items():
         if isinstance(value, tuple):
-            for i, text in enumerate(value, 1):
-                yield name, f"{key} . {i}", text
+            for element, text in value:
+                yield name, element, text
         else:
             yield name, key, value
 
