@@ -233,16 +233,6 @@ def node_netns(sandbox: RunningCluster, node: str) -> str:
     return f"tk-{sandbox.data_dir.name}.{node}"
 
 
-def http_get(netns: str, url: str) -> str:
-    """GET `url` from inside `netns`: the status, or the error's class (ConnectionRefusedError, timeout …)."""
-    code = (
-        "import urllib.request, sys\n"
-        f"try: print(urllib.request.urlopen({url!r}, timeout=3).status)\n"
-        "except Exception as err: print(type(getattr(err, 'reason', err)).__name__)"
-    )
-    return inside(netns, code).stdout.strip()
-
-
 def service(client: httpx.Client, name: str, selector: dict[str, str], **spec: Any) -> dict[str, Any]:
     body = {"metadata": {"name": name}, "spec": {"selector": selector, **spec}}
     create(client, body, "services")

@@ -15,7 +15,6 @@ import pytest
 from tests.conftest import RunningCluster, eventually
 from tests.e2e.test_netns_dataplane import (
     create,
-    http_get,
     inside,
     netns_cluster,
     node_netns,
@@ -115,7 +114,7 @@ def test_a_service_without_endpoints_refuses(sandbox: RunningCluster, client: ht
     create(client, web_pod("asker2", "node-1", 8093))
     eventually(lambda: ready(client, "asker2"), what="asker ready")
     url = f"http://{svc['spec']['clusterIP']}:80/"
-    assert eventually(lambda: http_get(pod_netns(sandbox, "asker2", "node-1"), url) == "ConnectionRefusedError")
+    assert eventually(lambda: fetch(pod_netns(sandbox, "asker2", "node-1"), url) == "ConnectionRefusedError")
 
 
 def test_node_ports_masquerade_until_external_traffic_policy_local(

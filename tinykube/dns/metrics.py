@@ -6,8 +6,10 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 
+from tinykube.metrics import exponential_buckets
+
 # CoreDNS's buckets: 0.25 ms doubling up to ~8 s.
-BUCKETS = tuple(0.00025 * 2**i for i in range(16))
+BUCKETS = exponential_buckets(0.00025, 2, 16)
 
 
 class DnsMetrics:

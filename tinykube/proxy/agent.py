@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import socket
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -28,6 +27,7 @@ from tinykube.client.rest import RestClient
 from tinykube.metrics import Histogram, exponential_buckets
 from tinykube.proxy.conntrack import Flush, stale_flows
 from tinykube.proxy.model import SERVICE_NAME_LABEL, ServicePort, local_endpoints, service_ports
+from tinykube.proxy.modes import Bind
 from tinykube.web import Body, Handler, Query, serve_http
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ class ProxyAgent:
         node: str,
         proxier: Proxier,
         *,
-        bind: Callable[[str, int], socket.socket] | None = None,
+        bind: Bind | None = None,
         sync_period: float = SYNC_PERIOD,
         informers: SharedInformers | None = None,
         flush_conntrack: Callable[[list[Flush]], None] | None = None,
@@ -92,6 +92,9 @@ class ProxyAgent:
         self.slices = self.informers.informer(SLICES)
         self.ports: list[ServicePort] = []  # what the proxier last programmed
         self._ports_of: dict[str, tuple[ServicePort, ...]] = {}  # "namespace/name" -> that Service's ports
+        # The Services whose ports changed since the last successful sync, with their ports as programmed then:
+        # what the conntrack clean-up compares (not the whole table on every sync).
+        self._changed_since: dict[str, tuple[ServicePort, ...]] = {}
         self._dirty: set[str] = set()  # Services whose ports must be computed again
         self.last_updated = datetime.now(UTC)
         self.pending_since: float | None = None  # monotonic time of the oldest change not yet programmed
@@ -158,12 +161,14 @@ class ProxyAgent:
         self._dirty = set()
         for key in dirty:
             svc = self.services.store.get(key)
-            if svc is None:
-                self._ports_of.pop(key, None)
-                continue
-            ports = tuple(service_ports([svc], self.slices.store.by_index(SLICE_SERVICE_INDEX, key)))
-            if ports != self._ports_of.get(key):  # unchanged ports keep their identity
-                self._ports_of[key] = ports
+            old = self._ports_of.get(key, ())
+            ports = tuple(service_ports([svc], self.slices.store.by_index(SLICE_SERVICE_INDEX, key))) if svc else ()
+            if ports != old:  # unchanged ports keep their identity
+                self._changed_since.setdefault(key, old)
+                if ports:
+                    self._ports_of[key] = ports
+                else:
+                    self._ports_of.pop(key, None)
         return [port for ports in self._ports_of.values() for port in ports]
 
     async def _loop(self) -> None:
@@ -203,9 +208,12 @@ class ProxyAgent:
             return
         self.durations.observe(self.proxier.last_duration)
         (self.full_durations if full else self.partial_durations).observe(self.proxier.last_duration)
-        previous, self.ports = self.ports, ports
+        self.ports = ports
+        changed, self._changed_since = self._changed_since, {}
         self.last_updated = datetime.now(UTC)
-        if self.flush_conntrack is not None and (stale := stale_flows(previous, ports)):
+        before = [port for old in changed.values() for port in old]
+        after = [port for key in changed for port in self._ports_of.get(key, ())]
+        if self.flush_conntrack is not None and (stale := stale_flows(before, after)):
             await asyncio.to_thread(self.flush_conntrack, stale)
         self.synced.set()
         await self._health_servers()

@@ -56,7 +56,6 @@ import ipaddress
 import shlex
 import shutil
 import subprocess
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -65,6 +64,7 @@ from tinykube.node.netns import exec_argv
 from tinykube.proxy.model import Endpoint, NodeConfig, Policy, ServicePort
 from tinykube.proxy.model import policy as proxy_policy
 from tinykube.proxy.nftables import port_comment
+from tinykube.proxy.syncing import KernelSyncs
 
 IPTABLES_RESTORE = shutil.which("iptables-restore") or "/usr/sbin/iptables-restore"
 IPTABLES_SAVE = shutil.which("iptables-save") or "/usr/sbin/iptables-save"
@@ -655,40 +655,21 @@ class _Change:
     jumps: list[Jump] = field(default_factory=list)
 
 
-class IptablesProxier:
-    """Keeps the node's KUBE chains equal to the desired service ports, planning and writing only what changed."""
+class IptablesProxier(KernelSyncs):
+    """Keeps the node's KUBE chains equal to the desired service ports, planning and writing only what changed.
+    `sync` raises IptablesError when iptables refuses."""
 
     mode = "iptables"  # what kube-proxy's /proxyMode answers
 
     def __init__(self, config: NodeConfig, runner: Runner) -> None:
+        super().__init__()
         self.config = config
         self.runner = runner
-        self.in_sync = False  # false: the next sync is a full one
         # What the kernel holds, per port key in the order of the last sync: the port as it was handed over, and
         # its part of the plan (the shared chains are assembled from these parts).
         self.ports: dict[str, ServicePort] = {}
         self.fragments: dict[str, PortPlan] = {}
         self.rules = dict.fromkeys(SKELETON, 0)  # rules in our chains, per table
-        self.syncs = 0
-        self.failures = 0
-        self.full_syncs = 0
-        self.last_duration = 0.0  # seconds the last sync took
-
-    def sync(self, ports: Iterable[ServicePort], *, full: bool = False) -> None:
-        """Program `ports`; raises IptablesError (and makes the next sync a full one) when iptables refuses."""
-        start = time.monotonic()
-        full = full or not self.in_sync
-        try:
-            self._full(ports) if full else self._incremental(ports)
-        except Exception:
-            self.failures += 1
-            self.in_sync = False
-            raise
-        finally:
-            self.syncs += 1
-            self.last_duration = time.monotonic() - start
-        self.full_syncs += full
-        self.in_sync = True
 
     def _full(self, ports: Iterable[ServicePort]) -> None:
         """Read the kernel back and write every chain: chains an earlier run left go, jumps someone removed come

@@ -41,7 +41,6 @@ import ipaddress
 import re
 import shutil
 import subprocess
-import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +50,7 @@ from tinykube.node.netns import exec_argv
 from tinykube.proxy.model import Endpoint, NodeConfig, Policy, ServicePort
 from tinykube.proxy.model import policy as proxy_policy
 from tinykube.proxy.nft_session import NftError, NftSession, libnftables_path
+from tinykube.proxy.syncing import KernelSyncs
 
 __all__ = ["NftError", "NftRunner", "NftablesProxier", "NodeConfig", "Ruleset", "plan", "render_diff", "render_full"]
 
@@ -565,42 +565,23 @@ class NftRunner:
             self._session.close()
 
 
-class NftablesProxier:
-    """Keeps the kernel's table equal to the desired service ports, planning and sending only what changed."""
+class NftablesProxier(KernelSyncs):
+    """Keeps the kernel's table equal to the desired service ports, planning and sending only what changed; a full
+    sync recreates the table. `sync` raises NftError when nft refuses."""
 
     mode = "nftables"  # what kube-proxy's /proxyMode answers
 
     def __init__(self, config: NodeConfig, runner: NftRunner | _Discard) -> None:
+        super().__init__()
         self.config = config
         self.runner = runner
-        self.in_sync = False  # false: the next sync recreates the table
         self.shared: set[str] = set()  # pick chains in the kernel: kept until the next full sync, whoever uses them
         self.fragments: dict[str, tuple[ServicePort, Ruleset]] = {}  # port key -> what the kernel has for it
         self.elements = Elements({})
-        self.syncs = 0
-        self.failures = 0
-        self.full_syncs = 0
-        self.last_duration = 0.0  # seconds the last sync took
 
     def close(self) -> None:
         """Stop the libnftables session (the table stays)."""
         self.runner.close()
-
-    def sync(self, ports: Iterable[ServicePort], *, full: bool = False) -> None:
-        """Program `ports`; raises NftError (and makes the next sync a full one) when nft refuses."""
-        start = time.monotonic()
-        full = full or not self.in_sync
-        try:
-            self._full(ports) if full else self._incremental(ports)
-        except Exception:
-            self.failures += 1
-            self.in_sync = False
-            raise
-        finally:
-            self.syncs += 1
-            self.last_duration = time.monotonic() - start
-        self.full_syncs += full
-        self.in_sync = True
 
     def _full(self, ports: Iterable[ServicePort]) -> None:
         with gc_paused():  # ~40 objects per port and no cycles: collections would only rescan them (~30 % of it)

@@ -47,6 +47,7 @@ from tinykube.node.netns import NETNS_RUN, NetnsError, _enter, exec_argv
 from tinykube.proxy.model import NodeConfig, ServicePort, cluster_endpoints
 from tinykube.proxy.modes import Bind
 from tinykube.proxy.nftables import NftError
+from tinykube.proxy.syncing import SyncCounters
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +216,7 @@ class _Plan:
     added: dict[Element, Target] = field(default_factory=dict)
 
 
-class UserspaceProxier:
+class UserspaceProxier(SyncCounters):
     mode = "userspace"  # what /proxyMode answers
 
     def __init__(self, config: NodeConfig, netns: str | None, bind: Bind) -> None:
@@ -231,9 +232,7 @@ class UserspaceProxier:
         self.config = config
         self.netns = netns
         self.bind = bind
-        self.syncs = 0
-        self.failures = 0
-        self.last_duration = 0.0  # seconds the last sync took
+        super().__init__()
         # In the root namespace everything listens on loopback, whatever the node's addresses.
         self._host = "127.0.0.1" if netns is None else config.node_ips[0]
         self._node_ips = ["127.0.0.1"] if netns is None else list(config.node_ips)
@@ -258,20 +257,15 @@ class UserspaceProxier:
     def sync(self, ports: Iterable[ServicePort], *, full: bool = False) -> None:
         """Open and close listeners to match `ports` and update the balancers of the service ports that changed; in
         a node namespace, write the map elements that changed (all the rules when `full`, or after a failure)."""
-        start = time.monotonic()
-        with self._sync_lock:
+        with self._sync_lock, self.counted(full):
             try:
                 plan = self._call(self._apply(list(ports), full))
                 if plan.script:
                     self._nft(["-f", "-"], plan.script)
                     self._commit(plan)
             except Exception:
-                self.failures += 1
                 self._installed = None
                 raise
-            finally:
-                self.syncs += 1
-                self.last_duration = time.monotonic() - start
 
     def proxy_port(self, namespace: str, name: str, port_name: str, protocol: str = "tcp") -> int | None:
         """The port the proxy listens on for a service port (None: not listening)."""
