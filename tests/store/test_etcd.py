@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tinykube.store.errors import Compacted, KeyExists, KeyNotFound, RevisionConflict
+from tinykube.store.errors import Compacted, KeyExists, KeyNotFound, RevisionConflict, StoreUnavailable
 from tinykube.store.etcd import Claims, EtcdStore, prefix_end
-from tinykube.store.launcher import find_etcd
+from tinykube.store.launcher import find_etcd, free_port
 
 
 def run(etcd: str, scenario: object) -> None:
@@ -83,14 +83,40 @@ def test_list_pages_and_reads_the_past(etcd: str) -> None:
     run(etcd, scenario)
 
 
-def test_a_scan_larger_than_grpcs_default_message_limit(etcd: str) -> None:
-    """A restart of a cluster with ~5,000 pods reads more than gRPC's default 4 MiB in one response."""
+def test_values_larger_than_the_http2_windows_go_both_ways(etcd: str) -> None:
+    """A restart of a cluster with 100,000 pods reads ~80 MB in one response: more than gRPC's 4 MiB default
+    message limit and the client's 16 MiB receive window. Each 1 MB write is larger than etcd's 64 KiB stream
+    window, so the client must wait for its window updates."""
 
     async def scenario(store: EtcdStore) -> None:
-        value = b"x" * 100_000
-        await asyncio.gather(*(store.create(f"big/{i:03d}", value) for i in range(50)))  # 5 MB in all
+        values = [bytes([65 + i % 26]) * 1_000_000 for i in range(20)]  # 20 MB in all
+        await asyncio.gather(*(store.create(f"big/{i:03d}", value) for i, value in enumerate(values)))
         found = await store.scan("big/")
-        assert len(found.items) == 50 and all(kv.value == value for kv in found.items)
+        assert [kv.value for kv in found.items] == values
+
+    run(etcd, scenario)
+
+
+def test_an_unreachable_etcd_is_unavailable_not_a_hang() -> None:
+    async def scenario(store: EtcdStore) -> None:
+        with pytest.raises(StoreUnavailable, match="cannot connect"):
+            await store.connect()
+
+    run(f"http://127.0.0.1:{free_port()}", scenario)
+
+
+def test_a_dropped_connection_fails_the_watch_and_the_next_call_reconnects(etcd: str) -> None:
+    async def scenario(store: EtcdStore) -> None:
+        start = await store.create("drop/a", b"1")
+        watch = store.watch("drop/", start)
+        assert [e.value for e in await anext(watch)] == [b"1"]
+        protocol = store._channel._protocol
+        assert protocol is not None and protocol.transport is not None
+        protocol.transport.abort()  # as when etcd goes away
+        with pytest.raises(StoreUnavailable):
+            await anext(watch)
+        await store.create("drop/b", b"2")  # over a new connection
+        assert [kv.value for kv in (await store.scan("drop/")).items] == [b"1", b"2"]
 
     run(etcd, scenario)
 

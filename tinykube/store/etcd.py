@@ -1,24 +1,23 @@
-"""An asyncio etcd v3 store over grpcio.
+"""An asyncio etcd v3 store over gRPC.
 
-The connection and generated stubs come from `aetcd`; requests are built directly from etcd's protobuf messages
-because the apiserver needs what aetcd's convenience layer hides: the header revision of every write (it becomes
-the object's resourceVersion), compare-and-swap on mod revisions, and compaction notices on watches.
+Requests are built directly from etcd's protobuf messages (the generated modules come with `aetcd`) because the
+apiserver needs what a convenience layer hides: the header revision of every write (it becomes the object's
+resourceVersion), compare-and-swap on mod revisions, and compaction notices on watches. They travel over
+`tinykube.store.grpc`, a lean HTTP/2 client, rather than grpcio: see that module for why.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
-# The netns runtime forks processes from this process; gRPC's fork handlers only log that they skip themselves.
+# The message modules import grpcio (unused here); the netns runtime forks, and gRPC's fork handlers only log.
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
-import aetcd
-from aetcd import rpc
+from aetcd.rpc import kv_pb2, rpc_pb2
 
 from tinykube.store.errors import (
     Compacted,
@@ -27,8 +26,8 @@ from tinykube.store.errors import (
     RevisionConflict,
     StoreUnavailable,
 )
+from tinykube.store.grpc import Channel, GrpcError
 
-T = TypeVar("T")
 _TIMEOUT = 10.0
 
 
@@ -86,15 +85,14 @@ class EtcdStore:
         url = urlsplit(endpoints[0] if "//" in endpoints[0] else f"http://{endpoints[0]}")
         self.endpoints = endpoints
         self.prefix = prefix if prefix.endswith("/") else prefix + "/"
-        # gRPC's default 4 MiB receive limit is one list of ~5,000 pods: a restart on a big cluster reads more at once.
-        unlimited = {"grpc.max_receive_message_length": -1}
-        self._client = aetcd.Client(host=url.hostname or "127.0.0.1", port=url.port or 2379, options=unlimited)
+        self._channel = Channel(url.hostname or "127.0.0.1", url.port or 2379)
 
     async def connect(self) -> None:
-        await self._call(self._client.connect)
+        """Fail now (StoreUnavailable) rather than at the first request when etcd cannot be reached."""
+        await self.revision()
 
     async def close(self) -> None:
-        await self._client.close()
+        await self._channel.close()
 
     def _key(self, key: str) -> bytes:
         return (self.prefix + key).encode()
@@ -102,62 +100,55 @@ class EtcdStore:
     def _unkey(self, raw: bytes) -> str:
         return raw.decode()[len(self.prefix) :]
 
-    @staticmethod
-    async def _call(fn: Callable[[], Awaitable[T]]) -> T:
+    async def _call(self, method: str, request: Any, reply: Any) -> Any:
         try:
-            return await fn()
-        except rpc.AioRpcError as err:
-            if err.code().name == "OUT_OF_RANGE" and "compacted" in (err.details() or ""):
+            return reply.FromString(await self._channel.unary(method, request.SerializeToString(), _TIMEOUT))
+        except GrpcError as err:
+            if err.name == "OUT_OF_RANGE" and "compacted" in err.message:
                 raise Compacted(0) from err  # a read at a revision etcd has compacted away
-            raise StoreUnavailable(f"etcd: {err.code().name}: {err.details()}") from err
-        except (aetcd.exceptions.ConnectionFailedError, aetcd.exceptions.ConnectionTimeoutError) as err:
-            raise StoreUnavailable(f"etcd: {err}") from err
+            raise StoreUnavailable(f"etcd: {err.name}: {err.message}") from err
 
     def _kv(self, kv: Any) -> KeyValue:
         return KeyValue(self._unkey(kv.key), kv.value, kv.mod_revision, kv.create_revision)
 
     async def _range(self, request: Any) -> Any:
-        stub = self._client.kvstub
-        return await self._call(lambda: stub.Range(request, timeout=_TIMEOUT))
+        return await self._call("/etcdserverpb.KV/Range", request, rpc_pb2.RangeResponse)
 
     async def _txn(self, compare: list[Any], success: list[Any], failure: list[Any] | None = None) -> Any:
-        await self.connect()
-        request = rpc.TxnRequest(compare=compare, success=success, failure=failure or [])
-        stub = self._client.kvstub
-        return await self._call(lambda: stub.Txn(request, timeout=_TIMEOUT))
+        request = rpc_pb2.TxnRequest(compare=compare, success=success, failure=failure or [])
+        return await self._call("/etcdserverpb.KV/Txn", request, rpc_pb2.TxnResponse)
 
     async def get(self, key: str) -> KeyValue | None:
-        await self.connect()
-        response = await self._range(rpc.RangeRequest(key=self._key(key)))
+        response = await self._range(rpc_pb2.RangeRequest(key=self._key(key)))
         return self._kv(response.kvs[0]) if response.kvs else None
 
     async def scan(self, prefix: str, *, start: str = "", limit: int = 0, revision: int = 0) -> ListResult:
         """Keys under `prefix` from `start` on (inclusive), at `revision` (0: the latest)."""
-        await self.connect()
         full = self._key(prefix)
-        request = rpc.RangeRequest(
+        request = rpc_pb2.RangeRequest(
             key=self._key(start) if start else full, range_end=prefix_end(full), limit=limit, revision=revision
         )
         response = await self._range(request)
         return ListResult([self._kv(kv) for kv in response.kvs], response.header.revision, response.more)
 
     async def revision(self) -> int:
-        await self.connect()
-        response = await self._range(rpc.RangeRequest(key=self._key(""), limit=1, count_only=True))
+        response = await self._range(rpc_pb2.RangeRequest(key=self._key(""), limit=1, count_only=True))
         return int(response.header.revision)
 
     def _compare_mod(self, key: str, revision: int) -> Any:
-        return rpc.Compare(key=self._key(key), target=rpc.Compare.MOD, result=rpc.Compare.EQUAL, mod_revision=revision)
+        return rpc_pb2.Compare(
+            key=self._key(key), target=rpc_pb2.Compare.MOD, result=rpc_pb2.Compare.EQUAL, mod_revision=revision
+        )
 
     def _compare_exists(self, key: str, exists: bool) -> Any:
-        result = rpc.Compare.GREATER if exists else rpc.Compare.EQUAL
-        return rpc.Compare(key=self._key(key), target=rpc.Compare.VERSION, result=result, version=0)
+        result = rpc_pb2.Compare.GREATER if exists else rpc_pb2.Compare.EQUAL
+        return rpc_pb2.Compare(key=self._key(key), target=rpc_pb2.Compare.VERSION, result=result, version=0)
 
     def _put(self, key: str, value: bytes) -> Any:
-        return rpc.RequestOp(request_put=rpc.PutRequest(key=self._key(key), value=value))
+        return rpc_pb2.RequestOp(request_put=rpc_pb2.PutRequest(key=self._key(key), value=value))
 
     def _get_op(self, key: str) -> Any:
-        return rpc.RequestOp(request_range=rpc.RangeRequest(key=self._key(key)))
+        return rpc_pb2.RequestOp(request_range=rpc_pb2.RangeRequest(key=self._key(key)))
 
     def _claim_ops(self, claims: Claims) -> tuple[list[Any], list[Any]]:
         compares = [self._compare_exists(key, False) for key in claims.take]
@@ -166,7 +157,7 @@ class EtcdStore:
         return compares, ops
 
     def _delete_op(self, key: str, prev_kv: bool = False) -> Any:
-        return rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=self._key(key), prev_kv=prev_kv))
+        return rpc_pb2.RequestOp(request_delete_range=rpc_pb2.DeleteRangeRequest(key=self._key(key), prev_kv=prev_kv))
 
     async def create(self, key: str, value: bytes, claims: Claims = NO_CLAIMS) -> int:
         """Write `key` (and `claims`) only if it and every claimed key are absent; returns the new revision."""
@@ -227,40 +218,32 @@ class EtcdStore:
         raise RevisionConflict(key)  # something changed between the compare and the read: the caller retries
 
     async def compact(self, revision: int) -> None:
-        await self.connect()
-        stub = self._client.kvstub
-        request = rpc.CompactionRequest(revision=revision)
-        await self._call(lambda: stub.Compact(request, timeout=_TIMEOUT))
+        await self._call(
+            "/etcdserverpb.KV/Compact", rpc_pb2.CompactionRequest(revision=revision), rpc_pb2.CompactionResponse
+        )
 
     async def watch(self, prefix: str, start_revision: int) -> AsyncIterator[list[WatchEvent]]:
         """Batches of events under `prefix` from `start_revision` (inclusive), one batch per etcd response."""
-        await self.connect()
         full = self._key(prefix)
-        create = rpc.WatchCreateRequest(
+        create = rpc_pb2.WatchCreateRequest(
             key=full, range_end=prefix_end(full), start_revision=start_revision, prev_kv=True
         )
-        stop = asyncio.Event()
-
-        async def requests() -> AsyncIterator[Any]:
-            yield rpc.WatchRequest(create_request=create)
-            await stop.wait()
-
-        stream = rpc.WatchStub(self._client.channel).Watch(requests())
+        request = rpc_pb2.WatchRequest(create_request=create).SerializeToString()
+        parse = rpc_pb2.WatchResponse.FromString
         try:
-            async for response in stream:
+            async for message in self._channel.stream("/etcdserverpb.Watch/Watch", request):
+                response = parse(message)
                 if response.compact_revision:
                     raise Compacted(response.compact_revision)
                 if response.canceled:
                     raise StoreUnavailable(f"etcd cancelled the watch: {response.cancel_reason}")
                 if response.events:
                     yield [self._event(e) for e in response.events]
-        except rpc.AioRpcError as err:
-            raise StoreUnavailable(f"etcd watch: {err.code().name}: {err.details()}") from err
-        finally:
-            stop.set()
-            stream.cancel()
+        except GrpcError as err:
+            raise StoreUnavailable(f"etcd watch: {err.name}: {err.message}") from err
+        raise StoreUnavailable("etcd ended the watch")
 
     def _event(self, event: Any) -> WatchEvent:
-        kind: Literal["PUT", "DELETE"] = "DELETE" if event.type == rpc.Event.DELETE else "PUT"
+        kind: Literal["PUT", "DELETE"] = "DELETE" if event.type == kv_pb2.Event.DELETE else "PUT"
         prev = event.prev_kv.value if event.HasField("prev_kv") else None
         return WatchEvent(kind, self._unkey(event.kv.key), event.kv.value, event.kv.mod_revision, prev)
