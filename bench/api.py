@@ -1,13 +1,15 @@
 """Apiserver throughput and latency against a real `tinykube up` (HTTPS, bearer token, real etcd).
 
 Load generators: `wrk` (C, from Debian's package) for GET and create, so the client is not the bottleneck;
-an asyncio httpx client for LIST and for the 100 watchers (latency is measured from just before the write is
-sent to each watcher's receipt, so it includes the write itself: an upper bound on delivery).
+httpx for LIST; for the 100 watchers, the minimal asyncio client of common.py (httpx's CPU per streamed event
+made the watchers' processes, not the apiserver, the slow part). Watch latency is measured from just before the
+write is sent to each watcher's receipt, so it includes the write itself: an upper bound on delivery.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import re
 import shutil
@@ -19,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from common import Bench, env_with, percentile, start
+import uvloop
+from common import Bench, Connection, env_with, percentile, start
 
 HERE = Path(__file__).parent
 
@@ -92,32 +95,35 @@ def bench_list(bench: Bench, count: int = 10_000) -> str:
     )
 
 
+class _AllSeen(Exception):
+    """Ends a watcher's stream once it has seen every write."""
+
+
 async def _watchers(bench: Bench, count: int, writes: int, rv: str, ready: Any, out: Any) -> None:
     """`count` watch streams in this process; each reports (seq, receipt time) for every MODIFIED event."""
-    ctx = ssl.create_default_context(cafile=str(bench.ca))
-    headers = {"Authorization": f"Bearer {bench.token}"}
-    params = {"watch": "true", "resourceVersion": rv, "fieldSelector": "metadata.name=fanout"}
-    limits = httpx.Limits(max_connections=count + 1)
-    async with httpx.AsyncClient(base_url=bench.server, verify=ctx, headers=headers, timeout=120, limits=limits) as c:
+    path = f"/api/v1/namespaces/default/endpoints?watch=true&resourceVersion={rv}&fieldSelector=metadata.name%3Dfanout"
 
-        async def watch() -> list[tuple[int, float]]:
-            seen: list[tuple[int, float]] = []
-            async with c.stream("GET", "/api/v1/namespaces/default/endpoints", params=params) as stream:
-                ready.release()
-                async for line in stream.aiter_lines():
-                    if '"MODIFIED"' in line:
-                        received = time.monotonic()
-                        seen.append((int(re.search(r'"seq":"(\d+)"', line).group(1)), received))  # type: ignore[union-attr]
-                        if len(seen) == writes:
-                            return seen
-            return seen
+    async def watch() -> list[tuple[int, float]]:
+        seen: list[tuple[int, float]] = []
+        connection = Connection(bench)
 
-        for result in await asyncio.gather(*(watch() for _ in range(count))):
-            out.put(result)
+        def on_event(event: dict[str, Any], received: float) -> None:
+            if event["type"] == "MODIFIED":
+                seen.append((int(event["object"]["metadata"]["annotations"]["seq"]), received))
+                if len(seen) == writes:
+                    raise _AllSeen
+
+        with contextlib.suppress(_AllSeen):
+            await connection.watch(path, on_event, started=ready.release)
+        await connection.close()
+        return seen
+
+    for result in await asyncio.gather(*(watch() for _ in range(count))):
+        out.put(result)
 
 
 def _watcher_process(bench: Bench, count: int, writes: int, rv: str, ready: Any, out: Any) -> None:
-    asyncio.run(_watchers(bench, count, writes, rv, ready, out))
+    uvloop.run(_watchers(bench, count, writes, rv, ready, out))
 
 
 def bench_watch(bench: Bench, watchers: int = 100, writes: int = 50, processes: int = 4) -> str:

@@ -23,7 +23,6 @@ import contextlib
 import os
 import random
 import re
-import ssl
 import subprocess
 import sys
 import time
@@ -31,93 +30,16 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import orjson
 import uvloop
-from common import Bench, percentile, start, stop, temporary_dir
+from common import Bench, Connection, percentile, start, stop, temporary_dir
 
 NS = "bench"
 PODS_PER_SERVICE = 10
 MERGE = "application/merge-patch+json"
 WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE")
 TICK = os.sysconf("SC_CLK_TCK")
-
-
-class Connection:
-    """One keep-alive HTTP/1.1 connection (as in services.py, with a per-request content type)."""
-
-    def __init__(self, bench: Bench) -> None:
-        self.url = urlsplit(bench.server)
-        self.ssl = ssl.create_default_context(cafile=str(bench.ca))
-        self.headers = f"Host: {self.url.netloc}\r\nAuthorization: Bearer {bench.token}\r\n"
-        self.reader: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
-
-    async def open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        if self.reader is None or self.writer is None:
-            self.reader, self.writer = await asyncio.open_connection(self.url.hostname, self.url.port, ssl=self.ssl)
-        return self.reader, self.writer
-
-    async def send(self, method: str, path: str, body: bytes = b"", ctype: str = "application/json") -> None:
-        _, writer = await self.open()
-        head = f"{method} {path} HTTP/1.1\r\n{self.headers}Content-Type: {ctype}\r\nContent-Length: {len(body)}\r\n\r\n"
-        writer.write(head.encode() + body)
-
-    async def response(self) -> tuple[int, bytes]:
-        reader, _ = await self.open()
-        reply = await reader.readuntil(b"\r\n\r\n")
-        length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", reply)
-        if length:
-            payload = await reader.readexactly(int(length.group(1)))
-        elif re.search(rb"(?i)\r\ntransfer-encoding: *chunked", reply):
-            parts = []
-            while n := int((await reader.readline()).strip(), 16):
-                parts.append((await reader.readexactly(n + 2))[:-2])
-            await reader.readline()
-            payload = b"".join(parts)
-        else:
-            payload = b""
-        return int(reply[9:12]), payload
-
-    async def request(self, method: str, path: str, body: bytes = b"", ctype: str = "application/json") -> Any:
-        await self.send(method, path, body, ctype)
-        status, payload = await self.response()
-        if status >= 300:
-            raise RuntimeError(f"{method} {path}: {status} {payload[:300]!r}")
-        return orjson.loads(payload) if payload.startswith(b"{") else payload
-
-    async def watch(self, path: str, on_event: Callable[[dict[str, Any], float], None]) -> None:
-        """Stream `path` (a watch), calling on_event(event, monotonic receipt time) for each line."""
-        await self.send("GET", path)
-        reader, _ = await self.open()
-        head = await reader.readuntil(b"\r\n\r\n")
-        if head[9:12] != b"200":
-            raise RuntimeError(f"watch {path}: {head[:200]!r}")
-        chunked = re.search(rb"(?i)\r\ntransfer-encoding: *chunked", head) is not None
-        buf = b""
-        while True:
-            if chunked:
-                n = int((await reader.readline()).strip(), 16)
-                if n == 0:
-                    return
-                buf += (await reader.readexactly(n + 2))[:-2]
-            else:
-                data = await reader.read(65536)
-                if not data:
-                    return
-                buf += data
-            now = time.monotonic()
-            *lines, buf = buf.split(b"\n")
-            for line in lines:
-                if line.strip():
-                    on_event(orjson.loads(line), now)
-
-    async def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-            with contextlib.suppress(OSError, ssl.SSLError):
-                await self.writer.wait_closed()
 
 
 def pod_ip(i: int) -> str:

@@ -18,8 +18,7 @@ from typing import Any
 
 import orjson
 import uvloop
-from common import start
-from controllers import Connection
+from common import Connection, start
 
 NS = "bench"
 TARGET_SECONDS = 10.0

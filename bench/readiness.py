@@ -51,8 +51,7 @@ from types import FrameType
 from typing import Any
 
 import orjson
-from common import Bench, percentile, start, stop, temporary_dir
-from controllers import Connection
+from common import Bench, Connection, percentile, start, stop, temporary_dir
 
 NS = "bench"
 NODE = "node-1"

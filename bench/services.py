@@ -15,11 +15,9 @@ Exits non-zero when a check fails or a create failed. `python services.py [secon
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import multiprocessing
 import re
 import shutil
-import ssl
 import statistics
 import subprocess
 import sys
@@ -27,11 +25,10 @@ import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import orjson
 import uvloop
-from common import Bench, env_with, percentile, start, stop, temporary_dir
+from common import Bench, Connection, env_with, percentile, start, stop, temporary_dir
 
 from tinykube.store.etcd import EtcdStore
 from tinykube.store.launcher import EtcdProcess, find_etcd
@@ -118,37 +115,6 @@ def service(name: str, node_port: bool) -> dict[str, Any]:
     return {"metadata": {"name": name}, "spec": spec}
 
 
-class Connection:
-    """One keep-alive HTTP/1.1 connection. A few lines of asyncio instead of httpx, whose CPU per request is of the
-    order of the apiserver's: on this 2-core machine, httpx creators took about a core and (b) ran at a third of the
-    rate it reaches with this client."""
-
-    def __init__(self, bench: Bench) -> None:
-        self.url = urlsplit(bench.server)
-        self.ssl = ssl.create_default_context(cafile=str(bench.ca)) if self.url.scheme == "https" else None
-        self.headers = (
-            f"Host: {self.url.netloc}\r\nAuthorization: Bearer {bench.token}\r\nContent-Type: application/json\r\n"
-        )
-        self.reader: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
-
-    async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
-        if self.reader is None or self.writer is None:
-            self.reader, self.writer = await asyncio.open_connection(self.url.hostname, self.url.port, ssl=self.ssl)
-        head = f"{method} {path} HTTP/1.1\r\n{self.headers}Content-Length: {len(body)}\r\n\r\n"
-        self.writer.write(head.encode() + body)
-        reply = await self.reader.readuntil(b"\r\n\r\n")
-        length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", reply)
-        payload = await self.reader.readexactly(int(length.group(1))) if length else b""
-        return int(reply[9:12]), payload
-
-    async def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-            with contextlib.suppress(OSError):
-                await self.writer.wait_closed()
-
-
 async def _creators(bench: Bench, prefix: str, count: int, concurrency: int, ready: Any, go: Any) -> dict[str, Any]:
     """`concurrency` creators on their own connections, opened (TLS handshake and all) before the start signal."""
     latencies: list[float] = []
@@ -161,12 +127,12 @@ async def _creators(bench: Bench, prefix: str, count: int, concurrency: int, rea
         for i in todo:
             body = orjson.dumps(service(f"{prefix}-{i:05d}", node_port=i % 2 == 1))
             began = time.monotonic()
-            status, _ = await connection.request("POST", url, body)
+            status, _ = await connection.exchange("POST", url, body)
             latencies.append(time.monotonic() - began)
             codes[status] += 1
 
     try:
-        await asyncio.gather(*(c.request("GET", "/readyz") for c in connections))
+        await asyncio.gather(*(c.exchange("GET", "/readyz") for c in connections))
         ready.release()
         await asyncio.to_thread(go.wait)
         began = time.monotonic()
