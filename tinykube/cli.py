@@ -341,6 +341,7 @@ def _with_client(args: argparse.Namespace, what: str, serve: Callable[[RestClien
     import uvloop
 
     from tinykube.client.rest import RestClient
+    from tinykube.gcpause import tune_gc_for_caches
 
     try:
         client = RestClient.from_kubeconfig(args.kubeconfig, args.context)
@@ -348,6 +349,7 @@ def _with_client(args: argparse.Namespace, what: str, serve: Callable[[RestClien
         return _fail(f"cannot run {what}: {err or type(err).__name__}")
 
     async def main() -> None:
+        tune_gc_for_caches()  # their informers' caches
         try:
             await serve(client)
         finally:

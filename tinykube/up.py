@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import json
 import logging
 import os
@@ -38,6 +37,7 @@ from tinykube.client.rest import RestClient
 from tinykube.controllers.manager import known_controllers, run_controllers
 from tinykube.dns.options import DnsOptions
 from tinykube.dns.run import DnsService
+from tinykube.gcpause import tune_gc_for_caches
 from tinykube.node.agent import NodeAgent, NodeConfig
 from tinykube.node.dataplane import NetnsDataplane
 from tinykube.node.runtime import Runtime, SimulatedRuntime
@@ -328,15 +328,6 @@ def _dns_hint(host: str, port: int, domain: str) -> str:
     )
 
 
-def _tune_gc() -> None:
-    """The watch caches hold many long-lived objects that the cycle collector would otherwise scan again and
-    again (full collections paused the server for 200-450 ms with 20k cached objects): what exists at start-up
-    is frozen out of collection, and young collections run less often."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(50_000, 50, 1000)
-
-
 async def run_up(opts: UpOptions) -> None:
     started = time.monotonic()
     cluster = Cluster(opts)
@@ -346,7 +337,7 @@ async def run_up(opts: UpOptions) -> None:
         loop.add_signal_handler(sig, stop.set)
     try:
         await cluster.start()
-        _tune_gc()
+        tune_gc_for_caches()
         _say(f"tinykube cluster '{opts.name}' is ready ({time.monotonic() - started:.2f}s)")
         _say(f"  kubeconfig: {cluster.kubeconfig}")
         _say(f"  try: kubectl --kubeconfig {cluster.kubeconfig} get namespaces")

@@ -53,7 +53,7 @@ HEADLESS_LABEL = "service.kubernetes.io/headless"
 OVER_CAPACITY = "endpoints.kubernetes.io/over-capacity"
 LEADER = "control-plane.alpha.kubernetes.io/leader"
 MAX_CAPACITY = 1000  # addresses (ready + not ready) in one Endpoints object
-WORKERS = 4
+WORKERS = 16  # upstream runs 5 (--concurrent-endpoint-syncs); more writes in flight share etcd's fsyncs
 COMPONENT = "endpoint-controller"
 
 

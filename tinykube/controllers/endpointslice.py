@@ -33,7 +33,7 @@ from tinykube.controllers.triggers import TRIGGER_TIME, TriggerTimes, rfc3339nan
 log = logging.getLogger(__name__)
 
 MAX_ENDPOINTS_PER_SLICE = 100
-WORKERS = 5  # upstream's --concurrent-service-endpoint-syncs
+WORKERS = 16  # upstream: 5 (--concurrent-service-endpoint-syncs); see endpoints.WORKERS
 CONTROLLER_NAME = "endpointslice-controller.k8s.io"
 COMPONENT = "endpointslice-controller"
 
