@@ -182,7 +182,15 @@ def test_all_refs_resolve_v3() -> None:
 
 def test_v3_index_lists_every_document_with_its_hash() -> None:
     paths = openapi.openapi_v3_index()["paths"]
-    assert set(paths) == {"api", "api/v1", "apis", "apis/discovery.k8s.io", "apis/discovery.k8s.io/v1"}
+    assert set(paths) == {
+        "api",
+        "api/v1",
+        "apis",
+        "apis/apps",
+        "apis/apps/v1",
+        "apis/discovery.k8s.io",
+        "apis/discovery.k8s.io/v1",
+    }
     for name, entry in paths.items():
         body = openapi.openapi_v3_group(name)
         assert body is not None
@@ -191,7 +199,7 @@ def test_v3_index_lists_every_document_with_its_hash() -> None:
 
 
 def test_unknown_group_documents() -> None:
-    assert openapi.openapi_v3_group("apis/apps/v1") is None
+    assert openapi.openapi_v3_group("apis/batch/v1") is None
     assert openapi.openapi_v3_group("nonsense") is None
     assert openapi.openapi_v3_group("/api/v1/") == openapi.openapi_v3_group("api/v1")
 

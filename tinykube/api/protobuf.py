@@ -11,7 +11,8 @@ Envelope (apimachinery ``runtime/serializer/protobuf``): the 4 magic bytes ``k8s
 whose ``raw`` is the typed message named by typeMeta.
 
 Schema: ``_MESSAGES`` is a hand-written table of the field numbers in upstream's ``generated.proto``
-(k8s.io/api core/v1, apps/v1, discovery/v1; apimachinery meta/v1, util/intstr, api/resource), one entry
+(k8s.io/api core/v1, apps/v1, autoscaling/v1 Scale, discovery/v1; apimachinery meta/v1, util/intstr,
+api/resource), one entry
 per message: ``{field number: (json name, type)}``. A type is
 
     str | int | bool | bytes                    scalars (int covers int32 and int64)
@@ -819,6 +820,12 @@ _APPS_V1: dict[str, dict[int, tuple[str, str]]] = {
     },
 }
 
+_AUTOSCALING_V1: dict[str, dict[int, tuple[str, str]]] = {
+    "Scale": {1: _META, 2: ("spec", "ScaleSpec"), 3: ("status", "ScaleStatus")},
+    "ScaleSpec": {1: ("replicas", "int")},
+    "ScaleStatus": {1: ("replicas", "int!"), 2: ("selector", "str")},
+}
+
 _MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
     **_META_V1,
     **_CORE_SERVICES,
@@ -830,6 +837,7 @@ _MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
     **_CORE_POD_STATUS,
     **_DISCOVERY_V1,
     **_APPS_V1,
+    **_AUTOSCALING_V1,
 }
 
 # (apiVersion, kind) of a top-level object -> its message. DeleteOptions is accepted in any version.
@@ -843,6 +851,7 @@ _KINDS: dict[tuple[str, str], str] = {
     ("discovery.k8s.io/v1", "EndpointSlice"): "EndpointSlice",
     ("apps/v1", "Deployment"): "Deployment",
     ("apps/v1", "ReplicaSet"): "ReplicaSet",
+    ("autoscaling/v1", "Scale"): "Scale",  # the body of a PUT to deployments/scale, replicasets/scale
 }
 
 

@@ -41,7 +41,9 @@ class ResourceInfo:
             return "services/specs"
         if self.plural == "nodes":
             return "minions"
-        return self.plural if not self.group or self.group == "discovery.k8s.io" else f"{self.group}/{self.plural}"
+        if self.group in ("", "discovery.k8s.io", "apps"):
+            return self.plural  # upstream: /registry/deployments/..., /registry/replicasets/...
+        return f"{self.group}/{self.plural}"
 
 
 RESOURCES: tuple[ResourceInfo, ...] = (
@@ -52,7 +54,14 @@ RESOURCES: tuple[ResourceInfo, ...] = (
     ResourceInfo("", "v1", "Node", "nodes", "node", False, ("no",), ("status",)),
     ResourceInfo("", "v1", "Event", "events", "event", True, ("ev",)),
     ResourceInfo("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", "endpointslice", True),
+    ResourceInfo(
+        "apps", "v1", "Deployment", "deployments", "deployment", True, ("deploy",), ("status", "scale"), ("all",)
+    ),
+    ResourceInfo("apps", "v1", "ReplicaSet", "replicasets", "replicaset", True, ("rs",), ("status", "scale"), ("all",)),
 )
+
+# The kind `deployments/scale` and `replicasets/scale` speak; it has no storage and no collection of its own.
+SCALE = ResourceInfo("autoscaling", "v1", "Scale", "scale", "scale", True)
 
 _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 _BY_KIND = {(r.group_version, r.kind): r for r in RESOURCES}

@@ -16,8 +16,10 @@ SUBRESOURCE_VERBS = {
     "finalize": ["update"],
     "binding": ["create"],
     "log": ["get"],
+    "scale": ["get", "patch", "update"],
 }
-SUBRESOURCE_KINDS = {"binding": "Binding"}  # what the subresource takes, where it is not the resource's kind
+# What a subresource takes, where it is not the resource's kind: (group, version, kind); "" keeps the resource's.
+SUBRESOURCE_KINDS = {"binding": ("", "", "Binding"), "scale": ("autoscaling", "v1", "Scale")}
 # Create-only collections outside the resource table (no storage of their own): upstream's legacy `bindings`.
 EXTRA_CORE_RESOURCES: list[dict[str, Any]] = [
     {"name": "bindings", "singularName": "binding", "namespaced": True, "kind": "Binding"}
@@ -75,6 +77,20 @@ def _resource_entry(r: ResourceInfo) -> dict[str, Any]:
     return entry
 
 
+def _subresource_kind(r: ResourceInfo, sub: str) -> dict[str, str]:
+    group, version, kind = SUBRESOURCE_KINDS.get(sub, ("", "", r.kind))
+    return {"group": group or r.group, "version": version or r.version, "kind": kind}
+
+
+def _subresource_entry(r: ResourceInfo, sub: str) -> dict[str, Any]:
+    """A legacy discovery entry; `group`/`version` only where the subresource speaks another group's kind."""
+    kind = _subresource_kind(r, sub)
+    entry: dict[str, Any] = {"name": f"{r.plural}/{sub}", "singularName": "", "namespaced": r.namespaced}
+    if (kind["group"], kind["version"]) != (r.group, r.version):
+        entry |= {"group": kind["group"], "version": kind["version"]}
+    return entry | {"kind": kind["kind"], "verbs": SUBRESOURCE_VERBS[sub]}
+
+
 @cache
 def api_resource_list(group: str, version: str) -> dict[str, Any] | None:
     members = in_group_version(group, version)
@@ -83,16 +99,7 @@ def api_resource_list(group: str, version: str) -> dict[str, Any] | None:
     resources: list[dict[str, Any]] = []
     for r in members:
         resources.append(_resource_entry(r))
-        for sub in r.subresources:
-            resources.append(
-                {
-                    "name": f"{r.plural}/{sub}",
-                    "singularName": "",
-                    "namespaced": r.namespaced,
-                    "kind": SUBRESOURCE_KINDS.get(sub, r.kind),
-                    "verbs": SUBRESOURCE_VERBS[sub],
-                }
-            )
+        resources += [_subresource_entry(r, sub) for sub in r.subresources]
     if not group:
         resources += [{**extra, "verbs": ["create"]} for extra in EXTRA_CORE_RESOURCES]
     gv = f"{group}/{version}" if group else version
@@ -116,7 +123,7 @@ def _aggregated_resource(r: ResourceInfo) -> dict[str, Any]:
         entry["subresources"] = [
             {
                 "subresource": s,
-                "responseKind": {**kind, "kind": SUBRESOURCE_KINDS.get(s, r.kind)},
+                "responseKind": _subresource_kind(r, s),
                 "verbs": SUBRESOURCE_VERBS[s],
             }
             for s in r.subresources

@@ -15,7 +15,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from tinykube.api import errors
-from tinykube.api.resources import ResourceInfo, by_path
+from tinykube.api.patch import apply_patch
+from tinykube.api.resources import SCALE, ResourceInfo, by_path
 from tinykube.apiserver import listing
 from tinykube.apiserver.fieldvalidation import field_check
 from tinykube.apiserver.metrics import RESOURCE_KEY
@@ -31,6 +32,7 @@ from tinykube.apiserver.podlogs import PodLogs
 from tinykube.apiserver.printers import table
 from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.registry import Request as RegistryRequest
+from tinykube.apiserver.registry.apps import to_scale, update_scale
 from tinykube.apiserver.registry.binding import BINDING, bind
 from tinykube.apiserver.watch import watch_response
 
@@ -124,6 +126,8 @@ class ResourceHandler:
             if target.subresource == "log" and method == "GET":
                 return await self.logs.get(target.namespace, target.name, request.query_params)
             raise _not_allowed()
+        if target.subresource == "scale":
+            return await self._scale(request, target)
         if method == "GET":
             return await self._read(request, target)
         if target.resource.namespaced and not target.namespace:  # writes need a namespace in the URL
@@ -251,6 +255,32 @@ class ResourceHandler:
         return json_response(
             {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201
         )
+
+    async def _scale(self, request: Request, target: Target) -> Response:
+        """`deployments/{name}/scale`, `replicasets/{name}/scale`: the parent's replicas as an autoscaling/v1 Scale."""
+        if request.method == "GET":
+            scale = to_scale(self.registry.get(target.registry_request()).obj)
+            view = rendering(request.headers.get("accept", ""), request.query_params.get("includeObject"))
+            return json_response(table(SCALE, [scale], include_object=view.include_object) if view.table else scale)
+        check = field_check(request, SCALE)
+        warnings: list[str] = []
+        content_type = request.headers.get("content-type", JSON)
+        body = await self._body(request)
+
+        async def wanted(current: dict[str, Any]) -> dict[str, Any]:
+            if request.method == "PUT":
+                scale = decode_object(body, content_type, SCALE)
+                self._check_namespace(scale, target)
+            else:
+                scale = apply_patch(current, body, content_type, kind=SCALE.kind)
+            warnings[:] = await check(scale)
+            return scale
+
+        if request.method not in ("PUT", "PATCH"):
+            raise _not_allowed()
+        req = target.registry_request(_dry_run(request))
+        scale = await update_scale(self.registry, req, wanted, patch=request.method == "PATCH")
+        return _with_warnings(json_response(scale), warnings)
 
     @staticmethod
     def _check_namespace(obj: dict[str, Any], target: Target) -> None:

@@ -29,6 +29,7 @@ Everything is computed on first use and cached; importing this module imports no
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import importlib
@@ -43,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tinykube.api.resources import RESOURCES, ResourceInfo, group_versions
+from tinykube.api.resources import RESOURCES, SCALE, ResourceInfo, group_versions
 
 Schema = dict[str, Any]
 
@@ -660,6 +661,11 @@ def _build_definitions() -> _Definitions:
             schema["x-kubernetes-group-version-kind"] = [_gvk(info, kind)]
             _describe_top_level(schema, kind, is_list)
             kinds[(info.group_version, kind)] = name
+    if any("scale" in info.subresources for info in RESOURCES):
+        name = builder.add_class(_kind_class(SCALE, SCALE.kind), _package_root(SCALE.group))
+        builder.definitions[name]["x-kubernetes-group-version-kind"] = [_gvk(SCALE, SCALE.kind)]
+        _describe_top_level(builder.definitions[name], SCALE.kind, False)
+        kinds[(SCALE.group_version, SCALE.kind)] = name
     for class_name in ("V1Status", "V1DeleteOptions", "V1APIResourceList", "V1APIVersions", "V1APIGroupList"):
         builder.add_class(class_name, META)
     schemas = builder.definitions
@@ -951,6 +957,16 @@ def _subresource_paths(
             f"{collection}/{{name}}/status",
             params,
             _item_ops(op, kind_def, f"status of the specified {kind}", "Status"),
+            kind,
+        )
+    if "scale" in info.subresources:
+        scale_def = _definitions().kinds[(SCALE.group_version, SCALE.kind)]
+        ops = _item_ops(op, scale_def, f"scale of the specified {kind}", "Scale")
+        scale_gvk = _gvk(SCALE, SCALE.kind)  # the operations take and return a Scale, not the parent's kind
+        yield _PathItem(
+            f"{collection}/{{name}}/scale",
+            params,
+            tuple(dataclasses.replace(o, gvk=scale_gvk) for o in ops),
             kind,
         )
     if "finalize" in info.subresources:

@@ -25,10 +25,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from tinykube.api.errors import ApiError
 from tinykube.api.meta import parse_time
 from tinykube.api.resources import ResourceInfo
+from tinykube.api.selectors import selector_from_label_selector
 
-__all__ = ["PRINTERS", "Column", "Printer", "human_duration", "table"]
+__all__ = ["PRINTERS", "Column", "Printer", "human_duration", "label_selector_text", "table"]
 
 INCLUDE_OBJECT_POLICIES = ("None", "Object", "Metadata")
 
@@ -854,6 +856,131 @@ def _event_cells(obj: dict[str, Any], now: datetime) -> Cells:
 
 
 # ---------------------------------------------------------------------------------------------
+# Deployments and ReplicaSets
+# ---------------------------------------------------------------------------------------------
+
+_CONTAINERS_COLUMN = Column("Containers", "string", "Names of each container in the template.", priority=1)
+_IMAGES_COLUMN = Column("Images", "string", "Images referenced by each container in the template.", priority=1)
+
+DEPLOYMENT_COLUMNS = (
+    NAME_COLUMN,
+    Column("Ready", "string", "Number of the pod with ready state"),
+    Column(
+        "Up-to-date",
+        "string",
+        "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
+    ),
+    Column(
+        "Available",
+        "string",
+        "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
+    ),
+    AGE_COLUMN,
+    _CONTAINERS_COLUMN,
+    _IMAGES_COLUMN,
+    Column(
+        "Selector",
+        "string",
+        "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected "
+        "by this deployment. It must match the pod template's labels.",
+        priority=1,
+    ),
+)
+
+REPLICA_SET_COLUMNS = (
+    NAME_COLUMN,
+    Column(
+        "Desired",
+        "integer",
+        "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero and "
+        "unspecified. Defaults to 1. More info: "
+        "https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller",
+    ),
+    Column(
+        "Current",
+        "integer",
+        "Replicas is the most recently observed number of replicas. More info: "
+        "https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller",
+    ),
+    Column(
+        "Ready", "integer", "readyReplicas is the number of pods targeted by this ReplicaSet with a Ready Condition."
+    ),
+    AGE_COLUMN,
+    _CONTAINERS_COLUMN,
+    _IMAGES_COLUMN,
+    Column(
+        "Selector",
+        "string",
+        "A selector to restrict the list of returned objects by their labels. Defaults to everything.",
+        priority=1,
+    ),
+)
+
+
+SCALE_COLUMNS = (
+    NAME_COLUMN,
+    Column("Desired", "integer", "replicas is the desired number of instances for the scaled object."),
+    Column("Available", "integer", "replicas is the actual number of observed instances of the scaled object."),
+)
+
+
+def _scale_cells(obj: dict[str, Any], now: datetime) -> Cells:
+    """An autoscaling/v1 Scale (`kubectl get deploy NAME --subresource=scale`)."""
+    return [_name(obj), _int(_dict(obj.get("spec")).get("replicas")), _int(_dict(obj.get("status")).get("replicas"))]
+
+
+def _template_containers(spec: Mapping[str, Any]) -> tuple[str, str]:
+    """``layoutContainerCells``: container names and images, comma-joined."""
+    containers = _dicts(_dict(_dict(spec.get("template")).get("spec")).get("containers"))
+    return ",".join(_str(c.get("name")) for c in containers), ",".join(_str(c.get("image")) for c in containers)
+
+
+def label_selector_text(selector: Any) -> str:
+    """``metav1.LabelSelectorAsSelector(...).String()`` (set values sorted, as upstream prints them), or
+    ``<invalid>`` when it does not parse."""
+    if not isinstance(selector, dict):
+        return ""  # a nil selector selects nothing and prints as nothing
+    exprs = [
+        {**e, "values": sorted(e.get("values") or [])} if isinstance(e, dict) else e
+        for e in _list(selector.get("matchExpressions"))
+    ]
+    try:
+        return str(selector_from_label_selector({**selector, "matchExpressions": exprs}))
+    except ApiError:
+        return "<invalid>"
+
+
+def _deployment_cells(obj: dict[str, Any], now: datetime) -> Cells:
+    spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
+    containers, images = _template_containers(spec)
+    return [
+        _name(obj),
+        f"{_int(status.get('readyReplicas'))}/{_int(spec.get('replicas'))}",
+        _int(status.get("updatedReplicas")),
+        _int(status.get("availableReplicas")),
+        _age(obj, now),
+        containers,
+        images,
+        label_selector_text(spec.get("selector")),
+    ]
+
+
+def _replica_set_cells(obj: dict[str, Any], now: datetime) -> Cells:
+    spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
+    containers, images = _template_containers(spec)
+    return [
+        _name(obj),
+        _int(spec.get("replicas")),
+        _int(status.get("replicas")),
+        _int(status.get("readyReplicas")),
+        _age(obj, now),
+        containers,
+        images,
+        label_selector_text(spec.get("selector")),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
 # Default and registry
 # ---------------------------------------------------------------------------------------------
 
@@ -875,6 +1002,9 @@ PRINTERS: dict[str, Printer] = {
     "nodes": Printer(NODE_COLUMNS, _node_cells),
     "namespaces": Printer(NAMESPACE_COLUMNS, _namespace_cells),
     "events": Printer(EVENT_COLUMNS, _event_cells),
+    "deployments": Printer(DEPLOYMENT_COLUMNS, _deployment_cells),
+    "replicasets": Printer(REPLICA_SET_COLUMNS, _replica_set_cells),
+    "scale": Printer(SCALE_COLUMNS, _scale_cells),  # the Scale of deployments/scale and replicasets/scale
 }
 
 

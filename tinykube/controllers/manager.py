@@ -36,11 +36,14 @@ Factory = Callable[[ControllerContext], Controller]
 
 
 def _factories() -> dict[str, Factory]:
+    from tinykube.controllers.deployment import DeploymentController
     from tinykube.controllers.endpoints import EndpointsController
     from tinykube.controllers.endpointslice import EndpointSliceController
     from tinykube.controllers.endpointslicemirroring import EndpointSliceMirroringController
+    from tinykube.controllers.garbagecollector import GarbageCollector
     from tinykube.controllers.namespace import NamespaceController
     from tinykube.controllers.nodeipam import NodeIpamController
+    from tinykube.controllers.replicaset import ReplicaSetController
     from tinykube.controllers.scheduler import Scheduler
 
     return {
@@ -49,6 +52,9 @@ def _factories() -> dict[str, Factory]:
         "endpointslice": EndpointSliceController,
         "endpointslicemirroring": EndpointSliceMirroringController,
         "nodeipam": lambda ctx: NodeIpamController(ctx, ctx.cluster_cidr),
+        "replicaset": ReplicaSetController,
+        "deployment": DeploymentController,
+        "garbagecollector": GarbageCollector,
         "scheduler": Scheduler,
     }
 

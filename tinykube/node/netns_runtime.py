@@ -7,6 +7,11 @@ whether to start it again, after upstream's crash back-off (immediately the firs
 300 s, shown as `CrashLoopBackOff`). Output goes through a relay that writes CRI log files (`<time> stdout F
 <line>`), one per run as the kubelet's `<restartCount>.log`, so `logs()` can honour timestamps and `previous`.
 A command that cannot be started is a run that ends with `StartError` / exit code 128, as upstream reports it.
+
+There are no images: `tinykube.node.images` turns a container's image, command and args into the argv to run (a
+built-in stand-in for a few well-known images, else the command). An image it cannot run is a failed pull, shown as
+upstream's kubelet shows one: `ErrImagePull` until the next retry, `ImagePullBackOff` while the image's back-off
+lasts (the crash back-off's periods), then `ErrImagePull` again; the container stays waiting, the pod Pending.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from typing import Any, BinaryIO
 from tinykube.api import errors
 from tinykube.api.meta import now
 from tinykube.kubelet_env.envvars import container_environment, expand
-from tinykube.node import netns, sandbox
+from tinykube.node import images, netns, sandbox
 from tinykube.node.probes import Outcome, ProbeResults, ProbeSpec, Target, run_prober
 from tinykube.node.status import ContainerState
 
@@ -35,10 +40,11 @@ log = logging.getLogger(__name__)
 Object = dict[str, Any]
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 DEFAULT_GRACE = 30.0
-IDLE = ["sleep", "infinity"]  # a container without a command: a pause container, running and serving nothing
 START_ERROR_AT = "1970-01-01T00:00:00Z"  # upstream's startedAt of a container that never started
 DRAIN = 1.0  # seconds to keep reading a finished container's pipes (a child it left may hold them open)
 FOLLOW_POLL = 0.1
+PULL_FAILED, PULL_BACKOFF = "ErrImagePull", "ImagePullBackOff"
+WAITING_LOGS = {PULL_FAILED: "image can't be pulled", PULL_BACKOFF: "trying and failing to pull image"}  # upstream's
 
 
 @dataclass(slots=True)
@@ -121,6 +127,7 @@ class Container:
 
     spec: Object
     backoff: Backoff
+    pull_backoff: Backoff
     restart_count: int = 0
     running_since: str = ""
     ready: bool = False
@@ -286,7 +293,8 @@ class NetnsRuntime:
             raise errors.BadRequest(f'previous terminated container "{container}" in pod "{run.name}" not found')
         if path is None:
             reason = found.waiting_reason or "ContainerCreating"
-            raise errors.BadRequest(f'container "{container}" in pod "{run.name}" is waiting to start: {reason}')
+            why = WAITING_LOGS.get(reason, reason)
+            raise errors.BadRequest(f'container "{container}" in pod "{run.name}" is waiting to start: {why}')
         over = None if previous or not follow else found.run_over
         return _read_log(path, over, tail_lines, timestamps, since_time, limit_bytes)
 
@@ -306,7 +314,7 @@ class NetnsRuntime:
     def _containers(self, pod: Object) -> dict[str, Container]:
         initial, cap = self.backoff
         specs = (pod.get("spec") or {}).get("containers") or []
-        return {spec["name"]: Container(spec, Backoff(initial, cap)) for spec in specs}
+        return {spec["name"]: Container(spec, Backoff(initial, cap), Backoff(initial, cap)) for spec in specs}
 
     def _state(self, run: Pod, c: Container) -> ContainerState:
         uid = run.pod["metadata"].get("uid") or run.key
@@ -320,6 +328,9 @@ class NetnsRuntime:
         try:
             while True:
                 record = await self._run_once(run, c)
+                if record is None and c.waiting_reason == PULL_FAILED:
+                    await self._pull_backoff(run, c)
+                    continue
                 if record is not None and not should_restart(run.policy, record["exitCode"]):
                     c.done = True
                     self._changed(run)
@@ -338,11 +349,25 @@ class NetnsRuntime:
         finally:
             c.first_start.set()
 
+    async def _pull_backoff(self, run: Pod, c: Container) -> None:
+        """After a failed pull, as upstream's kubelet: `ErrImagePull` until the pod worker's retry (the back-off's
+        first period), then `ImagePullBackOff` for the image's back-off (that period doubling up to the cap)."""
+        initial, _ = self.backoff
+        await asyncio.sleep(initial)
+        delay = max(initial, c.pull_backoff.next_delay(asyncio.get_running_loop().time()))
+        c.wait(PULL_BACKOFF, f'Back-off pulling image "{c.spec.get("image") or ""}"')
+        self._changed(run)
+        await asyncio.sleep(delay)
+
     async def _run_once(self, run: Pod, c: Container) -> Object | None:
         """One run; returns its terminated record, or None when it could not be created (it stays waiting)."""
+        try:
+            image = self._image(c)  # pulled before anything else, as upstream (no log file while waiting)
+        except StartFailure as failure:
+            return self._failed_start(run, c, failure)
         self._rotate(run, c)
         try:
-            argv, env, cwd = self._command(run, c)
+            argv, env, cwd = self._command(run, c, image)
             process = await self._spawn(run, c, argv, env, cwd)
         except StartFailure as failure:
             return self._failed_start(run, c, failure)
@@ -375,15 +400,23 @@ class NetnsRuntime:
         self._changed(run)
         return record
 
-    def _command(self, run: Pod, c: Container) -> tuple[list[str], dict[str, str], str]:
+    def _image(self, c: Container) -> images.Process:
+        """What the container's image runs (see `tinykube.node.images`), before `$(VAR)` expansion."""
+        command = [str(arg) for arg in c.spec.get("command") or []]
+        args = [str(arg) for arg in c.spec.get("args") or []]
+        try:
+            return images.resolve(str(c.spec.get("image") or ""), command, args)
+        except images.ImagePullError as err:
+            raise StartFailure(PULL_FAILED, str(err), waiting=True) from None
+
+    def _command(self, run: Pod, c: Container, image: images.Process) -> tuple[list[str], dict[str, str], str]:
         """The argv (with `$(VAR)` expanded), environment and working directory of a run."""
         try:
             pairs = container_environment(run.pod, c.spec, self.services())
         except ValueError as err:
             raise StartFailure("CreateContainerConfigError", str(err), waiting=True) from None
-        env = {"PATH": DEFAULT_PATH, "HOME": "/root", "HOSTNAME": run.name, **dict(pairs)}
-        argv = [expand(str(arg), env) for arg in [*(c.spec.get("command") or []), *(c.spec.get("args") or [])]]
-        argv = argv or IDLE
+        env = {"PATH": DEFAULT_PATH, "HOME": "/root", "HOSTNAME": run.name, **dict(pairs), **image.env}
+        argv = [expand(arg, env) for arg in image.argv]
         cwd = str(c.spec.get("workingDir") or "/")  # a container's default, rather than the agent's own
         if not os.path.isdir(cwd):
             raise StartFailure("StartError", f'chdir to cwd ("{cwd}") set in config.json failed: no such directory')

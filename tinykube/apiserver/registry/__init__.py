@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tinykube.api.resources import RESOURCES, by_path
-from tinykube.apiserver.registry.core import STRATEGIES
+from tinykube.apiserver.registry import apps, core
 from tinykube.apiserver.registry.generic import Registry, Request, Strategy
 from tinykube.apiserver.registry.service import ServiceStrategy
 
@@ -16,7 +16,8 @@ __all__ = ["Registry", "Request", "Strategy", "strategies"]
 
 
 def strategies(service_pools: ServicePools) -> dict[str, Strategy]:
-    found = {r.plural: STRATEGIES.get(r.plural, Strategy)(r) for r in RESOURCES}
+    kinds = {**core.STRATEGIES, **apps.STRATEGIES}
+    found = {r.plural: kinds.get(r.plural, Strategy)(r) for r in RESOURCES}
     services = by_path("", "v1", "services")
     assert services is not None
     found["services"] = ServiceStrategy(services, service_pools)

@@ -39,31 +39,40 @@ class PodStrategy(Strategy):
         obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj["spec"])}
 
     def default(self, obj: dict[str, Any]) -> None:
-        spec = obj.setdefault("spec", {})
-        for field, value in (
-            ("restartPolicy", "Always"),
-            ("dnsPolicy", "ClusterFirst"),
-            ("schedulerName", "default-scheduler"),
-            ("terminationGracePeriodSeconds", 30),
-            ("enableServiceLinks", True),
-            ("securityContext", {}),
-        ):
-            spec.setdefault(field, value)
-        for container in spec.get("containers") or []:
-            if isinstance(container, dict):
-                _default_container(container)
+        default_pod_spec(obj.setdefault("spec", {}))
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-        containers = obj["spec"].get("containers")
-        if not containers:
-            return [required("spec.containers")]
-        errs: list[FieldError] = []
-        for i, container in enumerate(containers):
-            if not container.get("name"):
-                errs.append(required(f"spec.containers[{i}].name"))
-            if not container.get("image"):
-                errs.append(required(f"spec.containers[{i}].image"))
-        return errs
+        return validate_pod_spec(obj["spec"], "spec")
+
+
+def default_pod_spec(spec: dict[str, Any]) -> None:
+    """v1 PodSpec defaulting; pod templates (Deployments, ReplicaSets) get the same as pods."""
+    for field, value in (
+        ("restartPolicy", "Always"),
+        ("dnsPolicy", "ClusterFirst"),
+        ("schedulerName", "default-scheduler"),
+        ("terminationGracePeriodSeconds", 30),
+        ("enableServiceLinks", True),
+        ("securityContext", {}),
+    ):
+        spec.setdefault(field, value)
+    for container in spec.get("containers") or []:
+        if isinstance(container, dict):
+            _default_container(container)
+
+
+def validate_pod_spec(spec: dict[str, Any], path: str) -> list[FieldError]:
+    """The PodSpec checks tinykube makes, with field paths under `path` (`spec`, `spec.template.spec`)."""
+    containers = spec.get("containers")
+    if not containers:
+        return [required(f"{path}.containers")]
+    errs: list[FieldError] = []
+    for i, container in enumerate(containers):
+        if not container.get("name"):
+            errs.append(required(f"{path}.containers[{i}].name"))
+        if not container.get("image"):
+            errs.append(required(f"{path}.containers[{i}].image"))
+    return errs
 
 
 def qos_class(spec: dict[str, Any]) -> str:

@@ -90,6 +90,10 @@ class Strategy:
     def default(self, obj: dict[str, Any]) -> None:
         """v1 defaulting, applied on every write."""
 
+    def bumps_generation(self, new: dict[str, Any], old: dict[str, Any]) -> bool:
+        """Whether an update is a new generation (for resources that track one): upstream's is a spec change."""
+        return new.get("spec") != old.get("spec")
+
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
         """Kind-specific validation; metadata is validated by the registry."""
         return []
@@ -179,6 +183,11 @@ class Registry:
         obj = orjson.loads(kv.value)
         obj["metadata"]["resourceVersion"] = str(kv.mod_revision)
         return obj, kv.mod_revision
+
+    async def latest(self, req: Request) -> dict[str, Any]:
+        """The stored object as etcd has it now (with its resourceVersion), for writes built on it elsewhere."""
+        obj, _revision = await self._read(req)
+        return obj
 
     @staticmethod
     async def _store_call(awaitable: Any) -> Any:
@@ -417,6 +426,7 @@ class Registry:
             _check_preconditions(req, old, options.get("preconditions") or {})
             pending = copy.deepcopy(old)
             strategy.mark_deleting(pending)
+            _add_gc_finalizer(pending, options)
             if strategy.finalizing(pending):
                 if req.dry_run or pending == old:
                     return pending, False
@@ -446,6 +456,20 @@ class Registry:
         return obj
 
 
+def _add_gc_finalizer(obj: dict[str, Any], options: dict[str, Any]) -> None:
+    """A propagation policy other than the default (Background) is carried out by the garbage collector: the object
+    stays, with `deletionTimestamp` and a finalizer for it, until its dependents are orphaned or deleted."""
+    policy = options.get("propagationPolicy")
+    if policy is None and options.get("orphanDependents") is not None:  # the deprecated boolean
+        policy = "Orphan" if options["orphanDependents"] else "Background"
+    finalizer = {"Orphan": "orphan", "Foreground": "foregroundDeletion"}.get(str(policy))
+    finalizers = obj["metadata"].setdefault("finalizers", [])
+    if finalizer and finalizer not in finalizers:
+        finalizers.append(finalizer)
+    if not finalizers:
+        del obj["metadata"]["finalizers"]
+
+
 def _same(new: dict[str, Any], old: dict[str, Any]) -> bool:
     """An update that changes nothing is not written (upstream skips the etcd write too)."""
     a = {**new, "metadata": {k: v for k, v in new["metadata"].items() if k != "resourceVersion"}}
@@ -458,7 +482,7 @@ def _keep_system_meta(new: dict[str, Any], old: dict[str, Any], strategy: Strate
     for name in ("creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
         _copy_field(old_meta, meta, name)
     meta.setdefault("uid", old_meta.get("uid"))
-    if strategy.tracks_generation and new.get("spec") != old.get("spec"):
+    if strategy.tracks_generation and strategy.bumps_generation(new, old):
         meta["generation"] = int(old_meta.get("generation", 0)) + 1
 
 

@@ -1,0 +1,172 @@
+"""The garbage collector: objects whose owners are gone are deleted, as upstream's background cascading deletion
+(the default of `kubectl delete`): a Deployment's ReplicaSets, then their pods.
+
+It also honours the finalizers the apiserver puts on an object deleted with another propagation policy:
+`orphan` (`--cascade=orphan`: dependents lose their reference to it and stay) and `foregroundDeletion`
+(`--cascade=foreground`: dependents go first, the owner once none is left). An owner missing from the caches is
+looked up in the API before anything is deleted, so a dependent created just before its owner shows up in the
+cache is safe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+from typing import Any
+
+from tinykube.api import errors
+from tinykube.api.resources import RESOURCES, ResourceInfo, by_kind
+from tinykube.client.informer import Informer, object_key
+from tinykube.client.rest import path_for
+from tinykube.client.workqueue import WorkQueue, run_workers
+from tinykube.controllers.manager import ControllerContext
+
+log = logging.getLogger(__name__)
+
+Object = dict[str, Any]
+ORPHAN, FOREGROUND = "orphan", "foregroundDeletion"
+OWNER_INDEX = "gc:owner-uid"
+WORKERS = 8
+# Every kind the apiserver serves, as upstream's collector watches every resource it can list: any object may be
+# an owner, a dependent, or deleted with a propagation policy whose finalizer this collector removes.
+WATCHED = RESOURCES
+
+
+def owner_uids(obj: Object) -> list[str]:
+    return [str(ref["uid"]) for ref in obj["metadata"].get("ownerReferences") or [] if ref.get("uid")]
+
+
+class GarbageCollector:
+    def __init__(self, ctx: ControllerContext, workers: int = WORKERS) -> None:
+        self.client = ctx.client
+        self.informers = ctx.informers
+        self.watched: dict[str, Informer] = {r.plural: ctx.informers.informer(r) for r in WATCHED}
+        self.resources = {r.plural: r for r in WATCHED}
+        self.queue: WorkQueue[tuple[str, str]] = WorkQueue()  # (plural, key)
+        self.workers = workers
+
+    async def run(self) -> None:
+        for plural, informer in self.watched.items():
+            informer.store.add_index(OWNER_INDEX, owner_uids)
+            informer.add_handler(
+                on_add=functools.partial(self._changed, plural),
+                on_update=functools.partial(self._updated, plural),
+                on_delete=self._gone,
+            )
+        self.informers.start()
+        await self.informers.wait_synced()
+        try:
+            await run_workers(self.queue, self.workers, self.sync)
+        finally:
+            self.queue.shutdown()
+
+    def _changed(self, plural: str, obj: Object) -> None:
+        meta = obj["metadata"]
+        if meta.get("ownerReferences") or {ORPHAN, FOREGROUND} & set(meta.get("finalizers") or ()):
+            self.queue.add((plural, object_key(obj)))
+
+    def _updated(self, plural: str, _old: Object, new: Object) -> None:
+        self._changed(plural, new)
+
+    def _gone(self, obj: Object) -> None:
+        """Its dependents may be orphans now, and an owner deleting in the foreground may have waited for it."""
+        for plural, dependent in self._dependents(str(obj["metadata"].get("uid", ""))):
+            self.queue.add((plural, object_key(dependent)))
+        namespace = obj["metadata"].get("namespace", "")
+        for ref in obj["metadata"].get("ownerReferences") or []:
+            resource = by_kind(str(ref.get("apiVersion", "")), str(ref.get("kind", "")))
+            if resource is not None and resource.plural in self.watched:
+                key = f"{namespace}/{ref['name']}" if resource.namespaced else str(ref["name"])
+                self.queue.add((resource.plural, key))
+
+    def _dependents(self, uid: str) -> list[tuple[str, Object]]:
+        return [(p, d) for p, informer in self.watched.items() for d in informer.store.by_index(OWNER_INDEX, uid)]
+
+    # ---- sync --------------------------------------------------------------------------------------------------
+
+    async def sync(self, item: tuple[str, str]) -> None:
+        plural, key = item
+        obj = self.watched[plural].store.get(key)
+        if obj is None:
+            return
+        finalizers = set(obj["metadata"].get("finalizers") or ())
+        if obj["metadata"].get("deletionTimestamp") and ORPHAN in finalizers:
+            await self._orphan_dependents(plural, obj)
+        elif obj["metadata"].get("deletionTimestamp") and FOREGROUND in finalizers:
+            await self._delete_dependents_first(plural, obj)
+        elif obj["metadata"].get("ownerReferences") and not obj["metadata"].get("deletionTimestamp"):
+            await self._collect_if_orphaned(plural, obj)
+
+    async def _collect_if_orphaned(self, plural: str, obj: Object) -> None:
+        refs = obj["metadata"]["ownerReferences"]
+        states = [await self._owner_state(ref, obj["metadata"].get("namespace", "")) for ref in refs]
+        if all(state == "absent" for state in states):
+            await self._delete(plural, obj, "Background")
+        elif any(state == "absent" for state in states):  # dangling references go, the object stays
+            kept = [ref for ref, state in zip(refs, states, strict=True) if state != "absent"]
+            await self._patch(plural, obj, {"metadata": {"ownerReferences": kept}})
+        elif any(
+            state == "foreground" and ref.get("blockOwnerDeletion") for ref, state in zip(refs, states, strict=True)
+        ):
+            await self._delete(plural, obj, "Foreground")  # its owner waits for it
+
+    async def _owner_state(self, ref: Object, namespace: str) -> str:
+        """ "present", "foreground" (being deleted, dependents first) or "absent" (gone, or replaced by a namesake).
+        Kinds this cluster does not serve count as present: nothing is deleted on a guess."""
+        resource = by_kind(str(ref.get("apiVersion", "")), str(ref.get("kind", "")))
+        if resource is None:
+            return "present"
+        ns = namespace if resource.namespaced else ""
+        informer = self.watched.get(resource.plural)
+        owner = informer.store.get(f"{ns}/{ref['name']}" if ns else str(ref["name"])) if informer else None
+        if owner is None or owner["metadata"].get("uid") != ref.get("uid"):
+            owner = await self._read(resource, ns, str(ref["name"]))  # the cache may not have seen it yet
+        if owner is None or owner["metadata"].get("uid") != ref.get("uid"):
+            return "absent"
+        deleting = owner["metadata"].get("deletionTimestamp")
+        return "foreground" if deleting and FOREGROUND in (owner["metadata"].get("finalizers") or ()) else "present"
+
+    async def _read(self, resource: ResourceInfo, namespace: str, name: str) -> Object | None:
+        try:
+            return await self.client.get(resource, namespace, name)
+        except errors.NotFound:
+            return None
+
+    async def _orphan_dependents(self, plural: str, owner: Object) -> None:
+        uid = owner["metadata"]["uid"]
+        for dep_plural, dependent in self._dependents(uid):
+            kept = [ref for ref in dependent["metadata"].get("ownerReferences") or [] if ref.get("uid") != uid]
+            await self._patch(dep_plural, dependent, {"metadata": {"ownerReferences": kept or None}})
+        await self._drop_finalizer(plural, owner, ORPHAN)
+
+    async def _delete_dependents_first(self, plural: str, owner: Object) -> None:
+        dependents = self._dependents(owner["metadata"]["uid"])
+        for dep_plural, dependent in dependents:
+            if not dependent["metadata"].get("deletionTimestamp"):
+                await self._delete(dep_plural, dependent, "Foreground")
+        if not dependents:  # their deletions requeue the owner through `_gone`
+            await self._drop_finalizer(plural, owner, FOREGROUND)
+
+    # ---- writes ------------------------------------------------------------------------------------------------
+
+    async def _delete(self, plural: str, obj: Object, policy: str) -> None:
+        meta = obj["metadata"]
+        log.debug("garbage-collecting %s %s/%s (%s)", plural, meta.get("namespace", ""), meta["name"], policy)
+        options = {"preconditions": {"uid": meta["uid"]}, "propagationPolicy": policy}
+        with contextlib.suppress(errors.NotFound, errors.Conflict):
+            await self.client.request(
+                "DELETE", path_for(self.resources[plural], meta.get("namespace", ""), meta["name"]), options
+            )
+
+    async def _patch(self, plural: str, obj: Object, patch: Object) -> None:
+        meta = obj["metadata"]
+        patch["metadata"]["uid"] = meta["uid"]  # only this object, not a namesake created since
+        with contextlib.suppress(errors.NotFound, errors.Invalid, errors.Conflict):
+            await self.client.patch(
+                self.resources[plural], meta.get("namespace", ""), meta["name"], patch, patch_type="merge"
+            )
+
+    async def _drop_finalizer(self, plural: str, obj: Object, finalizer: str) -> None:
+        rest = [f for f in obj["metadata"].get("finalizers") or [] if f != finalizer]
+        await self._patch(plural, obj, {"metadata": {"finalizers": rest or None}})
