@@ -164,6 +164,7 @@ class ApiServer:
             ("/version", self._version),
             ("/api", self._api),
             ("/apis", self._apis),
+            ("/apis/{group}", self._group),
             ("/api/v1", self._group_version),
             ("/apis/{group}/{version}", self._group_version),
             ("/healthz", self._health),
@@ -208,6 +209,12 @@ class ApiServer:
         body = discovery.aggregated(core, f"apidiscovery.k8s.io/{version}")
         media = f"application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
         return Response(orjson.dumps(body), media_type=media)
+
+    async def _group(self, request: Request) -> Response:
+        body = discovery.api_group(request.path_params["group"])
+        if body is None:
+            raise errors.resource_not_found()
+        return json_response(body)
 
     async def _group_version(self, request: Request) -> Response:
         group = request.path_params.get("group", "")

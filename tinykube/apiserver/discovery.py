@@ -53,13 +53,23 @@ def _group_version(group: str, version: str) -> dict[str, str]:
     return {"groupVersion": f"{group}/{version}", "version": version}
 
 
-def api_group_list() -> dict[str, Any]:
+def _groups() -> list[dict[str, Any]]:
     groups = []
     for group, version in group_versions():
         if group:
             gv = _group_version(group, version)
             groups.append({"name": group, "versions": [gv], "preferredVersion": gv})
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+    return groups
+
+
+def api_group_list() -> dict[str, Any]:
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": _groups()}
+
+
+def api_group(name: str) -> dict[str, Any] | None:
+    """`/apis/<group>`: one APIGroup, or None for a group not served."""
+    found = next((g for g in _groups() if g["name"] == name), None)
+    return {"kind": "APIGroup", "apiVersion": "v1", **found} if found else None
 
 
 def _resource_entry(r: ResourceInfo) -> dict[str, Any]:
