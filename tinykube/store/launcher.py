@@ -126,6 +126,11 @@ class EtcdProcess:
             "--log-level=warn",
             # Revisions are compacted by the apiserver, as upstream; etcd keeps history until then.
             "--quota-backend-bytes=2147483648",
+            # One member, no peer to lose or to send heartbeats to: a short election timeout only makes it elect
+            # itself sooner at start (healthy after ~0.15 s, not 0.3-0.6 s); ticking every 50 ms instead of 100
+            # costs ~0.3 % of a core when idle.
+            "--heartbeat-interval=50",
+            "--election-timeout=250",
         ]
 
     def start(self, timeout: float = 30.0) -> None:

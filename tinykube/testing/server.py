@@ -1,7 +1,7 @@
 """`python -m tinykube.testing.server up --data-dir D [flags of tinykube up]`: `tinykube up` for a test session.
 
-It is `tinykube up` with two differences that matter for a fixture's start-up time: its etcd elects itself in
-~0.1 s, and boots *while* Python imports the cluster's modules (about half a second) instead of after. This
+It is `tinykube up` with one difference that matters for a fixture's start-up time: its etcd boots *while* Python
+imports the cluster's modules (about half a second) instead of after. This
 process owns that etcd (passed to `up` as `--etcd-servers`), stops it on the way out, and writes its URL to
 `<data-dir>/etcd-url` for `Cluster.reset()`.
 """
@@ -44,11 +44,7 @@ def _import_heavy_modules() -> None:
 
 
 class _SessionEtcd(EtcdProcess):
-    """A throwaway single-member etcd. Its one member has no peer to lose, so a 100 ms election timeout is safe,
-    and it is what makes it ready in ~0.1 s instead of 0.1-1 s (etcd's default 1 s timeout, randomised)."""
-
-    def _command(self, peer_port: int) -> list[str]:
-        return [*super()._command(peer_port), "--heartbeat-interval=10", "--election-timeout=100"]
+    """The session's etcd, whose boot overlaps with the imports."""
 
     def _wait_healthy(self, timeout: float) -> bool:
         _import_heavy_modules()  # in this thread: the fork is done, and imports and etcd's boot overlap
