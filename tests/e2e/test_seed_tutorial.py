@@ -104,10 +104,9 @@ def source_ip_for_type_cluster_ip(sandbox: RunningCluster) -> None:
     assert [row[:3] for row in rows] == [["node-1", "Ready", "<none>"], ["node-2", "Ready", "<none>"]]
 
     # "このコマンドは、問い合わせを行いたいノード上のシェルで実行してください" — a node's shell is its namespace
-    proxy_mode = "curl http://localhost:10249/proxyMode"
-    assert eventually(lambda: sh(sandbox, proxy_mode, netns=node_netns(sandbox, "node-1")), what="proxyMode") == (
-        "nftables"  # the seed's cluster prints iptables, its default then; `up --proxy-mode iptables` prints that
-    )
+    node_1 = node_netns(sandbox, "node-1")
+    mode = eventually(lambda: sh(sandbox, "curl http://localhost:10249/proxyMode", netns=node_1), what="proxyMode")
+    assert mode == "nftables"  # the seed's kube-proxy printed iptables, its default then (tinykube's with --proxy-mode)
 
     out = kubectl(sandbox, "kubectl expose deployment source-ip-app --name=clusterip --port=80 --target-port=8080")
     assert out == "service/clusterip exposed\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tinykube.store.errors import Compacted, KeyExists, KeyNotFound, RevisionConflict, StoreUnavailable
-from tinykube.store.etcd import Claims, EtcdStore, prefix_end
+from tinykube.store.etcd import Claims, EtcdStore, Progress, prefix_end
 from tinykube.store.launcher import find_etcd, free_port
 
 
@@ -183,5 +183,22 @@ def test_claims_commit_with_the_object_or_not_at_all(etcd: str) -> None:
 
         await store.delete("objects/x", expected_revision=revision, claims=Claims(release=("claims/c", "claims/zz")))
         assert await store.get("claims/c") is None and await store.get("objects/x") is None
+
+    run(etcd, scenario)
+
+
+def test_a_progress_request_reports_the_current_revision_on_a_quiet_prefix(etcd: str) -> None:
+    """Nothing changes under `quiet/`; a write elsewhere moves etcd on, and only a progress report says so."""
+
+    async def scenario(store: EtcdStore) -> None:
+        start = await store.revision()
+        watch = store.watch("quiet/", start + 1)
+        first = asyncio.ensure_future(anext(watch))
+        await asyncio.sleep(0.1)  # the watch is open
+        elsewhere = await store.create("busy/x", b"1")
+        store.request_progress("quiet/")
+        progress = await asyncio.wait_for(first, 5)
+        assert isinstance(progress, Progress) and progress.revision >= elsewhere
+        await watch.aclose()
 
     run(etcd, scenario)

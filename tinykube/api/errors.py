@@ -107,6 +107,18 @@ class ServiceUnavailable(ApiError):
     code, reason = 503, "ServiceUnavailable"
 
 
+class Timeout(ApiError):
+    code, reason = 504, "Timeout"
+
+
+def too_large_resource_version(wanted: int, current: int) -> Timeout:
+    """A read at a resourceVersion the watch cache has not reached in time (upstream's cacher: clients retry)."""
+    details = {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]}
+    return Timeout(
+        f"Too large resource version: {wanted}, current: {current}", details={**details, "retryAfterSeconds": 1}
+    )
+
+
 def _details(resource: str, name: str, group: str) -> dict[str, Any]:
     details: dict[str, Any] = {"name": name}
     if group:

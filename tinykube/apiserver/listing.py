@@ -86,7 +86,7 @@ async def list_objects(registry: Registry, resource: ResourceInfo, namespace: st
         if params.get("resourceVersionMatch") == "Exact":
             return await _from_store(registry, resource, namespace, keep, limit, revision, "")
         if not await cache.wait_for(revision):
-            raise errors.ApiError(f"Too large resource version: {revision}, current: {cache.revision}")
+            raise errors.too_large_resource_version(revision, cache.revision)
     items = (obj for key, obj in cache.items(namespace) if keep(obj))
     return _page(items, cache.revision, limit)
 

@@ -22,7 +22,7 @@ import orjson
 
 from tinykube.api.resources import ResourceInfo
 from tinykube.store.errors import Compacted, StoreError
-from tinykube.store.etcd import EtcdStore, WatchEvent
+from tinykube.store.etcd import EtcdStore, Progress, WatchEvent
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +133,10 @@ class WatchCache:
         while True:
             try:
                 async for batch in self.store.watch(self.prefix, self.revision + 1):
-                    self._apply(batch)
+                    if isinstance(batch, Progress):
+                        self._progressed(batch.revision)
+                    else:
+                        self._apply(batch)
                     backoff = 0.1
             except Compacted:
                 log.warning("watch cache for %s fell behind compaction; relisting", self.resource.plural)
@@ -150,7 +153,11 @@ class WatchCache:
     def _apply(self, batch: list[WatchEvent]) -> None:
         for change in batch:
             self._apply_one(change)
-        self.revision = max(self.revision, batch[-1].revision)
+        self._progressed(batch[-1].revision)
+
+    def _progressed(self, revision: int) -> None:
+        """Everything under the prefix up to `revision` is applied: wake the readers waiting for it."""
+        self.revision = max(self.revision, revision)
         while self._waiters and self._waiters[0][0] <= self.revision:
             _, _, waiter = heapq.heappop(self._waiters)
             if not waiter.done():
@@ -176,12 +183,16 @@ class WatchCache:
         for watcher in list(self.watchers):
             watcher.offer(event)
 
-    async def wait_for(self, revision: int, timeout: float = 3.0) -> bool:
-        """Wait until the cache has seen `revision`; False if it did not within `timeout`."""
+    async def wait_for(self, revision: int, timeout: float = 3.0, *, own_write: bool = False) -> bool:
+        """Wait until the cache has seen `revision`; False if it did not within `timeout`. A writer waiting for its
+        own write (`own_write`) knows an event will come; any other reader's revision may be another resource's,
+        and only etcd's progress report moves this cache there."""
         if self.revision >= revision:
             return True
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._waiters, (revision, next(self._tiebreak), waiter))
+        if not own_write:
+            self.store.request_progress(self.prefix)
         try:
             async with asyncio.timeout(timeout):  # cheaper than wait_for; every write waits here once
                 await waiter

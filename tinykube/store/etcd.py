@@ -26,9 +26,10 @@ from tinykube.store.errors import (
     RevisionConflict,
     StoreUnavailable,
 )
-from tinykube.store.grpc import Channel, GrpcError
+from tinykube.store.grpc import Call, Channel, GrpcError
 
 _TIMEOUT = 10.0
+_PROGRESS_REQUEST = rpc_pb2.WatchRequest(progress_request=rpc_pb2.WatchProgressRequest()).SerializeToString()
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +54,13 @@ class WatchEvent:
     value: bytes  # empty for DELETE
     revision: int
     prev_value: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """etcd's word, on a watch, that every change under its prefix up to `revision` has been sent."""
+
+    revision: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +94,7 @@ class EtcdStore:
         self.endpoints = endpoints
         self.prefix = prefix if prefix.endswith("/") else prefix + "/"
         self._channel = Channel(url.hostname or "127.0.0.1", url.port or 2379)
+        self._watches: dict[str, Call] = {}  # open watches by prefix, for progress requests
 
     async def connect(self) -> None:
         """Fail now (StoreUnavailable) rather than at the first request when etcd cannot be reached."""
@@ -222,16 +231,20 @@ class EtcdStore:
             "/etcdserverpb.KV/Compact", rpc_pb2.CompactionRequest(revision=revision), rpc_pb2.CompactionResponse
         )
 
-    async def watch(self, prefix: str, start_revision: int) -> AsyncIterator[list[WatchEvent]]:
-        """Batches of events under `prefix` from `start_revision` (inclusive), one batch per etcd response."""
+    async def watch(self, prefix: str, start_revision: int) -> AsyncIterator[list[WatchEvent] | Progress]:
+        """Batches of events under `prefix` from `start_revision` (inclusive), one batch per etcd response, and a
+        `Progress` after each `request_progress(prefix)`."""
         full = self._key(prefix)
         create = rpc_pb2.WatchCreateRequest(
             key=full, range_end=prefix_end(full), start_revision=start_revision, prev_kv=True
         )
         request = rpc_pb2.WatchRequest(create_request=create).SerializeToString()
         parse = rpc_pb2.WatchResponse.FromString
+        call: Call | None = None
         try:
-            async for message in self._channel.stream("/etcdserverpb.Watch/Watch", request):
+            call = await self._channel.stream("/etcdserverpb.Watch/Watch", request)
+            self._watches[prefix] = call
+            async for message in call:
                 response = parse(message)
                 if response.compact_revision:
                     raise Compacted(response.compact_revision)
@@ -239,9 +252,21 @@ class EtcdStore:
                     raise StoreUnavailable(f"etcd cancelled the watch: {response.cancel_reason}")
                 if response.events:
                     yield [self._event(e) for e in response.events]
+                elif not response.created:
+                    yield Progress(int(response.header.revision))
         except GrpcError as err:
             raise StoreUnavailable(f"etcd watch: {err.name}: {err.message}") from err
+        finally:
+            if call is not None and self._watches.get(prefix) is call:
+                del self._watches[prefix]
         raise StoreUnavailable("etcd ended the watch")
+
+    def request_progress(self, prefix: str) -> None:
+        """Ask the watch on `prefix` (if one is open) for a `Progress`: the way to learn that nothing under it
+        changed up to etcd's current revision, which events alone never tell."""
+        call = self._watches.get(prefix)
+        if call is not None:
+            call.send(_PROGRESS_REQUEST)
 
     def _event(self, event: Any) -> WatchEvent:
         kind: Literal["PUT", "DELETE"] = "DELETE" if event.type == kv_pb2.Event.DELETE else "PUT"

@@ -188,15 +188,20 @@ class _Protocol(asyncio.Protocol):
             stream.result = asyncio.get_running_loop().create_future()
         self.streams[stream.id] = stream
         self._send(_frame(_HEADERS, _END_HEADERS, stream.id, self._headers(path)))
-        body = _message(request)
-        end = 0 if streaming else _END_STREAM  # a watch keeps its request side open, as etcd expects
+        # A streaming call keeps its request side open (etcd's watch expects it), for more messages.
+        self.send_data(stream, _message(request), end=not streaming)
+        return stream
+
+    def send_data(self, stream: _Stream, body: bytes, *, end: bool = False) -> None:
+        """A request message on the stream. (One larger than the flow-control windows goes out from a task: the
+        calls here send one small message at a time, so nothing overtakes it.)"""
+        flags = _END_STREAM if end else 0
         if len(body) <= min(self.send_window, stream.send_window, self.peer_max_frame):
             self.send_window -= len(body)
             stream.send_window -= len(body)
-            self._send(_frame(_DATA, end, stream.id, body))
+            self._send(_frame(_DATA, flags, stream.id, body))
         else:
-            asyncio.get_running_loop().create_task(self._send_large(stream, body, end))
-        return stream
+            asyncio.get_running_loop().create_task(self._send_large(stream, body, flags))
 
     async def _send_large(self, stream: _Stream, body: bytes, end: int) -> None:
         view = memoryview(body)
@@ -344,6 +349,36 @@ class _Protocol(asyncio.Protocol):
         stream.finish(GrpcError(stream.status, stream.status_message) if stream.status else None)
 
 
+class Call:
+    """An open streaming call. Iterating it yields the server's messages until the server ends the call (or raises
+    GrpcError); `cancel()` ends it from this side, and leaving an `async for` early does too."""
+
+    def __init__(self, protocol: _Protocol, stream: _Stream) -> None:
+        self._protocol = protocol
+        self._stream = stream
+
+    def send(self, request: bytes) -> None:
+        """One more request message on the call (etcd: a watch progress request)."""
+        if self._stream.id in self._protocol.streams:
+            self._protocol.send_data(self._stream, _message(request))
+
+    def cancel(self) -> None:
+        self._protocol.cancel(self._stream)
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        assert self._stream.messages is not None
+        try:
+            while True:
+                message = await self._stream.messages.get()
+                if isinstance(message, GrpcError):
+                    raise message
+                if message is None:
+                    return  # the call ended with status OK
+                yield message
+        finally:
+            self.cancel()
+
+
 class Channel:
     """One HTTP/2 connection to `host:port`, opened on first use and again after it fails."""
 
@@ -382,21 +417,10 @@ class Channel:
             if not stream.result.done():
                 protocol.cancel(stream)
 
-    async def stream(self, path: str, request: bytes) -> AsyncIterator[bytes]:
-        """The server's messages for one request; the stream is cancelled when the iteration stops."""
+    async def stream(self, path: str, request: bytes) -> Call:
+        """A bidirectional call opened with `request`: iterate it for the server's messages, `send()` more."""
         protocol = await self._connection()
-        stream = protocol.open(path, request, streaming=True)
-        assert stream.messages is not None
-        try:
-            while True:
-                message = await stream.messages.get()
-                if isinstance(message, GrpcError):
-                    raise message
-                if message is None:
-                    return  # the stream ended with status OK
-                yield message
-        finally:
-            protocol.cancel(stream)
+        return Call(protocol, protocol.open(path, request, streaming=True))
 
     async def close(self) -> None:
         if self._protocol is not None and self._protocol.transport is not None:

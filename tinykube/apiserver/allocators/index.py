@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from tinykube.store.errors import Compacted, StoreError
-from tinykube.store.etcd import EtcdStore, WatchEvent
+from tinykube.store.etcd import EtcdStore, Progress, WatchEvent
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +98,8 @@ class AllocationIndex:
         while True:
             try:
                 async for batch in self.store.watch(PREFIX, self.revision + 1):
+                    if isinstance(batch, Progress):
+                        continue  # no one waits on this index for a revision
                     for change in batch:
                         self._apply(change)
                     self.revision = max(self.revision, batch[-1].revision)

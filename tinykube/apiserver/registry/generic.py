@@ -198,7 +198,7 @@ class Registry:
 
     async def _settle(self, req: Request, revision: int) -> None:
         """Let the watch cache catch up with our own write, so the client can read it back at once."""
-        await self.cache(req.resource).wait_for(revision)
+        await self.cache(req.resource).wait_for(revision, own_write=True)
 
     # ---- create ----------------------------------------------------------------------------------------------
 
