@@ -1,6 +1,7 @@
 """The `netns` dataplane of `tinykube up`: the cluster's sandbox of namespaces, a `NetnsRuntime` and a proxy
-(nftables by default) per node, and the cluster DNS server made reachable from pods (a listener on the LAN, published as
-`kube-system/kube-dns`'s endpoint, which the proxy turns the kube-dns ClusterIP into).
+(nftables by default) per node, the sandbox's load balancer (LoadBalancer addresses routed to a node), and the
+cluster DNS server made reachable from pods (a listener on the LAN, published as `kube-system/kube-dns`'s endpoint,
+which the proxy turns the kube-dns ClusterIP into).
 
 Everything lives in namespaces named after the cluster; nothing is configured in the root namespace.
 """
@@ -21,6 +22,7 @@ from tinykube.client.informer import SharedInformers
 from tinykube.client.rest import RestClient
 from tinykube.dns.run import DnsService
 from tinykube.node import netns
+from tinykube.node.loadbalancer import SandboxLoadBalancer
 from tinykube.node.netns_runtime import NetnsRuntime
 from tinykube.node.runtime import Runtime
 from tinykube.node.sandbox import LAN_GATEWAY, NodeNet, Sandbox
@@ -51,17 +53,19 @@ class NetnsDataplane:
         self.client = client
         self.informers = informers
         self.cluster_cidr = cluster_cidr
-        self.proxies: list[asyncio.Task[None]] = []
+        self.tasks: list[asyncio.Task[None]] = []  # the proxies and the load balancer
         self.sandbox = Sandbox(cluster, service_cidr)
         self.log_dir = log_dir
         self.domain = domain
         self.proxy_mode = proxy_mode
         self.services = informers.informer(SERVICES)
+        self.load_balancer = SandboxLoadBalancer(informers, self.sandbox)
         self.dns_ip = ""
 
     async def create(self) -> None:
         """Make the sandbox and learn the kube-dns ClusterIP pods' resolv.conf names."""
         await asyncio.to_thread(self.sandbox.create)
+        self.tasks.append(asyncio.create_task(self.load_balancer.run(), name="sandbox load balancer"))
         self.informers.start()
         kube_dns = await self.client.get(SERVICES, "kube-system", "kube-dns")
         self.dns_ip = kube_dns["spec"]["clusterIP"]
@@ -73,6 +77,7 @@ class NetnsDataplane:
         def make(pod_cidr: str) -> Runtime:
             node_net = self.sandbox.add_node(node, ip, pod_cidr)
             self._start_proxy(node_net)
+            self.load_balancer.nodes_changed()
             return NetnsRuntime(
                 node_net, self.log_dir / node, self.services.store.list, dns_ip=self.dns_ip, cluster_domain=self.domain
             )
@@ -99,7 +104,7 @@ class NetnsDataplane:
             informers=self.informers,
             flush_conntrack=functools.partial(conntrack.flush, node.netns) if kernel else None,
         )
-        self.proxies.append(asyncio.create_task(agent.run(), name=f"proxy {node.name}"))
+        self.tasks.append(asyncio.create_task(agent.run(), name=f"proxy {node.name}"))
 
     async def serve_dns(self, dns: DnsService) -> None:
         """DNS on the LAN gateway address, port 53, and that address as kube-dns's endpoint."""
@@ -136,7 +141,7 @@ class NetnsDataplane:
             await self.client.update(ENDPOINTS, "kube-system", endpoints)
 
     async def destroy(self) -> list[str]:
-        for task in self.proxies:
+        for task in self.tasks:
             task.cancel()
-        await asyncio.gather(*self.proxies, return_exceptions=True)
+        await asyncio.gather(*self.tasks, return_exceptions=True)
         return await asyncio.to_thread(self.sandbox.destroy)
