@@ -13,6 +13,7 @@ conditions carry upstream's reasons and messages, which `kubectl rollout status`
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
 import logging
@@ -30,11 +31,11 @@ from tinykube.client.workqueue import WorkQueue, run_workers
 from tinykube.controllers.manager import ControllerContext
 from tinykube.controllers.ownership import (
     CONTROLLER_INDEX,
-    adoption_patch,
+    claim,
     controller_of,
     controller_ref,
     controller_uid,
-    release_patch,
+    patch_quietly,
 )
 from tinykube.controllers.replicaset import active, selector_of, update_status
 
@@ -128,7 +129,7 @@ class DeploymentController:
         self.replicasets.add_handler(on_add=self._on_rs, on_update=self._on_rs_update, on_delete=self._on_rs)
         self.pods.add_handler(on_delete=self._on_pod_delete)
         self.informers.start()
-        await self.informers.wait_synced()
+        await asyncio.gather(*(i.wait_synced() for i in (self.deployments, self.replicasets, self.pods)))
         try:
             await run_workers(self.queue, self.workers, self.sync)
         finally:
@@ -188,32 +189,15 @@ class DeploymentController:
         await self._write_status(deployment, new, olds, created)
 
     async def _claim_replicasets(self, deployment: Object) -> list[Object]:
-        """The ReplicaSets `deployment` controls (adopting matching orphans, releasing ones that stopped matching),
-        as copies whose `spec` this sync may change: the cached objects are read-only."""
-        namespace, uid = deployment["metadata"]["namespace"], deployment["metadata"]["uid"]
-        selector = selector_of(deployment)
-        claimed = []
-        for rs in self.replicasets.store.by_index(CONTROLLER_INDEX, uid):
-            if selector.matches(rs["metadata"].get("labels") or {}):
-                claimed.append(rs)
-            else:
-                await self._patch_rs(rs, release_patch(deployment, rs))
-        orphans = [
-            rs
-            for rs in self.replicasets.store.by_index("namespace", namespace)
-            if not controller_of(rs) and selector.matches(rs["metadata"].get("labels") or {})
-        ]
-        for rs in orphans:
-            if await self._patch_rs(rs, adoption_patch(deployment, DEPLOYMENTS, rs)):
-                claimed.append(rs)
-        return [{**rs, "spec": dict(rs.get("spec") or {})} for rs in claimed]
+        """The ReplicaSets `deployment` controls, as copies whose `spec` this sync may change (the cached objects
+        are read-only)."""
+        owned = await claim(
+            self.client, (deployment, DEPLOYMENTS), (self.replicasets.store, REPLICASETS), selector_of(deployment)
+        )
+        return [{**rs, "spec": dict(rs.get("spec") or {})} for rs in owned]
 
     async def _patch_rs(self, rs: Object, patch: Object) -> Object | None:
-        meta = rs["metadata"]
-        try:
-            return await self.client.patch(REPLICASETS, meta["namespace"], meta["name"], patch, patch_type="merge")
-        except (errors.NotFound, errors.Invalid, errors.Conflict):
-            return None  # gone or replaced: the next sync sees the truth
+        return await patch_quietly(self.client, REPLICASETS, rs, patch)
 
     async def _create_new(self, deployment: Object, olds: list[Object]) -> Object:
         spec = deployment.get("spec") or {}

@@ -21,6 +21,7 @@ from tinykube.client.informer import Informer, object_key
 from tinykube.client.rest import path_for
 from tinykube.client.workqueue import WorkQueue, run_workers
 from tinykube.controllers.manager import ControllerContext
+from tinykube.controllers.ownership import patch_quietly
 
 log = logging.getLogger(__name__)
 
@@ -160,12 +161,8 @@ class GarbageCollector:
             )
 
     async def _patch(self, plural: str, obj: Object, patch: Object) -> None:
-        meta = obj["metadata"]
-        patch["metadata"]["uid"] = meta["uid"]  # only this object, not a namesake created since
-        with contextlib.suppress(errors.NotFound, errors.Invalid, errors.Conflict):
-            await self.client.patch(
-                self.resources[plural], meta.get("namespace", ""), meta["name"], patch, patch_type="merge"
-            )
+        patch["metadata"]["uid"] = obj["metadata"]["uid"]  # only this object, not a namesake created since
+        await patch_quietly(self.client, self.resources[plural], obj, patch)
 
     async def _drop_finalizer(self, plural: str, obj: Object, finalizer: str) -> None:
         rest = [f for f in obj["metadata"].get("finalizers") or [] if f != finalizer]

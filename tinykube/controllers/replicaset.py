@@ -24,14 +24,7 @@ from tinykube.client.informer import Informer, object_key
 from tinykube.client.rest import RestClient
 from tinykube.client.workqueue import WorkQueue, run_workers
 from tinykube.controllers.manager import ControllerContext
-from tinykube.controllers.ownership import (
-    CONTROLLER_INDEX,
-    adoption_patch,
-    controller_of,
-    controller_ref,
-    controller_uid,
-    release_patch,
-)
+from tinykube.controllers.ownership import CONTROLLER_INDEX, claim, controller_of, controller_ref, controller_uid
 from tinykube.controllers.pods import pod_ready
 
 log = logging.getLogger(__name__)
@@ -153,7 +146,7 @@ class ReplicaSetController:
         )
         self.pods.add_handler(on_add=self._on_pod_add, on_update=self._on_pod_update, on_delete=self._on_pod_delete)
         self.informers.start()
-        await self.informers.wait_synced()
+        await asyncio.gather(self.replicasets.wait_synced(), self.pods.wait_synced())
         try:
             await run_workers(self.queue, self.workers, self.sync)
         finally:
@@ -212,41 +205,10 @@ class ReplicaSetController:
         if rs is None:
             self.expectations.forget(key)
             return  # its pods go with it: the garbage collector deletes them
-        pods = await self._claim_pods(rs)
+        pods = await claim(self.client, (rs, REPLICASETS), (self.pods.store, PODS), selector_of(rs), active)
         if self.expectations.satisfied(key) and not rs["metadata"].get("deletionTimestamp"):
             await self._manage(key, rs, pods)
         await self._write_status(rs, pods)
-
-    async def _claim_pods(self, rs: Object) -> list[Object]:
-        """The active pods `rs` controls, after adopting matching orphans and releasing pods that stopped matching."""
-        namespace, uid = rs["metadata"]["namespace"], rs["metadata"]["uid"]
-        selector = selector_of(rs)
-        owned = [p for p in self.pods.store.by_index(CONTROLLER_INDEX, uid) if active(p)]
-        claimed = []
-        for pod in owned:
-            if selector.matches(pod["metadata"].get("labels") or {}):
-                claimed.append(pod)
-            else:
-                await self._patch_pod(pod, release_patch(rs, pod))
-        if rs["metadata"].get("deletionTimestamp"):
-            return claimed  # a ReplicaSet being deleted adopts nothing
-        orphans = [
-            pod
-            for pod in self.pods.store.by_index("namespace", namespace)
-            if not controller_of(pod) and active(pod) and selector.matches(pod["metadata"].get("labels") or {})
-        ]
-        for pod in orphans:
-            if await self._patch_pod(pod, adoption_patch(rs, REPLICASETS, pod)):
-                claimed.append(pod)
-        return claimed
-
-    async def _patch_pod(self, pod: Object, patch: Object) -> bool:
-        meta = pod["metadata"]
-        try:
-            await self.client.patch(PODS, meta["namespace"], meta["name"], patch, patch_type="merge")
-        except (errors.NotFound, errors.Invalid, errors.Conflict):
-            return False  # gone, or replaced by a namesake: the next sync sees the truth
-        return True
 
     async def _manage(self, key: str, rs: Object, pods: list[Object]) -> None:
         want = int((rs.get("spec") or {}).get("replicas", 1))
