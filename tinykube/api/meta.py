@@ -129,7 +129,7 @@ def label_value(value: str) -> list[str]:
     return errs
 
 
-def _validate_labels(labels: Any, field: str) -> list[FieldError]:
+def validate_labels(labels: Any, field: str) -> list[FieldError]:
     if not isinstance(labels, dict):
         return [invalid(field, labels, "must be a map of string keys to string values")]
     errs: list[FieldError] = []
@@ -168,6 +168,6 @@ def validate_object_meta(meta: dict[str, Any], *, namespaced: bool, name_rule: N
         errs.append(required("metadata.namespace"))
     if not namespaced and meta.get("namespace"):
         errs.append(forbidden("metadata.namespace", "not allowed on this type"))
-    errs += _validate_labels(meta.get("labels") or {}, "metadata.labels")
+    errs += validate_labels(meta.get("labels") or {}, "metadata.labels")
     errs += _validate_annotations(meta.get("annotations") or {}, "metadata.annotations")
     return errs

@@ -18,13 +18,13 @@ from typing import Any
 
 from tinykube.api import errors
 from tinykube.api.errors import ErrorType, FieldError, forbidden, go_value, invalid, not_supported, required
-from tinykube.api.meta import _validate_labels, qualified_name, regex_error
+from tinykube.api.meta import qualified_name, regex_error, validate_labels
 from tinykube.api.resources import SCALE
 from tinykube.api.selectors import selector_from_label_selector
 from tinykube.apiserver.printers import label_selector_text
 from tinykube.apiserver.registry.core import default_pod_spec, validate_pod_spec
 from tinykube.apiserver.registry.generic import SYSTEM_FIELDS, Registry, Request, Strategy
-from tinykube.apiserver.registry.service_validation import _go_slice, _GoSyntaxError
+from tinykube.apiserver.registry.service_validation import GoSyntaxError, go_slice
 
 RECREATE, ROLLING_UPDATE = "Recreate", "RollingUpdate"
 _NONNEGATIVE = "must be greater than or equal to 0"
@@ -48,7 +48,7 @@ def _go_requirement(expr: dict[str, Any]) -> str:
     return (
         f"v1.LabelSelectorRequirement{{Key:{go_value(expr.get('key', ''))}, "
         f"Operator:{go_value(expr.get('operator', ''))}, "
-        f"Values:{_go_slice(values if isinstance(values, list) else None, 'string')}}}"
+        f"Values:{go_slice(values if isinstance(values, list) else None, 'string')}}}"
     )
 
 
@@ -69,7 +69,7 @@ def _go_int_or_string(value: Any) -> str:
 
 
 def _go_invalid(field: str, go_text: str, detail: str) -> FieldError:
-    return _GoSyntaxError(ErrorType.INVALID, field, go_text, detail)
+    return GoSyntaxError(ErrorType.INVALID, field, go_text, detail)
 
 
 # ---- shared checks ----------------------------------------------------------------------------------------------
@@ -106,7 +106,7 @@ def _validate_selector(selector: Any, field: str) -> list[FieldError]:
     if selector is None:
         return [required(field)]
     selector = _dict(selector)
-    errs = _validate_labels(selector.get("matchLabels") or {}, f"{field}.matchLabels")
+    errs = validate_labels(selector.get("matchLabels") or {}, f"{field}.matchLabels")
     exprs = selector.get("matchExpressions") or []
     for i, expr in enumerate(exprs):
         errs += _validate_requirement(_dict(expr), f"{field}.matchExpressions[{i}]")
@@ -130,7 +130,7 @@ def _validate_template(spec: dict[str, Any], field: str) -> list[FieldError]:
     if not selector.empty and not selector.matches(labels if isinstance(labels, dict) else {}):
         mismatch = "`selector` does not match template `labels`"
         errs.append(_go_invalid(f"{field}.metadata.labels", _go_string_map(labels), mismatch))
-    errs += _validate_labels(labels or {}, f"{field}.metadata.labels")
+    errs += validate_labels(labels or {}, f"{field}.metadata.labels")
     errs += validate_pod_spec(pod_spec, f"{field}.spec")
     policy = pod_spec.get("restartPolicy")
     if policy != "Always":
@@ -246,7 +246,7 @@ def _validate_strategy(strategy: dict[str, Any]) -> list[FieldError]:
         f"apps.DeploymentStrategy{{Type:{go_value(kind)}, RollingUpdate:(*apps.RollingUpdateDeployment)({pointer})}}"
     )
     supported = 'supported values: "Recreate", "RollingUpdate"'
-    return [_GoSyntaxError(ErrorType.NOT_SUPPORTED, "spec.strategy", rendered, supported)]
+    return [GoSyntaxError(ErrorType.NOT_SUPPORTED, "spec.strategy", rendered, supported)]
 
 
 def _validate_deployment_spec(spec: dict[str, Any]) -> list[FieldError]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tinykube.api.errors import ErrorType, FieldError, duplicate, forbidden, go_value, invalid, not_supported, required
-from tinykube.api.meta import _validate_labels, dns1123_label, dns1123_subdomain, qualified_name
+from tinykube.api.meta import dns1123_label, dns1123_subdomain, qualified_name, validate_labels
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -48,7 +48,7 @@ _CLUSTER_IPS = "spec.clusterIPs"
 
 
 @dataclass(frozen=True, slots=True)
-class _GoSyntaxError(FieldError):
+class GoSyntaxError(FieldError):
     """A field error whose value is already Go `%#v` text, for values `go_value` cannot express (nil slices,
     `[]core.IPFamily{...}`, struct dumps)."""
 
@@ -59,10 +59,10 @@ class _GoSyntaxError(FieldError):
 
 
 def _go_invalid(field: str, go_text: str, detail: str) -> FieldError:
-    return _GoSyntaxError(ErrorType.INVALID, field, go_text, detail)
+    return GoSyntaxError(ErrorType.INVALID, field, go_text, detail)
 
 
-def _go_slice(values: list[str] | None, elem_type: str) -> str:
+def go_slice(values: list[str] | None, elem_type: str) -> str:
     if values is None:
         return f"[]{elem_type}(nil)"
     return f"[]{elem_type}{{" + ", ".join(go_value(v) for v in values) + "}"
@@ -403,7 +403,7 @@ def validate_service(svc: dict[str, Any], old: dict[str, Any] | None = None) -> 
     errs += _type_specific_errors(spec)
     errs += _ports_errors(spec)
     if spec.get("selector") is not None:
-        errs += _validate_labels(spec["selector"], "spec.selector")
+        errs += validate_labels(spec["selector"], "spec.selector")
     errs += _session_affinity_errors(spec)
     errs += _cluster_ips_related(spec)
     errs += _external_ips_errors(spec)
@@ -573,7 +573,7 @@ def _duplicate_port_errors(spec: dict[str, Any]) -> list[FieldError]:
     for i, port in enumerate(_ports(spec)):
         key = (_str(port, "protocol"), _int(port, "port"))
         if key in seen:
-            errs.append(_GoSyntaxError(ErrorType.DUPLICATE, f"spec.ports[{i}]", _service_port_key(*key)))
+            errs.append(GoSyntaxError(ErrorType.DUPLICATE, f"spec.ports[{i}]", _service_port_key(*key)))
         seen.add(key)
     return errs
 
@@ -673,7 +673,7 @@ def _cluster_ips_update_errors(new: dict[str, Any], old: dict[str, Any]) -> list
     new_ips, old_ips = _strings(new, "clusterIPs"), _strings(old, "clusterIPs")
     if new_ips == ["None"] and old_ips == ["None"]:
         return []
-    shown = _go_slice(new.get("clusterIPs"), "string")
+    shown = go_slice(new.get("clusterIPs"), "string")
     return _fixed_list_errors(new, new_ips, old_ips, path=_CLUSTER_IPS, shown=shown, what="clusterIP")
 
 
@@ -682,7 +682,7 @@ def _ip_families_update_errors(new: dict[str, Any], old: dict[str, Any]) -> list
     if _strings(new, "clusterIPs") == ["None"] or _strings(old, "clusterIPs") == ["None"]:
         return []
     new_families, old_families = _strings(new, "ipFamilies"), _strings(old, "ipFamilies")
-    shown = _go_slice(new.get("ipFamilies"), "core.IPFamily")
+    shown = go_slice(new.get("ipFamilies"), "core.IPFamily")
     return _fixed_list_errors(new, new_families, old_families, path="spec.ipFamilies", shown=shown, what="ipFamily")
 
 
