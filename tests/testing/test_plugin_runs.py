@@ -13,6 +13,8 @@ import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
+import pytest
+
 USER_TESTS = """
 import json, os
 import pytest
@@ -43,10 +45,28 @@ def test_fails(tinykube_cluster):
 """
 
 
-def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """pytest on USER_TESTS in tmp_path, as a user's project (the plugin comes from its entry point)."""
+NETNS_USER_TESTS = """
+import subprocess
+
+ECHO = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "echo"},
+        "spec": {"containers": [{"name": "e", "image": "k8s.gcr.io/echoserver:1.4"}]}}
+
+def test_a_real_pod_answers_inside_the_sandbox(tinykube_cluster, namespace):
+    tinykube_cluster.apply(ECHO, namespace=namespace)
+    pod = tinykube_cluster.wait_for("pod", "echo", "Ready", timeout=30, namespace=namespace)
+    client = f"tk-{tinykube_cluster.name}.ext"  # the sandbox's external client: nothing leaves the root namespace
+    url = f"http://{pod['status']['podIP']}:8080/"
+    # Ready once it runs (no readiness probe): the server may still be starting, so curl retries a refusal.
+    curl = ["curl", "-s", "--retry", "10", "--retry-connrefused", "--retry-delay", "1", url]
+    answer = subprocess.run(["ip", "netns", "exec", client, *curl], capture_output=True, text=True)
+    assert "client_address=172.20.0.250" in answer.stdout, answer
+"""
+
+
+def _run(tmp_path: Path, *args: str, tests: str = USER_TESTS) -> subprocess.CompletedProcess[str]:
+    """pytest on a user's test module in tmp_path, as a user's project (the plugin comes from its entry point)."""
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    (tmp_path / "test_users_module.py").write_text(USER_TESTS)
+    (tmp_path / "test_users_module.py").write_text(tests)
     (tmp_path / "records").mkdir()
     plugin = (
         [] if any(e.name == "tinykube" for e in entry_points(group="pytest11")) else ["-p", "tinykube.testing.plugin"]
@@ -100,3 +120,16 @@ def test_keep_leaves_the_cluster_running_and_the_namespace_fixture_left_nothing(
         stopped = not (data_dir / "cluster.json").exists()
         shutil.rmtree(data_dir.parent if data_dir.parent.name.startswith("tinykube-test-") else data_dir)
     assert stopped
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the netns dataplane needs root")
+def test_the_netns_dataplane_runs_real_pods_and_removes_its_namespaces(tmp_path: Path) -> None:
+    before = set(_sandbox_namespaces())
+    result = _run(tmp_path, "--tinykube-dataplane", "netns", tests=NETNS_USER_TESTS)
+    assert re.search(r"\b1 passed\b", result.stdout), result.stdout + result.stderr
+    assert set(_sandbox_namespaces()) <= before  # the cluster's sandbox went with it
+
+
+def _sandbox_namespaces() -> list[str]:
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    return [line.split()[0] for line in listed.splitlines() if line.startswith("tk-test-")]
