@@ -369,3 +369,25 @@ def test_the_controllers_writes_do_not_make_new_generations(client: httpx.Client
     client.post(f"{APPS}/{ns}/deployments", json=deployment("gen", 1))
     d = eventually(lambda: rolled_out(client, ns, "gen", 1), what="rollout")
     assert d["metadata"]["generation"] == 1 and d["metadata"]["annotations"][REVISION] == "1"
+
+
+def test_a_stalled_rollout_exceeds_its_progress_deadline(
+    workloads: RunningCluster, client: httpx.Client, ns: str
+) -> None:
+    """Pods that never get ready (the simulated node's `tinykube.io/ready: "false"`): after progressDeadlineSeconds
+    the Progressing condition turns False with upstream's reason, which `kubectl rollout status` reports."""
+    stuck = deployment("stuck", 1)
+    stuck["spec"]["progressDeadlineSeconds"] = 1
+    stuck["spec"]["template"]["metadata"]["annotations"] = {"tinykube.io/ready": "false"}
+    client.post(f"{APPS}/{ns}/deployments", json=stuck)
+
+    def exceeded() -> Object | None:
+        status = client.get(f"{APPS}/{ns}/deployments/stuck").json().get("status") or {}
+        conditions = {c["type"]: c for c in status.get("conditions") or []}
+        progressing = conditions.get("Progressing") or {}
+        return progressing if progressing.get("reason") == "ProgressDeadlineExceeded" else None
+
+    progressing = eventually(exceeded, what="the deadline exceeded")
+    assert progressing["status"] == "False" and progressing["message"].endswith("has timed out progressing.")
+    rollout = workloads.kubectl("-n", ns, "rollout", "status", "deployment/stuck", "--timeout=10s", check=False)
+    assert rollout.returncode != 0 and 'deployment "stuck" exceeded its progress deadline' in rollout.stderr
