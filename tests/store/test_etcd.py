@@ -202,3 +202,24 @@ def test_a_progress_request_reports_the_current_revision_on_a_quiet_prefix(etcd:
         await watch.aclose()
 
     run(etcd, scenario)
+
+
+def test_a_connection_out_of_stream_ids_is_replaced_and_its_watch_goes_on(etcd: str) -> None:
+    """HTTP/2 stream ids are 31 bits: after ~1e9 calls new ones go over a fresh connection, while calls still open
+    on the old one (a watch) keep it."""
+
+    async def scenario(store: EtcdStore) -> None:
+        start = await store.revision()
+        watch = store.watch("ids/", start + 1)
+        first = asyncio.ensure_future(anext(watch))
+        await asyncio.sleep(0.1)  # the watch is open
+        old = store._channel._protocol
+        assert old is not None
+        old.next_id = (1 << 31) - 1  # as if a billion calls had been made
+        await store.create("ids/a", b"1")  # over a new connection
+        assert store._channel._protocol is not old and old.closed is None
+        batch = await asyncio.wait_for(first, 5)
+        assert [e.value for e in batch] == [b"1"]  # the watch on the old connection saw it
+        await watch.aclose()
+
+    run(etcd, scenario)

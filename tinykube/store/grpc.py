@@ -34,6 +34,7 @@ _DEFAULT_WINDOW = 65_535
 # Our receive window, per stream and for the connection: large enough that etcd never waits on us for a normal
 # response; replenished once half of it has been consumed.
 _RECEIVE_WINDOW = 1 << 24
+_MAX_STREAM_ID = (1 << 31) - 1
 _FRAME_HEADER = struct.Struct(">IBI")  # length (24 bits) and type, flags, stream
 
 STATUS_NAMES = {
@@ -127,6 +128,12 @@ class _Protocol(asyncio.Protocol):
         self.header_block: tuple[int, int, bytearray] | None = None  # (stream, flags, fragments) until END_HEADERS
         self.outbox: list[bytes] = []
         self.request_headers: dict[str, bytes] = {}
+        self.sending: set[asyncio.Task[None]] = set()
+
+    @property
+    def usable(self) -> bool:
+        """Open, with stream ids left for new calls (31 bits, odd ones ours: ~1e9 calls, days at full speed)."""
+        return self.closed is None and self.next_id < _MAX_STREAM_ID
 
     # Writing: frames queued in one loop iteration leave in one write.
 
@@ -201,7 +208,9 @@ class _Protocol(asyncio.Protocol):
             stream.send_window -= len(body)
             self._send(_frame(_DATA, flags, stream.id, body))
         else:
-            asyncio.get_running_loop().create_task(self._send_large(stream, body, flags))
+            task = asyncio.get_running_loop().create_task(self._send_large(stream, body, flags))
+            self.sending.add(task)  # referenced until done: the loop keeps only weak references to tasks
+            task.add_done_callback(self.sending.discard)
 
     async def _send_large(self, stream: _Stream, body: bytes, end: int) -> None:
         view = memoryview(body)
@@ -385,15 +394,18 @@ class Channel:
     def __init__(self, host: str, port: int) -> None:
         self.host, self.port = host, port
         self._protocol: _Protocol | None = None
+        self._retired: list[_Protocol] = []
         self._connecting: asyncio.Lock | None = None
 
     async def _connection(self) -> _Protocol:
         protocol = self._protocol
-        if protocol is not None and protocol.closed is None:
+        if protocol is not None and protocol.usable:
             return protocol
         self._connecting = self._connecting or asyncio.Lock()
         async with self._connecting:
-            if self._protocol is None or self._protocol.closed is not None:
+            if self._protocol is None or not self._protocol.usable:
+                if self._protocol is not None and self._protocol.closed is None:
+                    self._retired.append(self._protocol)  # out of stream ids: its open calls (watches) go on there
                 loop = asyncio.get_running_loop()
                 try:
                     _, made = await loop.create_connection(
@@ -423,7 +435,8 @@ class Channel:
         return Call(protocol, protocol.open(path, request, streaming=True))
 
     async def close(self) -> None:
-        if self._protocol is not None and self._protocol.transport is not None:
-            self._protocol._flush()
-            self._protocol.transport.close()
-        self._protocol = None
+        for protocol in [*self._retired, *([self._protocol] if self._protocol else [])]:
+            if protocol.transport is not None:
+                protocol._flush()
+                protocol.transport.close()
+        self._protocol, self._retired = None, []
