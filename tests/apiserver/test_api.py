@@ -359,3 +359,20 @@ def test_a_list_at_another_resource_s_revision_answers_at_once(api: httpx.Client
     too_far = api.get("/apis/apps/v1/replicasets", params={"resourceVersion": str(revision + 10**9)})
     assert too_far.status_code == 504 and too_far.json()["reason"] == "Timeout"
     assert too_far.json()["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
+
+
+def test_delete_options_propagation_is_validated_and_read_from_the_query_too(api: httpx.Client, namespace: str) -> None:
+    url = f"/api/v1/namespaces/{namespace}/endpoints"
+    api.post(url, json={"metadata": {"name": "kept"}})
+    wrong = api.request("DELETE", f"{url}/kept", json={"propagationPolicy": "Sideways"})
+    assert wrong.status_code == 422 and wrong.json()["reason"] == "Invalid"
+    assert wrong.json()["message"] == (
+        'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: "Sideways": '
+        'supported values: "Foreground", "Background", "Orphan", "nil"'
+    )
+    both = api.request("DELETE", f"{url}/kept", json={"propagationPolicy": "Orphan", "orphanDependents": True})
+    assert both.status_code == 422 and "cannot be both set" in both.json()["message"]
+    assert api.get(f"{url}/kept").status_code == 200  # nothing deleted by the refused requests
+
+    kept = api.delete(f"{url}/kept", params={"propagationPolicy": "Orphan"})  # as `?propagationPolicy=` in the URL
+    assert kept.status_code == 200 and kept.json()["metadata"]["finalizers"] == ["orphan"]

@@ -222,7 +222,9 @@ class ResourceHandler:
         return _with_warnings(json_response(patched), warnings)
 
     async def _delete(self, request: Request, target: Target) -> Response:
-        options = decode_options(await self._body(request), request.headers.get("content-type", JSON))
+        options = decode_options(
+            await self._body(request), request.headers.get("content-type", JSON), request.query_params
+        )
         req = target.registry_request(_dry_run(request) or options.get("dryRun") == ["All"])
         obj, gone = await self.registry.delete(req, options)
         strategy = self.registry.strategies[target.resource.plural]
@@ -231,7 +233,9 @@ class ResourceHandler:
         return json_response(_success_status(target, obj))
 
     async def _delete_collection(self, request: Request, target: Target) -> Response:
-        options = decode_options(await self._body(request), request.headers.get("content-type", JSON))
+        options = decode_options(
+            await self._body(request), request.headers.get("content-type", JSON), request.query_params
+        )
         page = await listing.list_objects(self.registry, target.resource, target.namespace, request.query_params)
         deleted = []
         for item in page.items:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,11 +85,32 @@ def decode_object(body: bytes, content_type: str, resource: ResourceInfo) -> dic
     return obj
 
 
-def decode_options(body: bytes, content_type: str) -> dict[str, Any]:
-    """DeleteOptions from a DELETE body (optional)."""
-    if not body.strip():
-        return {}
-    options = decode_body(body, content_type)
+PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
+
+
+def decode_options(body: bytes, content_type: str, query: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """DeleteOptions from a DELETE body (optional) and the query (`?propagationPolicy=Foreground`), validated as
+    upstream's ValidateDeleteOptions does the propagation fields."""
+    options: Any = decode_body(body, content_type) if body.strip() else {}
     if not isinstance(options, dict):
         raise errors.BadRequest("DeleteOptions must be a JSON object")
+    query = query or {}
+    if "propagationPolicy" in query:
+        options.setdefault("propagationPolicy", query["propagationPolicy"])
+    if "orphanDependents" in query:
+        options.setdefault("orphanDependents", query["orphanDependents"] == "true")
+    _validate_propagation(options)
     return options
+
+
+def _validate_propagation(options: dict[str, Any]) -> None:
+    policy = options.get("propagationPolicy")
+    errs: list[errors.FieldError] = []
+    if policy is not None and options.get("orphanDependents") is not None:
+        errs.append(
+            errors.invalid("propagationPolicy", policy, "orphanDependents and deletionPropagation cannot be both set")
+        )
+    if policy is not None and policy not in PROPAGATION_POLICIES:
+        errs.append(errors.not_supported("propagationPolicy", policy, [*PROPAGATION_POLICIES, "nil"]))
+    if errs:
+        raise errors.invalid_object("DeleteOptions", "", errs, group="meta.k8s.io")
