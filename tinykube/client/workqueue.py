@@ -18,6 +18,9 @@ import logging
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar, cast
 
+from tinykube.api import errors
+from tinykube.client.rest import TransportError
+
 log = logging.getLogger(__name__)
 
 K = TypeVar("K", bound=Hashable)
@@ -149,7 +152,10 @@ async def _worker(queue: WorkQueue[K], reconcile: Callable[[K], Awaitable[None]]
         try:
             await reconcile(key)
         except Exception as err:
-            log.error("reconciling %r failed (retry %d): %s", key, queue.num_requeues(key) + 1, err, exc_info=err)
+            # The API refusing a write (a namespace deleted meanwhile, a conflict) is part of a controller's life and
+            # says all in one line; anything else is a bug worth its traceback.
+            trace = None if isinstance(err, errors.ApiError | TransportError) else err
+            log.error("reconciling %r failed (retry %d): %s", key, queue.num_requeues(key) + 1, err, exc_info=trace)
             queue.add_rate_limited(key)
         else:
             queue.forget(key)
