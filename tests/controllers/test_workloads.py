@@ -391,3 +391,24 @@ def test_a_stalled_rollout_exceeds_its_progress_deadline(
     assert progressing["status"] == "False" and progressing["message"].endswith("has timed out progressing.")
     rollout = workloads.kubectl("-n", ns, "rollout", "status", "deployment/stuck", "--timeout=10s", check=False)
     assert rollout.returncode != 0 and 'deployment "stuck" exceeded its progress deadline' in rollout.stderr
+
+
+def test_the_controllers_report_what_they_did_as_events(
+    workloads: RunningCluster, client: httpx.Client, ns: str
+) -> None:
+    client.post(f"{APPS}/{ns}/deployments", json=deployment("ev", 2))
+    eventually(lambda: rolled_out(client, ns, "ev", 2), what="rollout")
+    [rs] = items(client, f"{APPS}/{ns}/replicasets")
+    name = rs["metadata"]["name"]
+
+    def reported() -> list[tuple[str, str, str]] | None:
+        events = items(client, f"/api/v1/namespaces/{ns}/events")
+        found = [(e["involvedObject"]["kind"], e["reason"], e["message"]) for e in events]
+        return found if sum(reason == "SuccessfulCreate" for _, reason, _ in found) == 2 else None
+
+    found = eventually(reported, what="the events")
+    assert ("Deployment", "ScalingReplicaSet", f"Scaled up replica set {name} from 0 to 2") in found
+    names = {p["metadata"]["name"] for p in pods(client, ns, "app=ev")}
+    assert {m for _, reason, m in found if reason == "SuccessfulCreate"} == {f"Created pod: {n}" for n in names}
+    described = workloads.kubectl("-n", ns, "describe", "deployment", "ev").stdout
+    assert f"Scaled up replica set {name} from 0 to 2" in described

@@ -26,6 +26,7 @@ import orjson
 from tinykube.api import errors
 from tinykube.api.meta import now, parse_time
 from tinykube.api.resources import builtin
+from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.workqueue import WorkQueue, run_workers
 from tinykube.controllers.manager import ControllerContext
@@ -46,6 +47,7 @@ PODS = builtin("", "v1", "pods")
 REPLICASETS = builtin("apps", "v1", "replicasets")
 DEPLOYMENTS = builtin("apps", "v1", "deployments")
 WORKERS = 5  # upstream's --concurrent-deployment-syncs
+COMPONENT = "deployment-controller"
 HASH_LABEL = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"
 DESIRED_REPLICAS = "deployment.kubernetes.io/desired-replicas"
@@ -236,7 +238,10 @@ class DeploymentController:
             },
         }
         try:
-            return await self.client.create(REPLICASETS, deployment["metadata"]["namespace"], body)
+            created = await self.client.create(REPLICASETS, deployment["metadata"]["namespace"], body)
+            if start:
+                await self._scaled_event(deployment, name, 0, start)
+            return created
         except errors.AlreadyExists:
             existing = await self.client.get(REPLICASETS, deployment["metadata"]["namespace"], name)
             owner = controller_of(existing)
@@ -265,7 +270,16 @@ class DeploymentController:
         wanted = int((deployment.get("spec") or {}).get("replicas", 1))
         annotations = {DESIRED_REPLICAS: str(wanted), MAX_REPLICAS: str(wanted + surge)}
         patched = await self._patch_rs(rs, {"metadata": {"annotations": annotations}, "spec": {"replicas": replicas}})
-        rs["spec"] = {**rs["spec"], "replicas": replicas} if patched is None else patched["spec"]
+        if patched is None:
+            return  # gone or changed meanwhile: the next sync scales from what is there
+        before, rs["spec"] = _replicas(rs), patched["spec"]
+        await self._scaled_event(deployment, rs["metadata"]["name"], before, replicas)
+
+    async def _scaled_event(self, deployment: Object, name: str, before: int, after: int) -> None:
+        message = f"Scaled {'up' if after > before else 'down'} replica set {name} from {before} to {after}"
+        await record_event(
+            self.client, deployment, type_="Normal", reason="ScalingReplicaSet", message=message, component=COMPONENT
+        )
 
     async def _roll(self, deployment: Object, new: Object, olds: list[Object]) -> None:
         wanted = int((deployment.get("spec") or {}).get("replicas", 1))

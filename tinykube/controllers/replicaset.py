@@ -20,6 +20,7 @@ from tinykube.api import errors
 from tinykube.api.meta import parse_time
 from tinykube.api.resources import ResourceInfo, builtin
 from tinykube.api.selectors import LabelSelector, selector_from_label_selector
+from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.rest import RestClient
 from tinykube.client.workqueue import WorkQueue, run_workers
@@ -34,6 +35,7 @@ PODS = builtin("", "v1", "pods")
 REPLICASETS = builtin("apps", "v1", "replicasets")
 WORKERS = 5  # upstream's --concurrent-replicaset-syncs
 BURST = 500  # pods created or deleted per sync, as upstream's burstReplicas
+COMPONENT = "replicaset-controller"
 EXPECTATION_TIMEOUT = 60.0  # seconds; upstream waits 5 minutes for an event that may never come
 
 
@@ -216,7 +218,7 @@ class ReplicaSetController:
         if diff > 0:
             await self._create(key, rs, min(diff, BURST))
         elif diff < 0:
-            await self._delete(key, sorted(pods, key=deletion_order)[: min(-diff, BURST)])
+            await self._delete(key, rs, sorted(pods, key=deletion_order)[: min(-diff, BURST)])
 
     async def _create(self, key: str, rs: Object, count: int) -> None:
         pod = pod_from_template(rs)
@@ -227,20 +229,27 @@ class ReplicaSetController:
         failed = [r for r in results if isinstance(r, BaseException)]
         for _ in failed:  # no event will come for these
             self.expectations.observed_add(key)
+        created = [r["metadata"]["name"] for r in results if isinstance(r, dict)]
+        await asyncio.gather(*(self._event(rs, "Normal", "SuccessfulCreate", f"Created pod: {n}") for n in created))
         if failed:
+            await self._event(rs, "Warning", "FailedCreate", f"Error creating: {failed[0]}")
             raise RuntimeError(f"{len(failed)} of {count} pod creates for {key} failed: {failed[0]}")
 
-    async def _delete(self, key: str, pods: list[Object]) -> None:
+    async def _delete(self, key: str, rs: Object, pods: list[Object]) -> None:
         self.expectations.expect(key, deleted=[p["metadata"]["name"] for p in pods])
         for pod in pods:
             meta = pod["metadata"]
             try:
                 await self.client.delete(PODS, meta["namespace"], meta["name"])
+                await self._event(rs, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
             except errors.NotFound:
                 self.expectations.observed_delete(key, meta["name"])  # its event may have come and gone already
             except errors.ApiError:
                 self.expectations.observed_delete(key, meta["name"])
                 raise
+
+    async def _event(self, rs: Object, type_: str, reason: str, message: str) -> None:
+        await record_event(self.client, rs, type_=type_, reason=reason, message=message, component=COMPONENT)
 
     async def _write_status(self, rs: Object, pods: list[Object]) -> None:
         spec = rs.get("spec") or {}
