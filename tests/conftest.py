@@ -116,6 +116,16 @@ def stop_cluster(cluster: RunningCluster) -> None:
             cluster.proc.wait()
 
 
+@contextlib.contextmanager
+def running_cluster(data_dir: Path, *extra: str) -> Iterator[RunningCluster]:
+    """`start_cluster`, stopped afterwards whatever happens: the body of a module's own cluster fixture."""
+    running = start_cluster(data_dir, *extra)
+    try:
+        yield running
+    finally:
+        stop_cluster(running)
+
+
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
     data_dir = tmp_path_factory.mktemp("clusters") / "test"

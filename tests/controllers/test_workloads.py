@@ -12,7 +12,7 @@ import httpx
 import orjson
 import pytest
 
-from tests.conftest import RunningCluster, eventually, fresh_namespace, start_cluster, stop_cluster
+from tests.conftest import RunningCluster, eventually, fresh_namespace, running_cluster
 from tinykube.controllers.deployment import HASH_LABEL, REVISION, same_template, surge_and_unavailable, template_hash
 from tinykube.controllers.replicaset import Expectations, deletion_order
 
@@ -100,11 +100,8 @@ def test_expectations_wait_for_every_create_and_delete_to_be_seen() -> None:
 
 @pytest.fixture(scope="module")
 def workloads(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
-    running = start_cluster(tmp_path_factory.mktemp("workloads") / "c", "--nodes", "1", "--controllers", "*")
-    try:
+    with running_cluster(tmp_path_factory.mktemp("workloads") / "c", "--nodes", "1", "--controllers", "*") as running:
         yield running
-    finally:
-        stop_cluster(running)
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import RunningCluster, eventually, start_cluster, stop_cluster
+from tests.conftest import RunningCluster, eventually, running_cluster
 from tests.e2e.test_netns_dataplane import (
     create,
     inside,
@@ -40,11 +40,8 @@ from tests.e2e.test_netns_dataplane import (
 @pytest.fixture(scope="module")
 def loopback(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
     data_dir = tmp_path_factory.mktemp("userspace") / f"us{os.getpid()}"
-    running = start_cluster(data_dir, "--proxy-mode", "userspace")
-    try:
+    with running_cluster(data_dir, "--proxy-mode", "userspace") as running:
         yield running
-    finally:
-        stop_cluster(running)
 
 
 @pytest.fixture

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
 from collections.abc import Iterator
+
+import pytest
 
 from tinykube.node.sandbox import Sandbox, node_address
 
@@ -20,3 +23,12 @@ def two_node_sandbox() -> Iterator[Sandbox]:
         yield box
     finally:
         box.destroy()
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    """A two-node sandbox per test module (root only)."""
+    if os.geteuid() != 0:
+        pytest.skip("network namespaces need root")
+    with two_node_sandbox() as box:
+        yield box

@@ -13,13 +13,12 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import RunningCluster, eventually, fresh_namespace, start_cluster, stop_cluster
+from tests.conftest import RunningCluster, eventually, fresh_namespace, running_cluster
 
 
 @pytest.fixture(scope="module")
 def nodes_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
-    running = start_cluster(tmp_path_factory.mktemp("nodes") / "c", "--nodes", "2", "--controllers", "*")
-    try:
+    with running_cluster(tmp_path_factory.mktemp("nodes") / "c", "--nodes", "2", "--controllers", "*") as running:
         with running.http() as http:  # `up` waits for its nodes, but only so long: a loaded machine may take longer
 
             def registered() -> bool:
@@ -29,8 +28,6 @@ def nodes_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningC
 
             eventually(registered, what="two Ready nodes with pod CIDRs")
         yield running
-    finally:
-        stop_cluster(running)
 
 
 @pytest.fixture

@@ -9,13 +9,11 @@ import itertools
 import os
 import signal
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.node.conftest import two_node_sandbox
 from tests.node.test_netns import eventually, in_netns, one, pod, read_logs, root_only, run, runtimes, when
 from tinykube.api import errors
 from tinykube.node import images, netns
@@ -207,14 +205,6 @@ def test_agnhost_unknown_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 # Built-ins run by the runtime in a sandbox of the test's own
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    if os.geteuid() != 0:
-        pytest.skip("network namespaces need root")
-    with two_node_sandbox() as box:
-        yield box
 
 
 SERVER_IP, CLIENT_IP = "10.244.1.30", "10.244.2.30"

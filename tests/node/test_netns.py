@@ -16,7 +16,6 @@ from typing import Any, TypeVar
 
 import pytest
 
-from tests.node.conftest import two_node_sandbox
 from tinykube.api import errors
 from tinykube.node import netns
 from tinykube.node.netns_runtime import Backoff, NetnsRuntime, pod_phase
@@ -148,14 +147,6 @@ def socket_closed_port() -> Iterator[int]:
 
 
 # Pods on a sandbox
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    if os.geteuid() != 0:
-        pytest.skip("network namespaces need root")
-    with two_node_sandbox() as box:
-        yield box
 
 
 SERVICES = [

@@ -463,11 +463,9 @@ def _add_gc_finalizer(obj: dict[str, Any], options: dict[str, Any]) -> None:
     if policy is None and options.get("orphanDependents") is not None:  # the deprecated boolean
         policy = "Orphan" if options["orphanDependents"] else "Background"
     finalizer = {"Orphan": "orphan", "Foreground": "foregroundDeletion"}.get(str(policy))
-    finalizers = obj["metadata"].setdefault("finalizers", [])
+    finalizers = obj["metadata"].get("finalizers") or []
     if finalizer and finalizer not in finalizers:
-        finalizers.append(finalizer)
-    if not finalizers:
-        del obj["metadata"]["finalizers"]
+        obj["metadata"]["finalizers"] = [*finalizers, finalizer]
 
 
 def _same(new: dict[str, Any], old: dict[str, Any]) -> bool:

@@ -80,8 +80,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         pass  # `access` logs instead, once the size is known
 
-    def nginx_access(self, status: int, size: int) -> None:
-        """nginx's `main` log format on stdout, as the official image sends its access log."""
+
+class NginxHandler(Handler):
+    """A stand-in for an nginx-based image: its access log in nginx's `main` format on stdout, as the official
+    image sends it."""
+
+    def access(self, status: int, size: int) -> None:
         when = datetime.now().astimezone().strftime("%d/%b/%Y:%H:%M:%S %z")
         referer, agent = self.headers.get("Referer") or "-", self.headers.get("User-Agent") or "-"
         forwarded = self.headers.get("X-Forwarded-For") or "-"

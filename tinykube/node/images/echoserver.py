@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import sys
 
-from tinykube.node.images._serve import Handler, serve_until_sigterm
+from tinykube.node.images._serve import NginxHandler, serve_until_sigterm
 
 PORT = 8080
 SERVER_VERSION = "nginx: 1.10.0 - lua: 10001"
@@ -92,7 +92,7 @@ def describe(
     return "\n".join(lines).encode() + b"\n" + (body or NO_BODY)
 
 
-class Echo(Handler):
+class Echo(NginxHandler):
     server_version = "nginx/1.10.0"
 
     def do_GET(self) -> None:
@@ -110,9 +110,6 @@ class Echo(Handler):
         self.reply(200, body, "text/plain")
 
     do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_GET
-
-    def access(self, status: int, size: int) -> None:
-        self.nginx_access(status, size)
 
 
 def main(argv: list[str]) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from urllib.parse import urlsplit
 
-from tinykube.node.images._serve import Handler, serve_until_sigterm
+from tinykube.node.images._serve import NginxHandler, serve_until_sigterm
 
 PORT = 80
 VERSION = "1.27.0"
@@ -30,7 +30,7 @@ def error_page(status: int, reason: str) -> bytes:
     return f"<html>\n<head><title>{title}</title></head>\n<body>\n<h1>{title}</h1>\n</body>\n</html>\n".encode()
 
 
-class Nginx(Handler):
+class Nginx(NginxHandler):
     server_version = f"nginx/{VERSION}"
 
     def do_GET(self) -> None:
@@ -46,9 +46,6 @@ class Nginx(Handler):
         self.reply(405, error_page(405, "Not Allowed"), "text/html")
 
     do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_POST
-
-    def access(self, status: int, size: int) -> None:
-        self.nginx_access(status, size)
 
 
 def main(argv: list[str]) -> None:
