@@ -11,6 +11,7 @@ import signal
 import ssl
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ import httpx
 import pytest
 import yaml
 
+from tinykube.client.rest import RestClient
 from tinykube.store.launcher import EtcdProcess, find_etcd
 
 T = TypeVar("T")
@@ -184,3 +186,27 @@ def eventually(probe: Callable[[], T | None], timeout: float = 30.0, what: str =
             return last
         time.sleep(0.02)
     raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
+
+
+class RecordingClient(RestClient):
+    """The REST client, noting every request that could write."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.writes: list[tuple[str, str]] = []
+
+    async def request(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
+        if method != "GET":
+            self.writes.append((method, path))
+        return await super().request(method, path, body, **params)
+
+
+def readline(proc: subprocess.Popen[str], timeout: float = 30) -> str:
+    """One line of `proc`'s output, or fail after `timeout` seconds (read in a thread)."""
+    assert proc.stdout is not None
+    box: list[str] = []
+    reader = threading.Thread(target=lambda: box.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    reader.join(timeout)
+    assert box, f"no line within {timeout}s"
+    return box[0]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from tinykube.api.defaults import CLUSTER_CIDR, LOAD_BALANCER_RANGE, NODE_PORT_RANGE, SERVICE_RANGE, default_data_dir
 from tinykube.apiserver.allocators.ranges import IPRange, PortRange, parse_service_ranges
 from tinykube.controllers.manager import known_controllers, select_controllers
-from tinykube.dns.options import DEFAULT_DNS_PORT, POD_MODES, DnsOptions, parse_upstream
+from tinykube.dns.options import DEFAULT_DNS_PORT, POD_MODES, DnsOptions, host_resolver_hint, parse_upstream
 from tinykube.proxy.modes import DEFAULT_MODE, MODES
 
 if TYPE_CHECKING:
@@ -201,6 +201,11 @@ def _controllers_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     ctl.add_argument("--kubeconfig", type=Path, required=True, help="the cluster to control")
     ctl.add_argument("--context", help="kubeconfig context (default: its current context)")
     _controllers_argument(ctl)
+    ctl.add_argument(
+        "--cluster-cidr",
+        default=CLUSTER_CIDR,
+        help=f"pod network the node IPAM controller cuts into a /24 per node (default: {CLUSTER_CIDR})",
+    )
     ctl.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
 
 
@@ -361,13 +366,20 @@ def _with_client(args: argparse.Namespace, what: str, serve: Callable[[RestClien
 
 def _controllers(args: argparse.Namespace) -> int:
     from tinykube.controllers.manager import run_controllers
+    from tinykube.controllers.nodeipam import CidrAllocator
 
     _logging(args.verbose)
     try:
         names = select_controllers(args.controllers)
     except ValueError as err:
         return _fail(f"cannot run controllers: {err}")
-    return _with_client(args, "controllers", lambda client: run_controllers(client, names))
+    try:
+        CidrAllocator(args.cluster_cidr)
+    except ValueError as err:
+        return _fail(f"--cluster-cidr: {err}")
+    return _with_client(
+        args, "controllers", lambda client: run_controllers(client, names, cluster_cidr=args.cluster_cidr)
+    )
 
 
 def _dns(args: argparse.Namespace) -> int:
@@ -387,7 +399,8 @@ def _dns(args: argparse.Namespace) -> int:
         except OSError as err:
             raise SystemExit(f"tinykube: cannot listen on {options.host}:{options.port}: {err.strerror}") from err
         host, port = service.server.address
-        print(f"dns: {host}:{port} (UDP and TCP), zone {options.cluster_domain}", file=sys.stderr, flush=True)
+        print(f"dns: {host}:{port} (UDP and TCP), zone {options.cluster_domain}", file=sys.stderr)
+        print(host_resolver_hint(host, port, options.cluster_domain), file=sys.stderr, flush=True)
         try:
             await service.run_synced()
         finally:

@@ -35,7 +35,7 @@ from tinykube.client.informer import SharedInformers
 from tinykube.client.kubeconfig import Credentials, merge_kubeconfig, write_kubeconfig
 from tinykube.client.rest import RestClient
 from tinykube.controllers.manager import known_controllers, run_controllers
-from tinykube.dns.options import DnsOptions
+from tinykube.dns.options import DnsOptions, host_resolver_hint
 from tinykube.dns.run import DnsService
 from tinykube.gcpause import tune_gc_for_caches
 from tinykube.node.agent import NodeAgent, NodeConfig
@@ -317,17 +317,6 @@ class Cluster:
             (self.opts.dir / "cluster.json").unlink()
 
 
-def _dns_hint(host: str, port: int, domain: str) -> str:
-    """How to query the cluster DNS, and the host resolver settings that send the cluster zone to it."""
-    return "\n".join(
-        [
-            f"  dns:  dig @{host} -p {port} kubernetes.default.svc.{domain}",
-            f"        systemd-resolved: [Resolve] DNS={host}:{port} Domains=~{domain}",
-            f"        dnsmasq: server=/{domain}/{host}#{port}",
-        ]
-    )
-
-
 async def run_up(opts: UpOptions) -> None:
     started = time.monotonic()
     cluster = Cluster(opts)
@@ -342,7 +331,7 @@ async def run_up(opts: UpOptions) -> None:
         _say(f"  kubeconfig: {cluster.kubeconfig}")
         _say(f"  try: kubectl --kubeconfig {cluster.kubeconfig} get namespaces")
         if cluster.dns is not None:
-            _say(_dns_hint(*cluster.dns.server.address, cluster.dns.options.cluster_domain))
+            _say(host_resolver_hint(*cluster.dns.server.address, cluster.dns.options.cluster_domain))
         await stop.wait()
         _say("stopping")
     finally:

@@ -23,7 +23,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from tests.conftest import RunningCluster
+from tests.conftest import RunningCluster, readline
 
 PODS = "/api/v1/namespaces/{ns}/pods"
 NO_SCHEDULER = "tinykube-test-none"  # keeps any scheduler in the cluster away from these pods
@@ -395,11 +395,11 @@ def test_kubectl_logs_follow_is_live(
     proc = _kubectl_background(cluster, "-n", namespace, "logs", "-f", "web")
     try:
         assert proc.stdout is not None
-        got = [_readline(proc, 20), _readline(proc, 20)]
+        got = [readline(proc, 20), readline(proc, 20)]
         assert got == ["app line 1\n", "app line 2\n"]
         assert proc.poll() is None  # the kubelet holds the last line back: kubectl is still following
         kubelet.release.set()
-        assert _readline(proc, 20) == "app line 3\n"
+        assert readline(proc, 20) == "app line 3\n"
         assert proc.wait(20) == 0  # the kubelet ended the stream: so does kubectl
     finally:
         kubelet.release.set()
@@ -417,7 +417,7 @@ def test_following_ends_when_the_client_goes_away(
     kubelet.reader_gone.clear()
     proc = _kubectl_background(cluster, "-n", namespace, "logs", "-f", "web")
     try:
-        assert _readline(proc, 20) == "tick 0\n"
+        assert readline(proc, 20) == "tick 0\n"
     finally:
         proc.kill()
         proc.communicate(timeout=10)
@@ -427,17 +427,6 @@ def test_following_ends_when_the_client_goes_away(
 def _kubectl_background(cluster: RunningCluster, *args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "KUBECACHEDIR": str(cluster.cache_dir)}
     return subprocess.Popen(["kubectl", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-
-
-def _readline(proc: subprocess.Popen[str], timeout: float) -> str:
-    """One line of the process's stdout, or fail after `timeout` seconds (the read happens in a thread)."""
-    assert proc.stdout is not None
-    box: list[str] = []
-    reader = threading.Thread(target=lambda: box.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
-    reader.start()
-    reader.join(timeout)
-    assert box, f"no line within {timeout}s"
-    return box[0]
 
 
 def test_kubectl_shows_the_kubelets_error(

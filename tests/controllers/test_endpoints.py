@@ -17,10 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import RunningCluster
+from tests.conftest import RecordingClient, RunningCluster
 from tinykube.client.informer import SharedInformers
 from tinykube.client.kubeconfig import load_credentials
-from tinykube.client.rest import RestClient
 from tinykube.controllers.endpoints import (
     OVER_CAPACITY,
     EndpointsController,
@@ -519,19 +518,6 @@ def test_kubectl_get_endpoints(cluster: RunningCluster, api: httpx.Client, names
 
 
 # ---- a second controller: startup, orphans, no churn -----------------------------------------------------------
-
-
-class RecordingClient(RestClient):
-    """The REST client, noting every request that could write."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.writes: list[tuple[str, str]] = []
-
-    async def request(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
-        if method != "GET":
-            self.writes.append((method, path))
-        return await super().request(method, path, body, **params)
 
 
 async def second_controller_writes(cluster: RunningCluster, namespace: str) -> list[tuple[str, str]]:

@@ -3,8 +3,8 @@ answers written as zone-file lines, asked of a real `tinykube up` with dnslib ov
 
 Three clusters: `main` (service range 10.0.0.0/24,fd00::/108, defaults: ttl 5, pods disabled, no upstream),
 `extra` (pods insecure, ttl 600, a loopback upstream resolver) and `verified` (pods verified, zone tiny.test).
-Further tests follow changes (Services, readiness, namespaces), the metrics port, a server whose apiserver is gone
-and one that never synced.
+Further tests follow changes (Services, readiness, namespaces), the metrics port, a server whose apiserver is gone,
+one that never synced, one whose upstreams fail, and what the command line prints and refuses.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -25,10 +26,11 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from dnslib import DNSRecord
+from dnslib import EDNS0, QTYPE, DNSRecord
 
 from tests.conftest import RunningCluster, eventually, start_cluster, stop_cluster
 from tests.dns.dnsutil import (
+    HOST,
     FixedResolver,
     Reply,
     ask,
@@ -43,6 +45,7 @@ from tests.dns.dnsutil import (
     lines,
     packet,
     pod_body,
+    read_framed,
     reply_of,
     run_pod,
     set_pod_status,
@@ -71,6 +74,12 @@ outside.example.org. 60 IN TXT "hello"
 
 BIG = 500  # endpoints of the headless Service `big`: its answer fits no UDP packet
 MID = 40  # endpoints of `mid`: more than 512 bytes, less than 1232
+WIDE = 300  # hostnamed endpoints per family of the dual-stack headless Service `wide` (a StatefulSet's)
+WIDE_PORTS = 4  # its named ports: an SRV answer for one passes 16 KiB, for all of them 64 KiB
+
+
+def wide_ip(i: int, family: str = "IPv4") -> str:
+    return f"10.247.{i // 200}.{i % 200 + 1}" if family == "IPv4" else f"fd00:2::{i + 1:x}"
 
 
 def big_ip(i: int) -> str:
@@ -166,12 +175,22 @@ def _populate_main(api: httpx.Client, port: int) -> None:
     for part in range(BIG // 100):
         items = [endpoint(big_ip(i)) for i in range(part * 100, part * 100 + 100)]
         create_slice(api, ns, "big", f"big-{part}", items, [{"name": "http", "port": 80}])
+    # Past 16 KiB a name cannot be a compression target; past 64 KiB no DNS message fits a TCP frame.
+    wide_ports = [{"name": f"p{p}", "port": 8000 + p, "protocol": "TCP"} for p in range(WIDE_PORTS)]
+    service_ports = [{"name": p["name"], "port": p["port"]} for p in wide_ports]
+    create_service(api, ns, "wide", clusterIP="None", ports=service_ports)
+    for family in ("IPv4", "IPv6"):
+        for part in range(WIDE // 100):
+            items = [endpoint(wide_ip(i, family), f"h-{i}") for i in range(part * 100, part * 100 + 100)]
+            create_slice(api, ns, "wide", f"wide-{family.lower()}-{part}", items, wide_ports, family)
     # Everything is in before the table runs.
     _wait_for(port, f"db.default.svc.{ZONE}", "A", 2)
     _wait_for(port, f"_pg._tcp.db.default.svc.{ZONE}", "SRV", 2)
     _wait_for(port, f"db-pub.default.svc.{ZONE}", "A", 1)
     _wait_for(port, f"big.default.svc.{ZONE}", "A", BIG, tcp=True)
     _wait_for(port, f"dangling.default.svc.{ZONE}", "CNAME", 1)
+    _wait_for(port, f"wide.default.svc.{ZONE}", "A", WIDE, tcp=True)
+    _wait_for(port, f"wide.default.svc.{ZONE}", "AAAA", WIDE, tcp=True)
 
 
 @pytest.fixture(scope="module")
@@ -251,6 +270,14 @@ def svc(name: str, zone: str = ZONE) -> str:
 K8S = svc("kubernetes")
 DB = svc("db")
 WEB = svc("web")
+
+WIDE_P0 = f"_p0._tcp.{svc('wide')}"
+WIDE_P0_SRV = tuple(f"{WIDE_P0} 5 IN SRV 0 1 8000 h-{i}.{svc('wide')}" for i in range(WIDE))
+WIDE_GLUE = tuple(
+    f"h-{i}.{svc('wide')} 5 IN {'A' if family == 'IPv4' else 'AAAA'} {wide_ip(i, family)}"
+    for i in range(WIDE)
+    for family in ("IPv4", "IPv6")
+)
 
 
 ROWS: list[Row] = [
@@ -546,6 +573,10 @@ ROWS: list[Row] = [
         tuple(f"{svc('big')} 5 IN A {big_ip(i)}" for i in range(BIG)),
         via=("tcp", "dig"),  # dig: over UDP, sees TC, asks again over TCP
     ),
+    # A dual-stack StatefulSet of 300: each glue name is written twice (A, AAAA), the second time as a compression
+    # pointer to the first, which lies past 16 KiB where no pointer reaches: written out in full instead.
+    Row("srv-past-16k", WIDE_P0, "SRV", "NOERROR", WIDE_P0_SRV, additional=WIDE_GLUE, via=("tcp", "dig")),
+    Row("srv-past-16k-udp", WIDE_P0, "SRV", "NOERROR", WIDE_P0_SRV, additional=WIDE_GLUE, edns=65000, opt=EDNS_OPT),
     # `extra`: pods insecure, ttl 600, an upstream resolver.
     Row("ttl-flag", K8S, "A", "NOERROR", (f"{K8S} 600 IN A 10.0.0.1",), cluster="extra", via=("udp", "dig")),
     Row("ttl-flag-soa", f"{ZONE}.", "SOA", "NOERROR", (SOA_600,), cluster="extra"),
@@ -601,6 +632,14 @@ ROWS: list[Row] = [
         (f"{svc('foo')} 600 IN CNAME www.example.com.", "www.example.com. 60 IN A 192.0.2.10"),
         cluster="extra",
         via=("udp", "tcp", "dig"),
+    ),
+    Row(  # a CNAME question gets just the CNAME, upstream or not
+        "v44-cname-with-upstream",
+        svc("foo"),
+        "CNAME",
+        "NOERROR",
+        (f"{svc('foo')} 600 IN CNAME www.example.com.",),
+        cluster="extra",
     ),
     Row("externalname-upstream-nodata", svc("foo"), "AAAA", "NOERROR", authority=(SOA_600,), cluster="extra"),
     Row("externalname-upstream-nxdomain", svc("gone"), "A", "NOERROR", authority=(SOA_600,), cluster="extra"),
@@ -735,6 +774,34 @@ def test_conformance(row: Row, via: str, request: pytest.FixtureRequest) -> None
     else:
         assert got.flags == expected.flags
         assert got.opt == row.opt
+
+
+def test_tcp_answer_past_64k_keeps_what_fits(main: Dns) -> None:
+    """SRV for all four ports of `wide`: 1,200 records and their glue, ~80 KiB, more than one TCP message can hold
+    (its length is two bytes). As CoreDNS (miekg/dns `Truncate`): the records that fit, answer section first, TC
+    set; and the connection stays in step for the next question."""
+    name = svc("wide")
+    every = {f"{name} 5 IN SRV 0 1 {8000 + p} h-{i}.{name}" for i in range(WIDE) for p in range(WIDE_PORTS)}
+    with socket.create_connection((HOST, main.port), timeout=10) as sock:
+        for query in (packet(name, "SRV", qid=1), packet(K8S, "A", qid=2)):
+            sock.sendall(struct.pack("!H", len(query)) + query)
+        raw = read_framed(sock)
+        got = reply_of(DNSRecord.parse(raw))
+        assert (got.rcode, got.flags, got.additional) == ("NOERROR", set(TRUNCATED), set())
+        assert len(raw) > 60_000 and got.answer < every and len(got.answer) > 1000
+        assert reply_of(DNSRecord.parse(read_framed(sock))).answer == {f"{K8S} 5 IN A 10.0.0.1"}
+
+
+@pytest.mark.parametrize("tcp", [False, True], ids=["udp", "tcp"])
+def test_the_do_bit_is_echoed(main: Dns, tcp: bool) -> None:
+    """RFC 3225: the query's DO bit is copied into the response's OPT record (as CoreDNS does); no DO, none back."""
+    for do in (True, False, True):  # over UDP the second DO question is answered from the response cache
+        query = DNSRecord.question(K8S, "A")
+        query.add_ar(EDNS0(udp_len=1232, flags="do" if do else ""))
+        data = query.pack()
+        reply = DNSRecord.parse(exchange_tcp(main.port, data) if tcp else exchange_udp(main.port, data))
+        [opt] = [rr for rr in reply.ar if rr.rtype == QTYPE.OPT]
+        assert (bool(opt.ttl & 0x8000), reply_of(reply).answer) == (do, {f"{K8S} 5 IN A 10.0.0.1"})
 
 
 # ---- answers following changes -------------------------------------------------------------------------------------
@@ -876,7 +943,7 @@ class StandaloneDns:
     metrics_port: int
 
 
-def _run_dns(kubeconfig: Path, log: Path) -> StandaloneDns:
+def _run_dns(kubeconfig: Path, log: Path, *flags: str) -> StandaloneDns:
     """`tinykube dns` as its own process; its port read from what it prints."""
     metrics_port = _free_port()
     with log.open("wb") as out:
@@ -894,6 +961,7 @@ def _run_dns(kubeconfig: Path, log: Path) -> StandaloneDns:
                 str(metrics_port),
                 "--service-cluster-ip-range",
                 "10.0.0.0/24",
+                *flags,
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -979,3 +1047,76 @@ def _probe(url: str) -> int | None:
         return httpx.get(url, timeout=5).status_code
     except httpx.TransportError:
         return None
+
+
+# ---- upstreams that fail -------------------------------------------------------------------------------------------
+
+
+def test_upstreams_tried_in_order_and_servfail_when_none_answers(
+    main: Dns, upstream: tuple[int, FixedResolver], tmp_path: Path
+) -> None:
+    """The next upstream when one fails; with none answering, a forwarded question is SERVFAIL (CoreDNS's
+    `forward`) and an ExternalName out of the zone is NODATA (no CNAME without its target's records)."""
+    dead = f"127.0.0.1:{_free_port()}"  # nothing listens there: refused at once
+    foo = svc("foo")
+    dns = _run_dns(main.cluster.kubeconfig, tmp_path / "fallback.log", "--upstream", f"{dead},127.0.0.1:{upstream[0]}")
+    try:
+        resolved = ("NOERROR", {f"{foo} 5 IN CNAME www.example.com.", "www.example.com. 60 IN A 192.0.2.10"})
+        eventually(lambda: _answer(dns.port, foo) == resolved, what="the ExternalName through the second upstream")
+        assert _answer(dns.port, "outside.example.org.") == ("NOERROR", {"outside.example.org. 60 IN A 192.0.2.20"})
+        assert reply_of(ask(dns.port, "outside.example.org.", tcp=True)).rcode == "NOERROR"
+    finally:
+        _end(dns)
+    dns = _run_dns(main.cluster.kubeconfig, tmp_path / "dead.log", "--upstream", dead)
+    try:
+        eventually(lambda: _answer(dns.port, K8S) == ("NOERROR", {f"{K8S} 5 IN A 10.0.0.1"}), what="synced")
+        assert _answer(dns.port, "outside.example.org.") == ("SERVFAIL", set())
+        assert reply_of(ask(dns.port, "outside.example.org.", tcp=True)).rcode == "SERVFAIL"
+        got = reply_of(ask(dns.port, foo))
+        assert (got.rcode, got.answer, got.authority) == ("NOERROR", set(), lines([SOA]))
+        assert dns.proc.poll() is None
+    finally:
+        _end(dns)
+
+
+# ---- the command line ----------------------------------------------------------------------------------------------
+
+
+def _resolver_hint(port: int) -> str:
+    """What `tinykube up` and `tinykube dns` print: a dig line, a systemd-resolved drop-in that can be pasted as it
+    is (a section header and one setting per line), and dnsmasq's server line."""
+    return (
+        f"  dns:  dig @127.0.0.1 -p {port} kubernetes.default.svc.{ZONE}\n"
+        "        systemd-resolved (a drop-in such as /etc/systemd/resolved.conf.d/tinykube.conf):\n"
+        "          [Resolve]\n"
+        f"          DNS=127.0.0.1:{port}\n"
+        f"          Domains=~{ZONE}\n"
+        f"        dnsmasq: server=/{ZONE}/127.0.0.1#{port}\n"
+    )
+
+
+def test_up_prints_how_the_host_resolves_the_zone(main: Dns) -> None:
+    log = main.cluster.data_dir.parent / f"{main.cluster.data_dir.name}.log"
+    eventually(lambda: "dnsmasq" in log.read_text(), what="the DNS hint")
+    assert _resolver_hint(main.port) in log.read_text()
+
+
+def test_standalone_dns_prints_how_the_host_resolves_the_zone(main: Dns, tmp_path: Path) -> None:
+    dns = _run_dns(main.cluster.kubeconfig, tmp_path / "dns.log")
+    try:
+        eventually(lambda: "dnsmasq" in (tmp_path / "dns.log").read_text(), what="the DNS hint")
+        assert _resolver_hint(dns.port) in (tmp_path / "dns.log").read_text()
+    finally:
+        _end(dns)
+
+
+@pytest.mark.parametrize("ttl", ["-1", "3601"])
+def test_a_ttl_out_of_range_is_refused(ttl: str, tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "tinykube.cli", "dns", "--kubeconfig", str(tmp_path / "kubeconfig"), "--ttl", ttl],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert f"ttl must be in range [0, 3600]: {ttl}" in result.stderr  # CoreDNS's message

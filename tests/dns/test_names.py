@@ -8,7 +8,7 @@ import ipaddress
 import struct
 
 import pytest
-from dnslib import RCODE, DNSLabel, DNSRecord
+from dnslib import AAAA, EDNS0, QTYPE, RCODE, RR, SRV, A, DNSLabel, DNSRecord
 
 from tinykube.dns import wire
 from tinykube.dns.answers import Answer
@@ -232,3 +232,43 @@ def test_the_question_is_echoed_byte_for_byte(labels: tuple[bytes, ...]) -> None
     response, _ = wire.encode(query, Answer(), limit=512)
     assert DNSRecord.parse(response).q.qname.label == labels
     assert DNSLabel(labels) == query.question_name
+
+
+# ---- writing responses ---------------------------------------------------------------------------------------------
+
+
+def test_a_udp_size_past_what_a_datagram_holds_is_capped() -> None:
+    offer = DNSRecord.question("a.cluster.local")
+    offer.add_ar(EDNS0(udp_len=65535))
+    assert wire.parse_query(offer.pack()).udp_size == wire.MAX_UDP_SIZE == 65507  # 65535 - IPv4 and UDP headers
+
+
+def _question(name: str, qtype: str) -> wire.Query:
+    return wire.parse_query(DNSRecord.question(name, qtype).pack())
+
+
+def test_names_past_16k_are_written_out_not_pointed_at() -> None:
+    """A compression pointer has 14 bits: a name first written past offset 16383 cannot be pointed at (dnslib
+    would mask the offset and point into the middle of something else)."""
+    owner = "_pg._tcp.db.default.svc.cluster.local."
+    hosts = [f"db-{i}.db.default.svc.cluster.local." for i in range(300)]
+    answer = Answer(
+        answer=[RR(owner, QTYPE.SRV, rdata=SRV(0, 1, 5432, host), ttl=5) for host in hosts],
+        additional=[RR(host, QTYPE.A, rdata=A(f"10.244.1.{i % 250}"), ttl=5) for i, host in enumerate(hosts)]
+        + [RR(host, QTYPE.AAAA, rdata=AAAA(f"fd00::{i + 1:x}"), ttl=5) for i, host in enumerate(hosts)],
+    )
+    data, truncated = wire.encode(_question(owner, "SRV"), answer, limit=None)
+    assert len(data) > 16384 and not truncated
+    glue = DNSRecord.parse(data).ar
+    assert [str(rr.rname) for rr in glue] == hosts + hosts
+
+
+def test_a_tcp_answer_past_64k_keeps_the_records_that_fit() -> None:
+    owner = "big.default.svc.cluster.local."
+    records = [RR(owner, QTYPE.A, rdata=A(f"10.{i // 65536}.{i // 256 % 256}.{i % 256}"), ttl=5) for i in range(5000)]
+    glue = [RR("x." + owner, QTYPE.A, rdata=A("10.0.0.1"), ttl=5)]
+    data, truncated = wire.encode(_question(owner, "A"), Answer(answer=records, additional=glue), limit=None)
+    reply = DNSRecord.parse(data)
+    assert truncated and reply.header.tc == 1
+    assert len(data) <= 65535 < len(data) + 16  # 16 octets: one more A record (its name a pointer)
+    assert reply.rr == records[: len(reply.rr)] and reply.ar == []

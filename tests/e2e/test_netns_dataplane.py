@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import RunningCluster, eventually, start_cluster, stop_cluster
+from tests.conftest import RunningCluster, eventually, readline, start_cluster, stop_cluster
 from tinykube.node.sandbox import short_hash
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the netns dataplane needs root")
@@ -190,8 +190,43 @@ def test_a_missing_command_crash_loops_without_harm(sandbox: RunningCluster, cli
         return statuses[0] if state.get("reason") == "CrashLoopBackOff" else None
 
     status = eventually(waiting, what="CrashLoopBackOff")
-    assert status["restartCount"] >= 1 and status["lastState"]["terminated"]["exitCode"] == 128
+    uid = pod(client, "broken")["metadata"]["uid"]
+    # the first back-off (upstream's 10 s) follows the second failure: the first restart is immediate
+    assert status["restartCount"] == 1
+    message = f"back-off 10s restarting failed container=c pod=broken_default({uid})"
+    assert status["state"]["waiting"]["message"] == message
+    last = status["lastState"]["terminated"]
+    assert (last["exitCode"], last["reason"], last["startedAt"]) == (128, "StartError", "1970-01-01T00:00:00Z")
+    assert last["containerID"] == status["containerID"]  # the dead container's, until the next one is made
     assert json.loads(sandbox.kubectl("get", "nodes", "-o", "json").stdout)["items"]  # the node agent is still there
+
+
+def test_kubectl_logs_follows_a_running_container(
+    sandbox: RunningCluster, client: httpx.Client, tmp_path: Path
+) -> None:
+    flag = tmp_path / "go-on"
+    script = f"echo one; while [ ! -e {flag} ]; do sleep 0.05; done; echo two"
+    talker = {
+        "metadata": {"name": "talker"},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox", "command": ["sh", "-c", script]}],
+        },
+    }
+    create(client, talker)
+    eventually(lambda: pod(client, "talker")["status"].get("phase") == "Running", what="talker running")
+    env = {**os.environ, "KUBECONFIG": str(sandbox.kubeconfig), "KUBECACHEDIR": str(sandbox.cache_dir)}
+    follower = subprocess.Popen(["kubectl", "logs", "-f", "talker"], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert readline(follower) == "one\n"
+        assert follower.poll() is None  # still following: the container runs on
+        flag.touch()
+        assert readline(follower) == "two\n"
+        assert follower.wait(30) == 0  # the container ended, and with it the stream
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+        follower.communicate(timeout=10)
 
 
 def test_deleting_a_pod_removes_its_namespace_and_processes(sandbox: RunningCluster, client: httpx.Client) -> None:
@@ -224,6 +259,58 @@ def test_down_cleans_up_after_a_crashed_up(tmp_path: Path) -> None:
     assert "removed 4 network namespace(s)" in result.stdout  # the LAN, the external client, node-1 and w
     assert not namespaces(f"tk-{name}.") and not list(Path("/etc/netns").glob(f"tk-{name}.*"))
     assert not subprocess.run(["pgrep", "-f", "http.server 8084"], capture_output=True).stdout
+
+
+def ctrl_c(pid: int) -> None:
+    """What Ctrl-C in a terminal does: SIGINT to the foreground process group, here `up` and what it started.
+    (`up` shares pytest's group, so the group itself cannot be signalled.)"""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            parents[int(stat.parent.name)] = (int(fields[1]), int(fields[2]))  # ppid, pgid
+    group = parents[pid][1]
+    family, grown = {pid}, True
+    while grown:
+        below = {p for p, (ppid, pgid) in parents.items() if ppid in family and pgid == group} - family
+        family |= below
+        grown = bool(below)
+    for member in family:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(member, signal.SIGINT)
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "tinykube-down"])
+def test_stopping_up_removes_everything(tmp_path: Path, how: str) -> None:
+    name = f"stop{os.getpid()}{how[0]}"
+    data_dir = tmp_path / name
+    port = {"ctrl-c": 8070, "tinykube-down": 8071}[how]
+    running = start_cluster(data_dir, "--dataplane", "netns", "--nodes", "1", "--controllers", "*")
+    down = [sys.executable, "-m", "tinykube.cli", "down", "--name", name, "--data-dir", str(data_dir)]
+    try:
+        with running.http() as http:
+            create(http, web_pod("w", "node-1", port))
+            eventually(lambda: ready(http, "w"), what="w ready")
+        assert len(namespaces(f"tk-{name}.")) == 4  # the LAN, the external client, node-1 and w
+        if how == "ctrl-c":
+            ctrl_c(running.proc.pid)
+            assert running.proc.wait(60) == 0
+            log = (data_dir.parent / f"{name}.log").read_text()
+            assert "Traceback" not in log, log  # the helpers it started (nft sessions) took the Ctrl-C quietly
+        else:
+            result = subprocess.run(down, capture_output=True, text=True, timeout=60)
+            assert result.returncode == 0, result.stderr
+            assert f"stopped tinykube up (pid {running.proc.pid})" in result.stdout
+            assert "removed" not in result.stdout  # `up` removed its namespaces itself
+            assert running.proc.wait(10) == 0
+    finally:
+        stop_cluster(running)
+        left = namespaces(f"tk-{name}.")
+        if left:
+            subprocess.run(down, capture_output=True, timeout=60)
+    assert not left, f"namespaces left behind: {left}"
+    assert not list(Path("/etc/netns").glob(f"tk-{name}.*"))
+    assert not subprocess.run(["pgrep", "-f", f"http.server {port}"], capture_output=True).stdout
 
 
 # ---- helpers of the node proxy's tests (test_proxy_*.py) ------------------------------------------------------------

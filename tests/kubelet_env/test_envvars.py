@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -72,6 +73,18 @@ def test_a_namespace_service_named_kubernetes_wins() -> None:  # vector 38
         found = dict(service_environment(pod(namespace), [KUBERNETES, own]))
         assert found["KUBERNETES_SERVICE_HOST"] == "10.0.0.99" and found["KUBERNETES_SERVICE_PORT"] == "80"
         assert "KUBERNETES_SERVICE_PORT_HTTPS" not in found
+
+
+def test_a_name_two_services_make_is_given_once() -> None:
+    # Service `a`'s link variable A_PORT_80_TCP_PORT is also Service `a-port-80-tcp`'s {SVC}_PORT
+    a = service("a", "10.0.0.30", {"port": 80, "protocol": "TCP"})
+    clash = service("a-port-80-tcp", "10.0.0.31", {"port": 81, "protocol": "TCP"})
+    found = service_environment(pod(), [clash, a])
+    names = [name for name, _ in found]
+    assert len(names) == len(set(names)) == 7 + 7 - 1
+    assert dict(found)["A_PORT_80_TCP_PORT"] == "tcp://10.0.0.31:81"  # the later Service's, as a map would keep
+    container = container_environment(pod(), {"name": "c"}, [a, clash])
+    assert [name for name, _ in container].count("A_PORT_80_TCP_PORT") == 1
 
 
 def test_services_of_other_namespaces_are_not_given() -> None:
@@ -188,3 +201,19 @@ def test_tinykube_env_errors(cluster: RunningCluster, namespace: str) -> None:
     assert missing.returncode == 1 and missing.stderr.strip() == 'tinykube: env: pods "nosuch" not found'
     neither = tinykube_env(cluster)
     assert neither.returncode == 1 and "give a pod name or -f FILE" in neither.stderr
+
+
+def test_tinykube_env_of_a_manifest_not_created(cluster: RunningCluster, namespace: str, tmp_path: Path) -> None:
+    cluster.kubectl("-n", namespace, "create", "service", "clusterip", "redis-master", "--tcp=6379")
+    manifest: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}
+    manifest["spec"] = {"containers": [{"name": "c"}]}
+    path = tmp_path / "pod.json"
+    path.write_text(json.dumps(manifest))
+    linked = tinykube_env(cluster, "-f", str(path), "-n", namespace)
+    assert linked.returncode == 0, linked.stderr
+    assert any(line.startswith("REDIS_MASTER_SERVICE_HOST=") for line in linked.stdout.splitlines())
+    manifest["spec"]["enableServiceLinks"] = False
+    path.write_text(json.dumps(manifest))
+    unlinked = tinykube_env(cluster, "-f", str(path), "-n", namespace)
+    assert unlinked.returncode == 0, unlinked.stderr
+    assert {line.split("_", 1)[0] for line in unlinked.stdout.splitlines()} == {"KUBERNETES"}

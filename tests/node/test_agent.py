@@ -227,3 +227,37 @@ def test_logs_of_a_simulated_pod_are_empty(nodes_cluster: RunningCluster, client
     assert node["metadata"]["annotations"]["tinykube.io/kubelet-endpoint"] == f"127.0.0.1:{port}"
     result = nodes_cluster.kubectl("-n", ns, "logs", "quiet")
     assert result.stdout == ""
+
+
+def test_node_cidrs_are_cut_from_the_cluster_cidr(tmp_path: Path) -> None:
+    flags = ("--nodes", "2", "--controllers", "*", "--cluster-cidr", "10.250.0.0/16")
+    with running_cluster(tmp_path / "cidr", *flags) as running, running.http() as http:
+
+        def cidrs() -> set[str] | None:
+            found = {n["spec"].get("podCIDR") for n in get(http, "/api/v1/nodes")["items"]}
+            return found if len(found) == 2 and None not in found else None
+
+        assert eventually(cidrs, what="two pod CIDRs") == {"10.250.0.0/24", "10.250.1.0/24"}
+        assert http.post("/api/v1/namespaces/default/pods", json=pod("p")).status_code == 201
+        found = eventually(lambda: running_and_ready(http, "default", "p"), what="p running")
+        assert ipaddress.ip_address(found["status"]["podIP"]) in ipaddress.ip_network("10.250.0.0/16")
+
+
+def test_standalone_controllers_cut_node_cidrs_from_their_cluster_cidr(tmp_path: Path) -> None:
+    """`tinykube controllers --cluster-cidr`: the node IPAM of a control plane run in pieces."""
+    flags = ("--nodes", "0", "--controllers", "*,-nodeipam")
+    with running_cluster(tmp_path / "pieces", *flags) as running, running.http() as http:
+        assert http.post("/api/v1/nodes", json={"metadata": {"name": "n1"}}).status_code == 201
+        command = [sys.executable, "-m", "tinykube.cli", "controllers", "--kubeconfig", str(running.kubeconfig)]
+        with (tmp_path / "controllers.log").open("wb") as log:
+            controllers = subprocess.Popen(
+                [*command, "--controllers", "nodeipam", "--cluster-cidr", "10.251.0.0/16"],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            cidr = eventually(lambda: get(http, "/api/v1/nodes/n1").get("spec", {}).get("podCIDR"), what="pod CIDR")
+            assert cidr == "10.251.0.0/24"
+        finally:
+            controllers.send_signal(signal.SIGINT)
+            controllers.wait(30)

@@ -18,7 +18,7 @@ import pytest
 
 from tinykube.api import errors
 from tinykube.node import netns
-from tinykube.node.netns_runtime import Backoff, NetnsRuntime, pod_phase
+from tinykube.node.netns_runtime import Backoff, NetnsRuntime, back_off_message, go_duration, pod_phase, should_restart
 from tinykube.node.probes import Outcome, ProbeResults, ProbeSpec, Target, probe_once
 from tinykube.node.sandbox import Sandbox
 from tinykube.node.status import ContainerState
@@ -62,6 +62,28 @@ def test_backoff_is_upstreams() -> None:
     delays = [backoff.next_delay(clock) for clock in (0, 1, 12, 33, 74, 155, 316, 617, 918)]
     assert delays == [0, 10, 20, 40, 80, 160, 300, 300, 300]
     assert backoff.next_delay(918 + 300 + 601) == 0  # forgotten after twice the cap without a restart
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0.3, "300ms"), (1.2, "1.2s"), (10, "10s"), (80, "1m20s"), (160, "2m40s"), (300, "5m0s"), (3600, "1h0m0s")],
+)
+def test_go_durations(seconds: float, text: str) -> None:
+    assert go_duration(seconds) == text
+
+
+def test_back_off_message_is_upstreams() -> None:
+    pod = {"metadata": {"name": "web", "namespace": "prod", "uid": "6f1c"}}
+    assert back_off_message(80, "app", pod) == "back-off 1m20s restarting failed container=app pod=web_prod(6f1c)"
+
+
+@pytest.mark.parametrize(
+    ("policy", "code", "restart"),
+    [("Always", 0, True), ("Always", 1, True), ("OnFailure", 0, False), ("OnFailure", 137, True),
+     ("Never", 0, False), ("Never", 1, False)],
+)  # fmt: skip
+def test_restart_policies(policy: str, code: int, restart: bool) -> None:
+    assert should_restart(policy, code) is restart
 
 
 def state(**kwargs: Any) -> ContainerState:
@@ -359,8 +381,13 @@ def test_missing_command_crash_loops_without_harm(sandbox: Sandbox, tmp_path: Pa
                 ),
                 "CrashLoopBackOff",
             )
-            assert looping.waiting_message.startswith("back-off ") and looping.last_terminated is not None
+            # back-off 0.3 s doubling to its cap of 1.2 s by the third restart
+            assert looping.waiting_message == "back-off 1.2s restarting failed container=c pod=crash_d(uid-crash)"
+            assert looping.last_terminated is not None
             assert (looping.last_terminated["exitCode"], looping.last_terminated["reason"]) == (128, "StartError")
+            # the dead container's ID, in its lastState as in the status (it is replaced when it runs again)
+            assert looping.container_id.startswith("tinykube://")
+            assert looping.last_terminated["containerID"] == looping.container_id
             assert (
                 'exec: "no-such-command-tk": executable file not found in $PATH' in looping.last_terminated["message"]
             )
@@ -403,6 +430,31 @@ def test_liveness_failure_restarts_the_container(sandbox: Sandbox, tmp_path: Pat
 
 
 @root_only
+def test_a_runs_leftover_processes_end_with_it(sandbox: Sandbox, tmp_path: Path) -> None:
+    # as in a container, whose processes die with its PID 1: a restart must not find the last run's children
+    # (the child lets go of the output pipes: asyncio's own loop, unlike uvloop, waits for them to close)
+    spec = pod("leaves", {"name": "c", "command": ["sh", "-c", "sleep 600 >/dev/null 2>&1 & echo $!; exit 1"]})
+
+    async def scenario() -> None:
+        async with runtimes(sandbox, tmp_path) as rt:
+            node = rt["node-2"]
+            await node.start("d/leaves", spec, "10.244.2.17")
+            await eventually(lambda: one(node, "d/leaves", spec).restart_count >= 1, "a restart")
+            first_child = int((await read_logs(node, "d/leaves", "c", previous=True)).strip())
+            assert await eventually(lambda: gone(first_child), "the first run's child killed", timeout=5)
+
+    run(scenario())
+
+
+def gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ", 1)[1].startswith("Z")
+    except FileNotFoundError:
+        return True
+
+
+@root_only
 def test_stop_leaves_nothing_behind(sandbox: Sandbox, tmp_path: Path) -> None:
     escape = "setsid sleep 600 & echo $!; trap '' TERM; while true; do sleep 0.1; done"
     spec = pod("stubborn", {"name": "c", "command": ["sh", "-c", escape]})
@@ -416,8 +468,10 @@ def test_stop_leaves_nothing_behind(sandbox: Sandbox, tmp_path: Path) -> None:
             escaped = int((await eventually(lambda: first_line(node), "the escaped child's pid")).strip())
             leader = node.pods["d/stubborn"].containers["c"].process
             assert leader is not None and netns.pids(net.netns)
+            began = asyncio.get_running_loop().time()
             await node.stop("d/stubborn", grace_seconds=0.5)
             assert leader.returncode == -9  # it ignored SIGTERM
+            assert asyncio.get_running_loop().time() - began >= 0.5  # SIGKILL only once the grace period is over
             assert await eventually(lambda: gone(escaped), "the escaped child killed", timeout=5)
             assert not netns.exists(net.netns) and not (netns.NETNS_ETC / net.netns).exists()
             assert net.veth not in netns.ip("link", "show", netns=node_net.netns)
@@ -429,13 +483,6 @@ def test_stop_leaves_nothing_behind(sandbox: Sandbox, tmp_path: Path) -> None:
         path = node.pods["d/stubborn"].containers["c"].log_path
         text = path.read_text() if path else ""
         return text.split(" ", 3)[3] if text.endswith("\n") else None
-
-    def gone(pid: int) -> bool:
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                return stat.read().split(") ", 1)[1].startswith("Z")
-        except FileNotFoundError:
-            return True
 
     run(scenario())
     assert netns.list_netns(f"{node_net.netns}.") == []

@@ -135,3 +135,53 @@ def test_pod_status_keeps_conditions_of_others_and_waiting_containers() -> None:
     gated_ready = next(c for c in pod_status(gated, state(running), "T")["conditions"] if c["type"] == "Ready")
     assert gated_ready["reason"] == "ReadinessGatesNotReady"
     assert gated_ready["message"] == 'the status of pod readiness gate "x" is not "True", but False'
+
+
+def conditions(status: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
+    return {c["type"]: (c["status"], c.get("reason", ""), c.get("message", "")) for c in status["conditions"]}
+
+
+@pytest.mark.parametrize(
+    ("phase", "container", "sandbox", "ready"),
+    [
+        pytest.param(
+            "Pending",
+            ContainerState("c", waiting_reason="ImagePullBackOff"),
+            "True",  # the sandbox is made before the image is pulled
+            ("False", "ContainersNotReady", "containers with unready status: [c]"),
+            id="pending",
+        ),
+        pytest.param(
+            "Succeeded",
+            ContainerState("c", terminated={"exitCode": 0, "reason": "Completed"}),
+            "False",  # upstream removes an ended pod's sandbox
+            ("False", "PodCompleted", ""),
+            id="succeeded",
+        ),
+        pytest.param(
+            "Failed",
+            ContainerState("c", terminated={"exitCode": 1, "reason": "Error"}),
+            "False",
+            ("False", "PodFailed", ""),
+            id="failed",
+        ),
+    ],
+)
+def test_conditions_of_pods_not_running(
+    phase: str, container: ContainerState, sandbox: str, ready: tuple[str, str, str]
+) -> None:
+    found = conditions(pod_status(pod(), state(container, phase=phase), "T"))
+    assert found["PodReadyToStartContainers"][0] == sandbox
+    assert found["ContainersReady"] == found["Ready"] == ready
+
+
+def test_every_unready_readiness_gate_is_named() -> None:
+    gated = pod(readinessGates=[{"conditionType": "a"}, {"conditionType": "b"}, {"conditionType": "c"}])
+    gated["status"] = {"conditions": [{"type": "b", "status": "False"}, {"type": "c", "status": "True"}]}
+    running = ContainerState("c", running_since="S", ready=True)
+    assert conditions(pod_status(gated, state(running), "T"))["Ready"] == (
+        "False",
+        "ReadinessGatesNotReady",
+        'corresponding condition of pod readiness gate "a" does not exist., '
+        'the status of pod readiness gate "b" is not "True", but False',
+    )

@@ -48,3 +48,20 @@ def parse_upstream(text: str) -> tuple[str, int]:
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"not an upstream resolver address (HOST[:PORT]): {text!r}")
     return host, int(port)
+
+
+def host_resolver_hint(host: str, port: int, domain: str) -> str:
+    """How to query the cluster DNS from the host, and resolver settings (pasteable as they are) that send only the
+    cluster zone to it."""
+    ipv6 = ":" in host
+    address = f"[{host}]:{port}" if ipv6 else f"{host}:{port}"
+    return "\n".join(
+        [
+            f"  dns:  dig @{host} -p {port} kubernetes.default.svc.{domain}",
+            "        systemd-resolved (a drop-in such as /etc/systemd/resolved.conf.d/tinykube.conf):",
+            "          [Resolve]",
+            f"          DNS={address}",
+            f"          Domains=~{domain}",
+            f"        dnsmasq: server=/{domain}/{host}#{port}",
+        ]
+    )

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
-from dnslib import EDNS0, QTYPE, RCODE, RR, DNSError, DNSHeader, DNSLabel, DNSQuestion, DNSRecord
+from dnslib import EDNS0, QTYPE, RCODE, RR, DNSBuffer, DNSError, DNSHeader, DNSLabel, DNSQuestion, DNSRecord
 
 from tinykube.dns.answers import Answer
 
@@ -13,7 +14,11 @@ HEADER = struct.Struct("!HHHHHH")
 OPCODE_QUERY = 0
 ADVERTISED_UDP_SIZE = 1232  # the DNS Flag Day 2020 size: no IP fragmentation on any common path
 MIN_UDP_SIZE = 512
+MAX_UDP_SIZE = 65507  # the most an IPv4 datagram carries: a larger size advertised cannot be sent (EMSGSIZE)
+MAX_TCP_SIZE = 65535  # what the two-byte length prefix of a DNS message over TCP can say
+MAX_POINTER = 0x3FFF  # a compression pointer holds a 14-bit offset
 BADVERS = 16  # an extended rcode: 1 in the OPT record's upper bits
+DO_BIT = 0x8000  # "DNSSEC OK", in the OPT record's TTL
 MAX_LABEL = 63  # RFC 1035 2.3.4: octets in a label,
 MAX_NAME = 255  # and in a whole name on the wire
 
@@ -33,6 +38,7 @@ class Query:
     edns: bool
     edns_version: int
     udp_size: int  # what the client can take over UDP
+    dnssec_ok: bool = False  # the OPT record's DO bit, echoed in the response (RFC 3225 3, as CoreDNS)
     question_name: DNSLabel | None = None  # the name as read, echoed byte for byte (`qname` cannot always say it)
 
     @property
@@ -84,7 +90,8 @@ def parse_query(data: bytes) -> Query:
         qclass=question.qclass,
         edns=opt is not None,
         edns_version=(opt.ttl >> 16) & 0xFF if opt else 0,
-        udp_size=max(MIN_UDP_SIZE, opt.rclass) if opt else MIN_UDP_SIZE,
+        udp_size=min(max(MIN_UDP_SIZE, opt.rclass), MAX_UDP_SIZE) if opt else MIN_UDP_SIZE,
+        dnssec_ok=bool(opt.ttl & DO_BIT) if opt else False,
         question_name=question.qname,
     )
 
@@ -100,14 +107,66 @@ def _text(name: DNSLabel) -> str:
 
 def encode(query: Query, answer: Answer, *, limit: int | None) -> tuple[bytes, bool]:
     """The response; over UDP (`limit` set) one that does not fit is sent with TC set and no records, so the
-    client asks again over TCP. Returns the bytes and whether they were truncated."""
-    message = _message(query, answer, records=True)
-    data = message.pack()
-    if limit is None or len(data) <= limit:
+    client asks again over TCP. Over TCP (`limit` None) one past 65535 bytes keeps the records that fit, with TC
+    set, as CoreDNS does (miekg/dns `Msg.Truncate`). Returns the bytes and whether they were truncated."""
+    data = _pack(_message(query, answer, records=True))
+    if len(data) <= (limit or MAX_TCP_SIZE):
         return data, False
+    if limit is None:
+        return _fill(query, answer), True
     message = _message(query, answer, records=False)
     message.header.tc = 1
-    return message.pack(), True
+    return _pack(message), True
+
+
+def _fill(query: Query, answer: Answer) -> bytes:
+    """The response with as many of its records as fit over TCP (answer first, then authority, then additional):
+    the most that fit is found by bisection, as a record never makes a message shorter."""
+    records = [*answer.answer, *answer.authority, *answer.additional]
+    fits, too_many = 0, len(records)
+    while too_many - fits > 1:
+        middle = (fits + too_many) // 2
+        if len(_pack(_message(query, _first(answer, middle), records=True))) <= MAX_TCP_SIZE:
+            fits = middle
+        else:
+            too_many = middle
+    message = _message(query, _first(answer, fits), records=True)
+    message.header.tc = 1
+    return _pack(message)
+
+
+def _first(answer: Answer, count: int) -> Answer:
+    """`answer` with only its first `count` records, counted through the answer, authority, additional sections."""
+    kept = []
+    for section in (answer.answer, answer.authority, answer.additional):
+        kept.append(section[:count])
+        count = max(0, count - len(section))
+    return replace(answer, answer=kept[0], authority=kept[1], additional=kept[2])
+
+
+class _Offsets(dict[Any, int]):
+    """Where names were written, for compression: dnslib keeps every offset, but writes a pointer to one past
+    16383 with its high bits masked off (a pointer to the wrong name; seen in SRV answers of a few hundred
+    dual-stack endpoints). Names written that far are not offered for compression."""
+
+    def __setitem__(self, key: Any, offset: int) -> None:
+        if offset <= MAX_POINTER:
+            super().__setitem__(key, offset)
+
+
+def _pack(message: DNSRecord) -> bytes:
+    """`message.pack()`, compressing names only where a pointer can reach them."""
+    data: bytes = message.pack()
+    if len(data) <= MAX_POINTER:
+        return data  # no name was written out of a pointer's reach (the common case, packed once)
+    message.set_header_qa()
+    buffer = DNSBuffer()
+    buffer.names = _Offsets()
+    message.header.pack(buffer)
+    for section in (message.questions, message.rr, message.auth, message.ar):
+        for item in section:
+            item.pack(buffer)
+    return bytes(buffer.data)
 
 
 def _message(query: Query, answer: Answer, *, records: bool) -> DNSRecord:
@@ -123,7 +182,7 @@ def _message(query: Query, answer: Answer, *, records: bool) -> DNSRecord:
         for rr in answer.additional:
             message.add_ar(rr)
     if query.edns:
-        message.add_ar(EDNS0(udp_len=ADVERTISED_UDP_SIZE, ext_rcode=rcode >> 4))
+        message.add_ar(EDNS0(udp_len=ADVERTISED_UDP_SIZE, ext_rcode=rcode >> 4, flags="do" if query.dnssec_ok else ""))
     return message
 
 

@@ -68,14 +68,17 @@ def service_variables(service: Object) -> list[tuple[str, str]]:
 
 
 def service_environment(pod: Object, services: list[Object]) -> list[tuple[str, str]]:
-    """The service variables a pod gets, Service by Service (sorted by name)."""
+    """The service variables a pod gets, Service by Service (sorted by name), each name once.
+
+    Two Services can make the same name (`a`'s `A_PORT_80_TCP_PORT` is Service `a-port-80-tcp`'s `{SVC}_PORT`).
+    Upstream collects the variables in a map, so one value wins (which one is unspecified); here it is the later
+    Service's, at the place the name first appeared."""
     namespace = pod["metadata"].get("namespace") or "default"
     links = (pod.get("spec") or {}).get("enableServiceLinks", True) is not False
-    return [
-        var
-        for service in services_for(namespace, services, enable_service_links=links)
-        for var in service_variables(service)
-    ]
+    found: dict[str, str] = {}
+    for service in services_for(namespace, services, enable_service_links=links):
+        found.update(service_variables(service))
+    return list(found.items())
 
 
 def expand(text: str, lookup: dict[str, str]) -> str:

@@ -2,10 +2,11 @@
 `command` + `args` run as a host process inside it (`ip netns exec`), supervised as the kubelet supervises
 containers.
 
-Per container, a supervisor task starts the process, runs its probes, and on exit decides by `restartPolicy`
-whether to start it again, after upstream's crash back-off (immediately the first time, then 10 s doubling to
-300 s, shown as `CrashLoopBackOff`). Output goes through a relay that writes CRI log files (`<time> stdout F
-<line>`), one per run as the kubelet's `<restartCount>.log`, so `logs()` can honour timestamps and `previous`.
+Per container, a supervisor task starts the process (in a process group of its own, which dies with it as a
+container's processes die with its PID 1), runs its probes, and on exit decides by `restartPolicy` whether to start
+it again, after upstream's crash back-off (immediately the first time, then 10 s doubling to 300 s, shown as
+`CrashLoopBackOff`). Output goes through a relay that writes CRI log files (`<time> stdout F <line>`), one per run
+as the kubelet's `<restartCount>.log`, so `logs()` can honour timestamps and `previous`.
 A command that cannot be started is a run that ends with `StartError` / exit code 128, as upstream reports it.
 
 There are no images: `tinykube.node.images` turns a container's image, command and args into the argv to run (a
@@ -90,6 +91,22 @@ def pod_phase(containers: list[ContainerState], restart_policy: str) -> str:
     if stopped == succeeded:
         return "Succeeded"
     return "Failed" if restart_policy == "Never" else "Running"
+
+
+def go_duration(seconds: float) -> str:
+    """Go's `time.Duration.String()` (10s, 1m20s, 5m0s, 300ms), which upstream's back-off message prints."""
+    if seconds < 1:
+        return f"{seconds * 1000:g}ms"
+    minutes, rest = divmod(seconds, 60)
+    hours, minutes = divmod(int(minutes), 60)
+    return (f"{hours}h" if hours else "") + (f"{minutes}m" if hours or minutes else "") + f"{rest:g}s"
+
+
+def back_off_message(delay: float, container: str, pod: Object) -> str:
+    """The kubelet's `CrashLoopBackOff` message; the pod as its `format.Pod` prints it: name_namespace(uid)."""
+    meta = pod["metadata"]
+    who = f"{meta['name']}_{meta.get('namespace') or 'default'}({meta.get('uid', '')})"
+    return f"back-off {go_duration(delay)} restarting failed container={container} pod={who}"
 
 
 def exit_code(returncode: int) -> int:
@@ -317,8 +334,12 @@ class NetnsRuntime:
         return {spec["name"]: Container(spec, Backoff(initial, cap), Backoff(initial, cap)) for spec in specs}
 
     def _state(self, run: Pod, c: Container) -> ContainerState:
+        return c.state(self._container_id(run, c))
+
+    def _container_id(self, run: Pod, c: Container) -> str:
+        """The current run's ID (each run is a new container upstream, so a restart gets a new one)."""
         uid = run.pod["metadata"].get("uid") or run.key
-        return c.state(f"tinykube://{sandbox.short_hash(f'{uid}/{c.name}/{c.restart_count}', 32)}")
+        return f"tinykube://{sandbox.short_hash(f'{uid}/{c.name}/{c.restart_count}', 32)}"
 
     def _changed(self, run: Pod) -> None:
         self.on_change(run.key)
@@ -338,8 +359,7 @@ class NetnsRuntime:
                 delay = c.backoff.next_delay(asyncio.get_running_loop().time())
                 if delay:
                     if record is not None:
-                        c.wait("CrashLoopBackOff", f"back-off {delay:g}s restarting failed container={c.name} "
-                               f"pod={run.name}_{run.pod['metadata'].get('namespace') or 'default'}")  # fmt: skip
+                        c.wait("CrashLoopBackOff", back_off_message(delay, c.name, run.pod))
                     self._changed(run)
                     await asyncio.sleep(delay)
                 if record is not None:
@@ -381,9 +401,11 @@ class NetnsRuntime:
         finally:
             for task in probes:
                 task.cancel()
+        _end_leftovers(process.pid)
         code = exit_code(returncode)
         record = {"exitCode": code, "reason": "Completed" if code == 0 else "Error"}
-        c.ended({**record, "startedAt": c.running_since, "finishedAt": now()})
+        finished = {"startedAt": c.running_since, "finishedAt": now(), "containerID": self._container_id(run, c)}
+        c.ended({**record, **finished})
         self._changed(run)
         return record
 
@@ -395,7 +417,7 @@ class NetnsRuntime:
             self._changed(run)
             return None
         record = {"exitCode": 128, "reason": "StartError", "message": failure.message}
-        c.ended({**record, "startedAt": START_ERROR_AT, "finishedAt": now()})
+        c.ended({**record, "startedAt": START_ERROR_AT, "finishedAt": now(), "containerID": self._container_id(run, c)})
         c.wait("RunContainerError", failure.message)
         self._changed(run)
         return record
@@ -498,6 +520,13 @@ def _prober(
     eager: bool = False,
 ) -> asyncio.Task[None]:
     return asyncio.get_running_loop().create_task(run_prober(spec, target, results, changed, eager=eager))
+
+
+def _end_leftovers(pgid: int) -> None:
+    """Kill what a finished run left in its process group, as a container's processes die with its PID 1: else
+    a restarted container would find its predecessor's children (and the ports they hold) still there."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
 
 
 async def _kill_group(process: asyncio.subprocess.Process, grace: float) -> None:

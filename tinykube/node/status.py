@@ -54,15 +54,27 @@ def _condition(kind: str, ok: bool, old: list[Object], now: str, reason: str = "
 
 
 def _gates_problem(pod: Object, conditions: list[Object]) -> str:
-    """Upstream's message for the first readiness gate that is not True, or ""."""
+    """Upstream's message for the readiness gates that are not True (each one's, joined), or ""."""
+    problems = []
     for gate in (pod.get("spec") or {}).get("readinessGates") or []:
         kind = gate.get("conditionType")
         found = next((c for c in conditions if c.get("type") == kind), None)
         if found is None:
-            return f'corresponding condition of pod readiness gate "{kind}" does not exist.'
-        if found.get("status") != "True":
-            return f'the status of pod readiness gate "{kind}" is not "True", but {found.get("status")}'
-    return ""
+            problems.append(f'corresponding condition of pod readiness gate "{kind}" does not exist.')
+        elif found.get("status") != "True":
+            problems.append(f'the status of pod readiness gate "{kind}" is not "True", but {found.get("status")}')
+    return ", ".join(problems)
+
+
+def _containers_ready(state: PodState) -> tuple[bool, str, str]:
+    """Upstream's `GenerateContainersReadyCondition`: (ready, reason, message). A pod that has ended says so
+    (its containers are not ready, whatever they were last)."""
+    if state.phase in ("Succeeded", "Failed"):
+        return False, "PodCompleted" if state.phase == "Succeeded" else "PodFailed", ""
+    unready = [c.name for c in state.containers if not c.ready]
+    if unready:
+        return False, "ContainersNotReady", f"containers with unready status: [{' '.join(unready)}]"
+    return True, "", ""
 
 
 def _container_status(container: ContainerState) -> Object:
@@ -94,22 +106,16 @@ def _container_status(container: ContainerState) -> Object:
 def pod_status(pod: Object, state: PodState, now: str) -> Object:
     """The status to report; `now` stamps conditions whose status changed."""
     old = list((pod.get("status") or {}).get("conditions") or [])
-    running = state.phase == "Running"
-    unready = [c.name for c in state.containers if not c.ready]
-    containers_ready = running and not unready
-    if containers_ready:
-        why = ("", "")
-    elif running:
-        why = ("ContainersNotReady", f"containers with unready status: [{' '.join(unready)}]")
-    else:
-        why = ("PodCompleted", "") if state.phase in ("Succeeded", "Failed") else ("ContainersNotReady", "")
+    containers_ready, reason, message = _containers_ready(state)
     gates = _gates_problem(pod, old)
-    ready_why = ("ReadinessGatesNotReady", gates) if containers_ready and gates else why
+    ready_why = ("ReadinessGatesNotReady", gates) if containers_ready and gates else (reason, message)
+    # The sandbox is there from before the first status report until the pod ends (upstream then removes it).
+    sandbox_ready = state.phase not in ("Succeeded", "Failed")
     ours = [
-        _condition("PodReadyToStartContainers", running, old, now),
+        _condition("PodReadyToStartContainers", sandbox_ready, old, now),
         _condition("Initialized", True, old, now),
         _condition("Ready", containers_ready and not gates, old, now, *ready_why),
-        _condition("ContainersReady", containers_ready, old, now, *why),
+        _condition("ContainersReady", containers_ready, old, now, reason, message),
         _condition("PodScheduled", True, old, now),
     ]
     others = [c for c in old if c.get("type") not in CONDITION_ORDER]  # readiness gates' conditions, set by others

@@ -60,7 +60,9 @@ class NftSession:
 
         self._stop()
         argv = exec_argv(self.netns, [sys.executable, os.path.abspath(__file__)])
-        self._child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        # A process group of its own: a terminal's Ctrl-C on `tinykube up` must not kill it (even mid-start-up),
+        # since the clean-up that follows may still use it; it ends when its stdin closes.
+        self._child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, process_group=0)
         return self._child
 
     def _stop(self) -> None:
