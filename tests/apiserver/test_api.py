@@ -376,3 +376,61 @@ def test_delete_options_propagation_is_validated_and_read_from_the_query_too(api
 
     kept = api.delete(f"{url}/kept", params={"propagationPolicy": "Orphan"})  # as `?propagationPolicy=` in the URL
     assert kept.status_code == 200 and kept.json()["metadata"]["finalizers"] == ["orphan"]
+
+
+def test_pod_gets_upstream_v1_defaults(api: httpx.Client, namespace: str) -> None:
+    """SetDefaults_* of core/v1 for what a PodSpec nests: init containers, probes, lifecycle hooks, fieldRefs,
+    volumes, and (pods only) requests from limits."""
+    container = {
+        "name": "app",
+        "image": "nginx:1.27",
+        "resources": {"limits": {"cpu": "1", "memory": "128Mi"}, "requests": {"cpu": "100m"}},
+        "livenessProbe": {"httpGet": {"port": 8080}},
+        "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 5, "failureThreshold": 1},
+        "lifecycle": {"preStop": {"httpGet": {"port": 8080, "path": "/stop"}}},
+        "env": [{"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+    }
+    spec = {
+        "initContainers": [{"name": "init", "image": "busybox"}],
+        "containers": [container],
+        "volumes": [
+            {"name": "scratch"},
+            {"name": "config", "configMap": {"name": "c"}},
+            {"name": "keys", "secret": {"secretName": "s", "defaultMode": 256}},
+            {"name": "host", "hostPath": {"path": "/tmp"}},
+        ],
+    }
+    response = api.post(
+        f"/api/v1/namespaces/{namespace}/pods", json={"metadata": {"name": "p"}, "spec": spec}, params={"dryRun": "All"}
+    )
+    assert response.status_code == 201, response.text
+    got = response.json()["spec"]
+    init, app = got["initContainers"][0], got["containers"][0]
+    assert init["imagePullPolicy"] == "Always"  # untagged: latest
+    assert init["terminationMessagePolicy"] == "File" and init["terminationMessagePath"] == "/dev/termination-log"
+    assert app["resources"]["requests"] == {"cpu": "100m", "memory": "128Mi"}  # the given request kept
+    assert app["livenessProbe"] == {
+        "httpGet": {"port": 8080, "path": "/", "scheme": "HTTP"},
+        "timeoutSeconds": 1,
+        "periodSeconds": 10,
+        "successThreshold": 1,
+        "failureThreshold": 3,
+    }
+    assert app["readinessProbe"]["periodSeconds"] == 5 and app["readinessProbe"]["failureThreshold"] == 1
+    assert "initialDelaySeconds" not in app["readinessProbe"]  # zero, omitted as upstream
+    assert app["lifecycle"]["preStop"]["httpGet"] == {"port": 8080, "path": "/stop", "scheme": "HTTP"}
+    assert app["env"][0]["valueFrom"]["fieldRef"] == {"apiVersion": "v1", "fieldPath": "metadata.name"}
+    volumes = {v["name"]: v for v in got["volumes"]}
+    assert volumes["scratch"] == {"name": "scratch", "emptyDir": {}}
+    assert volumes["config"]["configMap"] == {"name": "c", "defaultMode": 420}
+    assert volumes["keys"]["secret"]["defaultMode"] == 256
+    assert volumes["host"]["hostPath"] == {"path": "/tmp", "type": ""}
+
+    # A pod template is defaulted alike, but its requests stay as written (upstream: SetDefaults_Pod only).
+    template = {"metadata": {"labels": {"app": "p"}}, "spec": spec}
+    deployment = {"metadata": {"name": "d"}, "spec": {"selector": {"matchLabels": {"app": "p"}}, "template": template}}
+    response = api.post(f"/apis/apps/v1/namespaces/{namespace}/deployments", json=deployment, params={"dryRun": "All"})
+    assert response.status_code == 201, response.text
+    templated = response.json()["spec"]["template"]["spec"]["containers"][0]
+    assert templated["resources"]["requests"] == {"cpu": "100m"}
+    assert templated["livenessProbe"]["timeoutSeconds"] == 1

@@ -1251,11 +1251,6 @@ def test_pod_qos_class(
     assert described(kubectl("describe", "pod", "app").stdout)["QoS Class"] == qos
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="server gap: PodStrategy defaults only containers[] fields; upstream also "
-    "defaults probes, fieldRef.apiVersion and initContainers",
-)
 def test_pod_defaults_shown_by_describe(kubectl: Kubectl) -> None:
     kubectl.apply(POD)
     lines = [" ".join(line.split()) for line in kubectl("describe", "pod", "app").stdout.splitlines()]

@@ -39,7 +39,10 @@ class PodStrategy(Strategy):
         obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj["spec"])}
 
     def default(self, obj: dict[str, Any]) -> None:
-        default_pod_spec(obj.setdefault("spec", {}))
+        spec = obj.setdefault("spec", {})
+        default_pod_spec(spec)
+        for container in [*_dicts(spec.get("initContainers")), *_dicts(spec.get("containers"))]:
+            _default_requests_to_limits(container)
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
         return validate_pod_spec(obj["spec"], "spec")
@@ -56,9 +59,15 @@ def default_pod_spec(spec: dict[str, Any]) -> None:
         ("securityContext", {}),
     ):
         spec.setdefault(field, value)
-    for container in spec.get("containers") or []:
-        if isinstance(container, dict):
+    for key in ("initContainers", "containers", "ephemeralContainers"):
+        for container in _dicts(spec.get(key)):
             _default_container(container)
+    for volume in _dicts(spec.get("volumes")):
+        _default_volume(volume)
+
+
+def _dicts(items: Any) -> list[dict[str, Any]]:
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
 
 
 def validate_pod_spec(spec: dict[str, Any], path: str) -> list[FieldError]:
@@ -98,9 +107,57 @@ def _default_container(container: dict[str, Any]) -> None:
     container.setdefault("terminationMessagePath", "/dev/termination-log")
     container.setdefault("terminationMessagePolicy", "File")
     container.setdefault("resources", {})
-    for port in container.get("ports") or []:
-        if isinstance(port, dict):
-            port.setdefault("protocol", "TCP")
+    for port in _dicts(container.get("ports")):
+        port.setdefault("protocol", "TCP")
+    for var in _dicts(container.get("env")):
+        field_ref = (var.get("valueFrom") or {}).get("fieldRef")
+        if isinstance(field_ref, dict) and not field_ref.get("apiVersion"):
+            field_ref["apiVersion"] = "v1"
+    for kind in ("livenessProbe", "readinessProbe", "startupProbe"):
+        probe = container.get(kind)
+        if isinstance(probe, dict):
+            for field, value in (("timeoutSeconds", 1), ("periodSeconds", 10), ("successThreshold", 1)):
+                probe.setdefault(field, value)
+            probe.setdefault("failureThreshold", 3)
+            _default_http_get(probe)
+    for handler in ((container.get("lifecycle") or {}).get(hook) for hook in ("postStart", "preStop")):
+        if isinstance(handler, dict):
+            _default_http_get(handler)
+
+
+def _default_requests_to_limits(container: dict[str, Any]) -> None:
+    """A limit without a request requests the limit (pods only: upstream leaves pod templates as written)."""
+    resources = container.get("resources")
+    if not isinstance(resources, dict) or not isinstance(resources.get("limits"), dict) or not resources["limits"]:
+        return
+    requests = resources.setdefault("requests", {})
+    if isinstance(requests, dict):
+        for name, quantity in resources["limits"].items():
+            requests.setdefault(name, quantity)
+
+
+def _default_http_get(handler: dict[str, Any]) -> None:
+    action = handler.get("httpGet")
+    if isinstance(action, dict):
+        action["path"] = action.get("path") or "/"
+        action["scheme"] = action.get("scheme") or "HTTP"
+
+
+VOLUME_MODES = ("configMap", "secret", "downwardAPI", "projected")  # sources whose files default to mode 0644
+
+
+def _default_volume(volume: dict[str, Any]) -> None:
+    """A volume without a source is an emptyDir; file-projecting sources default their files to 0644 (420)."""
+    sources = [key for key in volume if key != "name"]
+    if not sources:
+        volume["emptyDir"] = {}
+    for key in VOLUME_MODES:
+        source = volume.get(key)
+        if isinstance(source, dict):
+            source.setdefault("defaultMode", 420)
+    host_path = volume.get("hostPath")
+    if isinstance(host_path, dict):
+        host_path.setdefault("type", "")
 
 
 class NodeStrategy(Strategy):
