@@ -256,7 +256,7 @@ def test_standalone_controllers_cut_node_cidrs_from_their_cluster_cidr(tmp_path:
                 stderr=subprocess.STDOUT,
             )
         try:
-            cidr = eventually(lambda: get(http, "/api/v1/nodes/n1").get("spec", {}).get("podCIDR"), what="pod CIDR")
+            cidr = eventually(lambda: get(http, "/api/v1/nodes/n1")["spec"].get("podCIDR"), what="pod CIDR")
             assert cidr == "10.251.0.0/24"
         finally:
             controllers.send_signal(signal.SIGINT)

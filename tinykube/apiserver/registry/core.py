@@ -164,6 +164,9 @@ class NodeStrategy(Strategy):
     has_status = True
     clears_status_on_create = False  # nodes register with their status, as upstream allows
 
+    def default(self, obj: dict[str, Any]) -> None:
+        obj.setdefault("spec", {})  # a Go struct: upstream always shows it, empty or not
+
 
 class EndpointsStrategy(Strategy):
     allow_create_on_update = True
