@@ -1,5 +1,5 @@
-"""The DNS server's options and their checks (light: the command line shows and checks them without loading the
-server)."""
+"""The DNS server's options, their checks, and the host resolver hint printed for them (light: the command line
+shows and checks them without loading the server)."""
 
 from __future__ import annotations
 
