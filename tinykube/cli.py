@@ -9,6 +9,7 @@ import os
 import re
 import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from tinykube.client.rest import RestClient
 
 MAX_NODES = 250  # simulated nodes get 172.20.0.2-251
+DEFAULT_NAME = "tinykube"
 
 
 def _up_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -105,10 +107,29 @@ def _up_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     up.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
 
 
+def _cluster_arguments(parser: argparse.ArgumentParser) -> None:
+    """--name and --data-dir of the commands that act on a cluster of this machine (`kubeconfig`, `status`,
+    `down`): the data dir's cluster.json names its cluster, and a --name that disagrees is refused."""
+    parser.add_argument("--name", help="the cluster (default: the one recorded in --data-dir, else tinykube)")
+    parser.add_argument(
+        "--data-dir", type=Path, help="the cluster's data dir (default: ~/.local/share/tinykube/<name>)"
+    )
+
+
 def _kubeconfig_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    kc = sub.add_parser("kubeconfig", help="print the path of a cluster's kubeconfig")
-    kc.add_argument("--name", default="tinykube")
-    kc.add_argument("--data-dir", type=Path)
+    kc = sub.add_parser(
+        "kubeconfig",
+        help="print the path of a cluster's kubeconfig (no such cluster: one line on stderr, exit status 1)",
+    )
+    _cluster_arguments(kc)
+
+
+def _status_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    status = sub.add_parser(
+        "status",
+        help="print a running cluster's addresses: apiserver URL, DNS, kubeconfig (not running: exit status 1)",
+    )
+    _cluster_arguments(status)
 
 
 def _controllers_argument(parser: argparse.ArgumentParser) -> None:
@@ -224,9 +245,12 @@ def _proxy_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _down_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    down = sub.add_parser("down", help="stop a cluster and remove its network namespaces (also after a crash)")
-    down.add_argument("--name", default="tinykube")
-    down.add_argument("--data-dir", type=Path)
+    down = sub.add_parser(
+        "down",
+        help="stop a cluster and remove its network namespaces (also after a crash); the cluster is the one "
+        "--data-dir records, never another",
+    )
+    _cluster_arguments(down)
 
 
 def _node_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -254,6 +278,7 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     _up_parser(sub)
     _kubeconfig_parser(sub)
+    _status_parser(sub)
     _controllers_parser(sub)
     _dns_parser(sub)
     _env_parser(sub)
@@ -329,15 +354,64 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _kubeconfig(args: argparse.Namespace) -> int:
-    directory = args.data_dir or default_data_dir(args.name)
-    state = directory / "cluster.json"
-    if state.exists():
-        print(json.loads(state.read_text())["kubeconfig"])
+    """The path of the cluster's kubeconfig on stdout and nothing else (`KUBECONFIG=$(tinykube kubeconfig)`); with
+    none, stdout stays empty, stderr says in one line what is missing, and the exit status is 1."""
+    try:
+        found = _locate(args)
+    except _Refused as err:
+        return _fail(str(err))
+    if found.state is not None:
+        path = Path(str(found.state.get("kubeconfig", "")))
+        if not path.is_file():
+            return _fail(f"cluster {found.name!r} has no kubeconfig: {path} (recorded in {found.record}) is gone")
+        if not found.running():
+            _note(
+                f"cluster {found.name!r} is not running (its `tinykube up`, pid {found.pid}, is gone; "
+                f"`tinykube down{_flags(args)}` cleans up after it)"
+            )
+        print(path)
         return 0
-    if (directory / "kubeconfig").exists():
-        print(directory / "kubeconfig")
+    path = found.directory / "kubeconfig"
+    if path.is_file():
+        _note(f"cluster {found.label} is not running (its kubeconfig serves again once it does)")
+        print(path.resolve())
         return 0
-    return _fail(f"no cluster named {args.name!r} (looked in {directory})")
+    hint = ""
+    if os.geteuid() != 0 and args.data_dir is None:
+        hint = "; one started with sudo is root's: `sudo tinykube kubeconfig`"
+    where = f"{found.directory} has" if found.name is not None else "it has"
+    return _fail(
+        f"no cluster {found.label}: {where} no cluster.json or kubeconfig "
+        f"(`tinykube up{_flags(args)}` starts one{hint})"
+    )
+
+
+def _status(args: argparse.Namespace) -> int:
+    """A running cluster's addresses, one `key  value` line each (what `up --api-port 0 --dns-port 0` chose)."""
+    try:
+        found = _locate(args)
+    except _Refused as err:
+        return _fail(str(err))
+    if found.state is None:
+        return _fail(f"cluster {found.label} is not running (no cluster.json in {found.directory})")
+    if not found.running():
+        return _fail(
+            f"cluster {found.name!r} is not running: its `tinykube up` (pid {found.pid}) is gone; "
+            f"`tinykube down{_flags(args)}` cleans up after it"
+        )
+    state = found.state
+    rows = [
+        ("cluster", str(found.name)),
+        ("pid", str(found.pid)),
+        ("apiserver", str(state.get("server"))),
+        ("dns", str(state.get("dns", "none"))),
+        *([("dns-metrics", str(state["dns_metrics"]))] if "dns_metrics" in state else []),
+        ("kubeconfig", str(state.get("kubeconfig"))),
+        ("data-dir", str(found.directory.resolve())),
+    ]
+    width = max(len(key) for key, _ in rows)
+    print("\n".join(f"{key:<{width}}  {value}" for key, value in rows))
+    return 0
 
 
 def _with_client(args: argparse.Namespace, what: str, serve: Callable[[RestClient], Awaitable[None]]) -> int:
@@ -409,36 +483,107 @@ def _dns(args: argparse.Namespace) -> int:
     return _with_client(args, "dns", serve)
 
 
-def _running_up(pid: int) -> bool:
-    """Whether `pid` is a live (not zombie) `tinykube up`: after a crash the recorded pid may be anyone's now."""
+class _Refused(Exception):
+    """Why not to act on the cluster that --name and --data-dir designate (one line)."""
+
+
+@dataclass(frozen=True)
+class _Located:
+    """The cluster that --name and --data-dir designate, as its data dir records it."""
+
+    name: str | None  # None: a data dir without cluster.json and no --name, so whose it is is unknown
+    directory: Path
+    state: dict[str, Any] | None  # cluster.json: `up` writes it once ready and removes it when it stops
+
+    @property
+    def record(self) -> Path:
+        return self.directory / "cluster.json"
+
+    @property
+    def label(self) -> str:
+        return repr(self.name) if self.name is not None else f"in {self.directory}"
+
+    @property
+    def pid(self) -> int | None:
+        pid = (self.state or {}).get("pid")
+        return pid if isinstance(pid, int) else None
+
+    def running(self) -> bool:
+        started = (self.state or {}).get("pid_start")
+        return self.pid is not None and _running_up(self.pid, started if isinstance(started, int) else None)
+
+
+def _locate(args: argparse.Namespace) -> _Located:
+    """The cluster is the one its data dir's cluster.json names; --name only finds the default data dir when no
+    --data-dir is given, and a --name that disagrees with the record is refused (never a cluster of that name)."""
+    directory = args.data_dir or default_data_dir(args.name or DEFAULT_NAME)
+    record = directory / "cluster.json"
+    try:
+        state = json.loads(record.read_text())
+    except FileNotFoundError:
+        return _Located(args.name or (None if args.data_dir else DEFAULT_NAME), directory, None)
+    except (OSError, ValueError) as err:
+        raise _Refused(f"cannot read {record}: {err}") from err
+    if not isinstance(state, dict) or not isinstance(state.get("name"), str):
+        raise _Refused(f"{record} is not what `tinykube up` writes: it names no cluster")
+    if args.name is not None and args.name != state["name"]:
+        given = f"--data-dir {directory}" if args.data_dir else "the default data dir of that name"
+        raise _Refused(
+            f"--name {args.name} and {given} disagree: {record} records cluster {state['name']!r}; nothing was done"
+        )
+    return _Located(state["name"], directory, state)
+
+
+def _flags(args: argparse.Namespace) -> str:
+    """The --name/--data-dir the user gave, to repeat in a hint."""
+    return "".join(f" --{flag} {value}" for flag, value in (("name", args.name), ("data-dir", args.data_dir)) if value)
+
+
+def _running_up(pid: int, started: int | None = None) -> bool:
+    """Whether `pid` is a live (not zombie) `tinykube up` and, when `started` (its start time in clock ticks after
+    boot, as cluster.json records it) is given, the very one that recorded itself: after a crash the recorded pid
+    may be anyone's now, even another cluster's `up`."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
         return False
-    if any(line.startswith("State:") and "Z" in line for line in status.splitlines()):
+    if fields[0] == "Z":
         return False  # killed, not yet reaped by its parent
+    if started is not None and fields[19] != str(started):
+        return False  # the pid was reused
     return b"up" in cmdline and any(b"tinykube" in part for part in cmdline)
 
 
 def _down(args: argparse.Namespace) -> int:
-    """SIGTERM to the cluster's `up` (it cleans up after itself), then whatever namespaces are left."""
+    """SIGTERM to the cluster's `up` (it cleans up after itself), then whatever namespaces of that cluster are
+    left (after a crash). The cluster is the one the data dir records: a --name that disagrees is refused before
+    anything is touched, and with neither a record nor --name no sandbox is removed."""
     import signal
     import time
 
     from tinykube.node.sandbox import remove_sandbox
 
-    state = (args.data_dir or default_data_dir(args.name)) / "cluster.json"
-    if state.exists():
-        pid = int(json.loads(state.read_text())["pid"])
-        if _running_up(pid):
-            os.kill(pid, signal.SIGTERM)
+    try:
+        found = _locate(args)
+    except _Refused as err:
+        return _fail(str(err))
+    if found.state is not None:
+        if found.running():
+            assert found.pid is not None
+            os.kill(found.pid, signal.SIGTERM)
             deadline = time.monotonic() + 30
-            while _running_up(pid) and time.monotonic() < deadline:
+            while found.running() and time.monotonic() < deadline:
                 time.sleep(0.1)
-            print(f"stopped tinykube up (pid {pid})")
-        state.unlink(missing_ok=True)  # stale after a crash; `up` removes it itself when it stops
-    removed = remove_sandbox(args.name) if os.geteuid() == 0 else []
+            print(f"stopped tinykube up (pid {found.pid})")
+        found.record.unlink(missing_ok=True)  # stale after a crash; `up` removes it itself when it stops
+    if found.name is None:
+        _note(
+            f"nothing to stop: no cluster.json in {found.directory}, so no cluster runs from it "
+            f"(`tinykube down --name N --data-dir {found.directory}` removes what a crashed cluster N left)"
+        )
+        return 0
+    removed = remove_sandbox(found.name) if os.geteuid() == 0 else []
     if removed:
         print(f"removed {len(removed)} network namespace(s): {', '.join(removed)}")
     return 0
@@ -535,8 +680,12 @@ def _logging(verbose: bool) -> None:
 
 
 def _fail(message: str) -> int:
-    print(f"tinykube: {message}", file=sys.stderr)
+    _note(message)
     return 1
+
+
+def _note(message: str) -> None:
+    print(f"tinykube: {message}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -544,6 +693,7 @@ def main(argv: list[str] | None = None) -> int:
     handlers = {
         "up": _up,
         "kubeconfig": _kubeconfig,
+        "status": _status,
         "controllers": _controllers,
         "dns": _dns,
         "env": _env,

@@ -108,7 +108,10 @@ def _listen(address: str, port: int) -> socket.socket:
         sock.bind((address, port))
     except OSError as err:
         sock.close()
-        raise SystemExit(f"tinykube: cannot listen on {address}:{port}: {err.strerror} (choose --api-port)") from err
+        raise SystemExit(
+            f"tinykube: cannot listen on {address}:{port}: {err.strerror} "
+            "(choose another --api-port; 0 picks a free one)"
+        ) from err
     sock.listen(1024)
     return sock
 
@@ -270,7 +273,8 @@ class Cluster:
             await self.dns.stop()
             self.dns = None
             raise SystemExit(
-                f"tinykube: cannot listen on {options.host}:{options.port} for DNS: {err.strerror} (choose --dns-port)"
+                f"tinykube: cannot listen on {options.host}:{options.port} for DNS: {err.strerror} "
+                "(choose another --dns-port; 0 picks a free one)"
             ) from err
         # As CoreDNS's startup_timeout: ready means DNS knows the cluster, unless its watches take over 5 s.
         synced = asyncio.create_task(self.dns.wait_synced(), name="dns-sync")
@@ -282,6 +286,8 @@ class Cluster:
         state = {
             "name": self.opts.name,
             "pid": os.getpid(),
+            # The pid's start time (clock ticks after boot): `tinykube down` signals the pid only if it still matches.
+            "pid_start": int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19]),
             "server": creds.server,
             "kubeconfig": str(self.kubeconfig.resolve()),
         }

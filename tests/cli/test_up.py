@@ -56,8 +56,12 @@ def test_kubeconfig_command_prints_the_path(tmp_path: Path) -> None:
 
 
 def test_kubeconfig_of_an_unknown_cluster_fails_in_one_line(tmp_path: Path) -> None:
-    result = tinykube("kubeconfig", "--data-dir", str(tmp_path / "nothing"))
-    assert result.returncode == 1 and result.stderr.count("\n") == 1 and "no cluster named" in result.stderr
+    """It says what is missing, and names no cluster it was not asked about (not the default 'tinykube')."""
+    nothing = tmp_path / "nothing"
+    result = tinykube("kubeconfig", "--data-dir", str(nothing))
+    assert result.returncode == 1 and result.stdout == "" and result.stderr.count("\n") == 1, result
+    assert result.stderr.startswith(f"tinykube: no cluster in {nothing}: it has no cluster.json or kubeconfig")
+    assert "'tinykube'" not in result.stderr
 
 
 def test_busy_port_is_a_clear_error(tmp_path: Path) -> None:

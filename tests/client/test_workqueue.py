@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 
 import pytest
 
+from tinykube.api import errors
 from tinykube.client.workqueue import ExponentialBackoff, ShutDown, WorkQueue, run_workers
 
 pytestmark = pytest.mark.anyio
@@ -128,6 +130,44 @@ async def test_workers_retry_failures_with_backoff_and_forget_on_success() -> No
     await eventually(lambda: queue.num_requeues("flaky") == 0)
     queue.shutdown()
     await asyncio.wait_for(workers, 5)  # run_workers returns once the queue is shut down
+
+
+async def test_workers_log_ordinary_races_in_one_quiet_line_and_bugs_with_their_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A 404, a 409 or a create refused in a Terminating namespace is retried below WARNING and without a traceback;
+    another API refusal is an error in one line; any other exception is a bug, logged with its traceback."""
+    failures: dict[str, Exception] = {
+        "gone": errors.not_found("pods", "p"),
+        "changed": errors.conflict("pods", "p"),
+        "exists": errors.already_exists("pods", "p"),
+        "terminating": errors.namespace_terminating("pods", "p", "ns"),
+        "refused": errors.Invalid('pods "p" is invalid'),
+        "forbidden": errors.Forbidden('pods "p" is forbidden: exceeded quota'),
+        "bug": KeyError("spec"),
+    }
+    calls: dict[str, int] = {}
+
+    async def reconcile(key: str) -> None:
+        calls[key] = calls.get(key, 0) + 1
+        if calls[key] == 1:
+            raise failures[key]
+
+    caplog.set_level(logging.DEBUG, logger="tinykube.client.workqueue")
+    queue: WorkQueue[str] = WorkQueue()
+    workers = asyncio.create_task(run_workers(queue, 2, reconcile))
+    for key in failures:
+        queue.add(key)
+    await eventually(lambda: all(calls.get(key) == 2 for key in failures))  # every failure is retried
+    queue.shutdown()
+    await asyncio.wait_for(workers, 5)
+    logged = {key: r for r in caplog.records for key in failures if repr(key) in r.getMessage()}
+    assert set(logged) == set(failures)
+    for key in ("gone", "changed", "exists", "terminating"):
+        assert logged[key].levelno == logging.INFO and logged[key].exc_info is None, key
+    for key in ("refused", "forbidden"):
+        assert logged[key].levelno == logging.ERROR and logged[key].exc_info is None, key
+    assert logged["bug"].levelno == logging.ERROR and logged["bug"].exc_info is not None
 
 
 async def test_workers_never_hold_one_key_concurrently_but_run_keys_in_parallel() -> None:

@@ -181,7 +181,8 @@ SERVICES = [
 @contextlib.asynccontextmanager
 async def runtimes(box: Sandbox, logs: Path) -> AsyncIterator[dict[str, NetnsRuntime]]:
     made = {
-        name: NetnsRuntime(node, logs / name, lambda: SERVICES, backoff=(0.3, 1.2)) for name, node in box.nodes.items()
+        name: NetnsRuntime(node, logs / name, lambda _namespace: SERVICES, backoff=(0.3, 1.2))
+        for name, node in box.nodes.items()
     }
     try:
         yield made

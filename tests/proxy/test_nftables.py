@@ -14,9 +14,11 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tinykube.node import netns
-from tinykube.proxy.model import Endpoint, ServicePort
+from tinykube.proxy.model import Endpoint, PortTable, ServicePort
 from tinykube.proxy.nftables import (
     NftablesProxier,
     NftError,
@@ -310,6 +312,53 @@ def test_incremental_affinity_timeout_change_recreates_the_set() -> None:
     assert text.index(f"flush chain {T} {EP_A}") < text.index(f"delete set {T} {set_a}")
     assert f"add set {T} {set_a} {{ type ipv4_addr ; flags dynamic,timeout ; timeout 200s ; }}" in text
     assert f"add rule {T} {SVC} ip saddr @{set_a} goto {EP_A}" in text
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.scripts: list[str] = []
+
+    def apply(self, script: str) -> None:
+        self.scripts.append(script)
+
+    def close(self) -> None:
+        pass
+
+
+# One step: per Service (svc0..svc3) absent, or one of a few shapes (ports, endpoints, policies).
+SHAPES = [
+    lambda name, cip: (svc(name, cip=cip),),
+    lambda name, cip: (svc(name, ep("10.244.0.5"), cip=cip),),
+    lambda name, cip: (svc(name, ep("10.244.0.5"), ep("10.244.1.5", "node-2"), cip=cip),),
+    lambda name, cip: (svc(name, ep("10.244.0.6"), cip=cip, affinity_timeout=60),),
+    lambda name, cip: (
+        svc(name, ep("10.244.0.5"), cip=cip),
+        svc(name, ep("10.244.0.5"), cip=cip, port_name="https", port=443),
+    ),
+    lambda name, cip: (svc(name, ep("10.244.1.7", "node-2"), cip=cip, node_port=30080, external_local=True),),
+]
+STEP = st.lists(st.one_of(st.none(), st.integers(0, len(SHAPES) - 1)), min_size=4, max_size=4)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(STEP, min_size=1, max_size=8))
+def test_a_port_table_sync_sends_what_a_sync_of_every_port_sends(steps: list[list[int | None]]) -> None:
+    """The agent hands over a PortTable whose changed Services alone are looked at: the transactions must be the
+    very ones comparing every port gives."""
+    every, table = _Recorder(), _Recorder()
+    by_list, by_table = NftablesProxier(CONFIG, every), NftablesProxier(CONFIG, table)  # type: ignore[arg-type]
+    held: dict[str, tuple[ServicePort, ...]] = {}
+    for step in steps:
+        wanted = {
+            f"ns1/svc{i}": SHAPES[shape](f"svc{i}", f"10.96.0.{10 + i}")
+            for i, shape in enumerate(step)
+            if shape is not None
+        }
+        previous = {key: held.get(key, ()) for key in held.keys() | wanted.keys() if held.get(key) != wanted.get(key)}
+        by_list.sync([port for ports in wanted.values() for port in ports])
+        by_table.sync(PortTable(wanted, previous))
+        assert table.scripts == every.scripts
+        held = wanted
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -164,6 +164,25 @@ def namespace_terminating(resource: str, name: str, namespace: str, group: str =
     return Forbidden(f'{_qualified(resource, group)} "{name}" is forbidden: {message}', details=details)
 
 
+def has_status_cause(err: BaseException, reason: str) -> bool:
+    """The error is an API error whose `details.causes` name `reason` (upstream's `apierrors.HasStatusCause`)."""
+    if not isinstance(err, ApiError):
+        return False
+    causes = (err.details or {}).get("causes") or []
+    return any(isinstance(cause, dict) and cause.get("reason") == reason for cause in causes)
+
+
+def is_namespace_terminating(err: BaseException) -> bool:
+    """A create refused because its namespace is being deleted: it keeps failing until the namespace is gone."""
+    return isinstance(err, Forbidden) and has_status_cause(err, "NamespaceTerminating")
+
+
+def is_ordinary_race(err: BaseException) -> bool:
+    """A refusal every controller meets in normal operation and that its next sync settles: the object is gone or
+    changed meanwhile (404, 409), or its namespace is being deleted. Worth one quiet line, never a traceback."""
+    return isinstance(err, NotFound | Conflict | AlreadyExists) or is_namespace_terminating(err)
+
+
 class ErrorType(enum.Enum):
     """Field error types: (cause reason, display string) as upstream's field.ErrorType."""
 

@@ -123,7 +123,8 @@ async def _stream(
             yield b"".join(encoder.event("ADDED", obj) for obj in initial)
         if end_marker:
             yield encoder.bookmark(since, initial_end=True)
-        next_bookmark = time.monotonic() + BOOKMARK_INTERVAL
+        # Without bookmarks there is never one due: the wait is only bounded by the disconnect check.
+        next_bookmark = time.monotonic() + BOOKMARK_INTERVAL if bookmarks else float("inf")
         while (left := deadline - time.monotonic()) > 0:
             wait = min(left, DISCONNECT_CHECK, max(next_bookmark - time.monotonic(), 0.01))
             try:

@@ -83,6 +83,10 @@ class Store:
         """Objects whose index function returned `value`, in key order. KeyError for an unknown index."""
         return [self._objects[key] for key in sorted(self._indexes[name].get(value, ()))]
 
+    def count(self, name: str, value: str) -> int:
+        """How many objects `by_index(name, value)` would return, without building the list."""
+        return len(self._indexes[name].get(value, ()))
+
     def put(self, obj: Object) -> Object | None:
         """Store `obj`, returning the object it replaced."""
         key = object_key(obj)

@@ -152,10 +152,15 @@ async def _worker(queue: WorkQueue[K], reconcile: Callable[[K], Awaitable[None]]
         try:
             await reconcile(key)
         except Exception as err:
-            # The API refusing a write (a namespace deleted meanwhile, a conflict) is part of a controller's life and
-            # says all in one line; anything else is a bug worth its traceback.
-            trace = None if isinstance(err, errors.ApiError | TransportError) else err
-            log.error("reconciling %r failed (retry %d): %s", key, queue.num_requeues(key) + 1, err, exc_info=trace)
+            # An ordinary race (the object gone or changed meanwhile, its namespace being deleted) is part of a
+            # controller's life and its retry settles it: one INFO line. Another refusal by the API or a lost
+            # connection says all in one line too; anything else is a bug worth its traceback.
+            retry = queue.num_requeues(key) + 1
+            if errors.is_ordinary_race(err):
+                log.info("reconciling %r: %s (retry %d)", key, err, retry)
+            else:
+                trace = None if isinstance(err, errors.ApiError | TransportError) else err
+                log.error("reconciling %r failed (retry %d): %s", key, retry, err, exc_info=trace)
             queue.add_rate_limited(key)
         else:
             queue.forget(key)

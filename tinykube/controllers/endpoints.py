@@ -32,6 +32,7 @@ from tinykube.client.workqueue import WorkQueue, run_workers
 from tinykube.controllers.manager import ControllerContext
 from tinykube.controllers.pods import (
     POD_LABEL_INDEX,
+    SERVICE_SELECTOR_INDEX,
     Object,
     endpoint_view,
     find_port,
@@ -42,6 +43,8 @@ from tinykube.controllers.pods import (
     selected,
     selects_pods,
     service_families,
+    service_selector_index,
+    services_of,
     should_be_in_endpoints,
     should_set_hostname,
 )
@@ -293,6 +296,8 @@ class EndpointsController:
     def _register(self) -> None:
         with contextlib.suppress(ValueError):  # another instance sharing these informers added it
             self.pods.store.add_index(POD_LABEL_INDEX, pod_label_index)
+        with contextlib.suppress(ValueError):
+            self.services.store.add_index(SERVICE_SELECTOR_INDEX, service_selector_index)
         self.services.add_handler(
             on_add=self._service_changed,
             on_update=lambda _old, new: self._service_changed(new),
@@ -328,9 +333,8 @@ class EndpointsController:
             self._enqueue_services_of(new)  # … and those it joins
 
     def _enqueue_services_of(self, pod: Object) -> None:
-        for svc in self.services.store.by_index("namespace", pod["metadata"].get("namespace", "")):
-            if selected(svc, pod):
-                self.queue.add(object_key(svc))
+        for key in services_of(self.services.store, pod):
+            self.queue.add(key)
 
     def _endpoints_deleted(self, endpoints: Object) -> None:
         """Someone deleted the Endpoints of a Service we manage: write it again."""

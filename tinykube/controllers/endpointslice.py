@@ -60,7 +60,6 @@ EVENTS = resource("", "events")
 SLICES = resource("discovery.k8s.io", "endpointslices")
 
 # Index names carry the controller's name: the informers are shared with other controllers.
-BY_SELECTOR = "endpointslice/selector"  # services by "<ns>/<key>=<value>" of their selector; "<ns>/" for {}
 BY_NODE = "endpointslice/node"  # pods by spec.nodeName
 BY_SERVICE = "endpointslice/service"  # slices by "<ns>/<service name>"
 
@@ -225,14 +224,6 @@ def ensure_index(store: Store, name: str, fn: Callable[[Object], list[str]]) -> 
         store.add_index(name, fn)
 
 
-def _selector_index(svc: Object) -> list[str]:
-    if not podsel.selects_pods(svc):
-        return []
-    namespace = svc["metadata"].get("namespace", "")
-    selector = svc["spec"]["selector"]
-    return [f"{namespace}/{k}={v}" for k, v in selector.items()] or [f"{namespace}/"]
-
-
 def _node_index(pod: Object) -> list[str]:
     node = (pod.get("spec") or {}).get("nodeName")
     return [node] if node else []
@@ -294,7 +285,13 @@ class SliceWriter:
         """Creates, then updates, then deletes: endpoints appear in their new slices before old ones go."""
         namespace = key.split("/", 1)[0]
         for obj in plan.create:
-            self.expectations.wrote(key, await self.client.create(SLICES, namespace, obj))
+            try:
+                created = await self.client.create(SLICES, namespace, obj)
+            except errors.ApiError as err:
+                if errors.is_namespace_terminating(err):
+                    return  # as upstream: creates keep failing there until the namespace is gone; drop the work
+                raise
+            self.expectations.wrote(key, created)
         for obj in plan.update:
             self.expectations.wrote(key, await self.client.update(SLICES, namespace, obj))
         for obj in plan.delete:
@@ -331,7 +328,7 @@ class EndpointSliceController(SliceWriter):
         self.slices = informers.informer(SLICES, label_selector=f"{LABEL_MANAGED_BY}={CONTROLLER_NAME}")
 
     async def run(self) -> None:
-        ensure_index(self.services.store, BY_SELECTOR, _selector_index)
+        ensure_index(self.services.store, podsel.SERVICE_SELECTOR_INDEX, podsel.service_selector_index)
         ensure_index(self.pods.store, podsel.POD_LABEL_INDEX, podsel.pod_label_index)
         ensure_index(self.pods.store, BY_NODE, _node_index)
         ensure_index(self.slices.store, BY_SERVICE, service_index)
@@ -365,11 +362,7 @@ class EndpointSliceController(SliceWriter):
         self.queue.add(object_key(obj))
 
     def _services_of(self, pod: Object) -> set[str]:
-        namespace = pod["metadata"].get("namespace", "")
-        candidates = self.services.store.by_index(BY_SELECTOR, f"{namespace}/")
-        for value in podsel.pod_label_index(pod):
-            candidates.extend(self.services.store.by_index(BY_SELECTOR, value))
-        return {object_key(svc) for svc in candidates if podsel.selected(svc, pod)}
+        return podsel.services_of(self.services.store, pod)
 
     def _pod_event(self, pod: Object) -> None:
         if not self._started:  # the initial list of every pod would only queue Services already queued
@@ -420,7 +413,7 @@ class EndpointSliceController(SliceWriter):
 
     def _selected_pods(self, svc: Object) -> list[Object]:
         namespace = svc["metadata"].get("namespace", "")
-        values = _selector_index(svc)
+        values = podsel.service_selector_index(svc)
         if values == [f"{namespace}/"]:
             candidates = self.pods.store.by_index("namespace", namespace)
         else:

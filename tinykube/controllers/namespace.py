@@ -65,7 +65,14 @@ class NamespaceController:
                 if await self._empty(name):
                     break
                 await asyncio.sleep(min(0.05 * (attempt + 1), 1.0))
-            await self._remove_finalizer(name)
+            for attempt in range(10):
+                try:
+                    await self._remove_finalizer(name)
+                    break
+                except errors.Conflict as err:  # the namespace changed since it was read: read it again
+                    if attempt == 9:
+                        raise
+                    log.debug("finalizing namespace %s: %s; retrying", name, err)
         except errors.NotFound:
             pass
         except Exception as err:

@@ -14,7 +14,8 @@ from tinykube.client.rest import RestClient
 
 Object = dict[str, Any]
 
-CONTROLLER_INDEX = "controller-uid"  # an informer index: objects by the uid of their controller
+CONTROLLER_INDEX = "controller-uid"  # an informer index: objects by the uid of their controller, orphans apart
+ORPHANS = "orphans:"  # + namespace: the CONTROLLER_INDEX value of the objects no controller owns (never a uid)
 
 
 def controller_of(obj: Object) -> Object | None:
@@ -26,9 +27,12 @@ def controller_of(obj: Object) -> Object | None:
 
 
 def controller_uid(obj: Object) -> list[str]:
-    """Index function: the uid of the object's controller (none for orphans)."""
+    """Index function: the uid of the object's controller; for an orphan, ORPHANS + its namespace, so that adoption
+    looks at a namespace's orphans, not at every object of the namespace."""
     ref = controller_of(obj)
-    return [str(ref["uid"])] if ref and ref.get("uid") else []
+    if ref is None:
+        return [ORPHANS + obj["metadata"].get("namespace", "")]
+    return [str(ref["uid"])] if ref.get("uid") else []
 
 
 def controller_ref(owner: Object, resource: ResourceInfo) -> Object:
@@ -91,10 +95,8 @@ async def claim(
         return claimed
     orphans = [
         dependent
-        for dependent in store.by_index("namespace", meta["namespace"])
-        if not controller_of(dependent)
-        and eligible(dependent)
-        and selector.matches(dependent["metadata"].get("labels") or {})
+        for dependent in store.by_index(CONTROLLER_INDEX, ORPHANS + meta["namespace"])
+        if eligible(dependent) and selector.matches(dependent["metadata"].get("labels") or {})
     ]
     for dependent in orphans:
         if await patch_quietly(client, resource, dependent, adoption_patch(obj, owner_resource, dependent)):

@@ -9,6 +9,7 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
+from tinykube.client.informer import Store, object_key
 from tinykube.controllers.triggers import ready_since
 
 Object = dict[str, Any]
@@ -21,6 +22,27 @@ def pod_label_index(pod: Object) -> list[str]:
     """Pods by "<ns>/<key>=<value>" of each label, so a sync looks at the pods one selector term names."""
     namespace = pod["metadata"].get("namespace", "")
     return [f"{namespace}/{key}={value}" for key, value in (pod["metadata"].get("labels") or {}).items()]
+
+
+SERVICE_SELECTOR_INDEX = "services:selector"  # one index on the shared services informer for both controllers
+
+
+def service_selector_index(svc: Object) -> list[str]:
+    """Services by "<ns>/<key>=<value>" of each selector term ("<ns>/" for `{}`), so a pod event looks at the
+    Services one of its labels names, not at every Service of its namespace."""
+    if not selects_pods(svc):
+        return []
+    namespace = svc["metadata"].get("namespace", "")
+    return [f"{namespace}/{k}={v}" for k, v in svc["spec"]["selector"].items()] or [f"{namespace}/"]
+
+
+def services_of(services: Store, pod: Object) -> set[str]:
+    """The keys of the Services that select the pod (`services` indexed by SERVICE_SELECTOR_INDEX)."""
+    namespace = pod["metadata"].get("namespace", "")
+    candidates = services.by_index(SERVICE_SELECTOR_INDEX, f"{namespace}/")
+    for value in pod_label_index(pod):
+        candidates.extend(services.by_index(SERVICE_SELECTOR_INDEX, value))
+    return {object_key(svc) for svc in candidates if selected(svc, pod)}
 
 
 def selects_pods(svc: Object) -> bool:

@@ -231,9 +231,16 @@ class ReplicaSetController:
             self.expectations.observed_add(key)
         created = [r["metadata"]["name"] for r in results if isinstance(r, dict)]
         await asyncio.gather(*(self._event(rs, "Normal", "SuccessfulCreate", f"Created pod: {n}") for n in created))
+        # As upstream: creates in a namespace being deleted keep failing until it is gone, so they are no error and
+        # get no event; the ReplicaSet goes with its namespace.
+        failed = [err for err in failed if not errors.is_namespace_terminating(err)]
         if failed:
-            await self._event(rs, "Warning", "FailedCreate", f"Error creating: {failed[0]}")
-            raise RuntimeError(f"{len(failed)} of {count} pod creates for {key} failed: {failed[0]}")
+            err = failed[0]
+            await self._event(rs, "Warning", "FailedCreate", f"Error creating: {err}")
+            message = f"{len(failed)} of {count} pod creates for {key} failed: {err}"
+            if isinstance(err, errors.ApiError):  # the API's refusal, kept as such (the work queue logs it in a line)
+                raise type(err)(message, details=err.details) from err
+            raise err
 
     async def _delete(self, key: str, rs: Object, pods: list[Object]) -> None:
         self.expectations.expect(key, deleted=[p["metadata"]["name"] for p in pods])

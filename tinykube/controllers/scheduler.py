@@ -102,6 +102,7 @@ class Scheduler:
         self.nodes = ctx.informers.informer(NODES)
         self.queue: WorkQueue[str] = WorkQueue()
         self.assumed: dict[str, str] = {}  # pod key -> node, bound by us but not yet seen bound in the cache
+        self.pending: set[str] = set()  # pods the cache shows waiting for a node: what a node event retries
 
     async def run(self) -> None:
         self.pods.store.add_index(NODE_INDEX, _node_of)
@@ -126,20 +127,25 @@ class Scheduler:
         key = object_key(pod)
         if (pod.get("spec") or {}).get("nodeName"):
             self.assumed.pop(key, None)
-        elif needs_scheduling(pod):
+        if needs_scheduling(pod):
+            self.pending.add(key)
             self.queue.add(key)
+        else:
+            self.pending.discard(key)
 
     def _pod_gone(self, pod: Object) -> None:
-        self.assumed.pop(object_key(pod), None)
+        key = object_key(pod)
+        self.assumed.pop(key, None)
+        self.pending.discard(key)
 
     def _nodes_changed(self, _node: Object) -> None:
-        for pod in self.pods.store.list():
-            if needs_scheduling(pod):
-                self.queue.add(object_key(pod))
+        """A node came, went or changed (a heartbeat too): the pods still waiting may fit now."""
+        for key in self.pending:
+            self.queue.add(key)
 
     def _pods_on(self, node: str) -> int:
         """Pods bound to `node`, counting those we bound that the cache has not seen bound yet."""
-        bound = len(self.pods.store.by_index(NODE_INDEX, node))
+        bound = self.pods.store.count(NODE_INDEX, node)
         return bound + sum(1 for key, chosen in self.assumed.items() if chosen == node and self._unbound(key))
 
     def _unbound(self, key: str) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 
 from tinykube.api import errors
 from tinykube.api.resources import builtin
-from tinykube.client.informer import SharedInformers
+from tinykube.client.informer import Object, SharedInformers
 from tinykube.client.rest import RestClient
 from tinykube.dns.run import DnsService
 from tinykube.node import netns
@@ -79,10 +79,19 @@ class NetnsDataplane:
             self._start_proxy(node_net)
             self.load_balancer.nodes_changed()
             return NetnsRuntime(
-                node_net, self.log_dir / node, self.services.store.list, dns_ip=self.dns_ip, cluster_domain=self.domain
+                node_net, self.log_dir / node, self._services_for, dns_ip=self.dns_ip, cluster_domain=self.domain
             )
 
         return make
+
+    def _services_for(self, namespace: str) -> list[Object]:
+        """The Services a pod of `namespace` may get variables from: its namespace's and `default/kubernetes`
+        (looked up by index: a pod start costs its namespace's Services, not the cluster's)."""
+        found = self.services.store.by_index("namespace", namespace)
+        master = self.services.store.get("default/kubernetes")
+        if master is not None and namespace != "default":
+            found.append(master)
+        return found
 
     def _start_proxy(self, node: NodeNet) -> None:
         """The node's proxy, programming its namespace and serving its ports there."""

@@ -6,26 +6,33 @@ the LAN itself (the pool lies inside the LAN's /16, so without a route the clien
 would answer). With `externalTrafficPolicy: Cluster` any node will do; with `Local` it must be a node that runs a
 ready endpoint (what the node's `healthCheckNodePort` reports, read here from the EndpointSlices), and while
 there is none the address has no route. The choice is stable: a hash of the Service picks among the candidates.
+
+The work is incremental: an event marks its Service dirty, and a sync (at most one per DEBOUNCE, so a burst of
+events is one sync) looks at the dirty Services only and sends the changed routes in one `ip -batch` per
+namespace. Nothing per event or per sync walks every Service.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from tinykube.api.resources import builtin
-from tinykube.client.informer import SharedInformers
+from tinykube.client.informer import SharedInformers, object_key
 from tinykube.node import netns
 from tinykube.node.sandbox import Sandbox
+from tinykube.proxy.agent import SLICE_SERVICE_INDEX, slice_service
 
 log = logging.getLogger(__name__)
 
 Object = dict[str, Any]
 SERVICES = builtin("", "v1", "services")
 SLICES = builtin("discovery.k8s.io", "v1", "endpointslices")
-SERVICE_NAME = "kubernetes.io/service-name"
+DEBOUNCE = 0.05  # seconds between syncs at the least
 
 
 def _addresses(service: Object) -> list[str]:
@@ -33,7 +40,7 @@ def _addresses(service: Object) -> list[str]:
     return [entry["ip"] for entry in ingress if entry.get("ip") and ":" not in entry["ip"]]
 
 
-def _ready_nodes(slices: list[Object]) -> set[str]:
+def _ready_nodes(slices: Iterable[Object]) -> set[str]:
     """Nodes that run a ready endpoint of the slices' Service."""
     return {
         str(endpoint["nodeName"])
@@ -43,30 +50,23 @@ def _ready_nodes(slices: list[Object]) -> set[str]:
     }
 
 
-def routes(services: list[Object], slices: list[Object], nodes: dict[str, str]) -> dict[str, str]:
-    """LoadBalancer address -> the LAN address of the node it goes to (`nodes`: name -> LAN address)."""
-    by_service: dict[tuple[str, str], list[Object]] = {}
-    for item in slices:
-        meta = item["metadata"]
-        name = (meta.get("labels") or {}).get(SERVICE_NAME)
-        if name:
-            by_service.setdefault((meta["namespace"], name), []).append(item)
-    found: dict[str, str] = {}
-    for service in services:
-        spec, meta = service.get("spec") or {}, service["metadata"]
-        if spec.get("type") != "LoadBalancer":
-            continue
-        candidates = sorted(nodes)
-        if spec.get("externalTrafficPolicy") == "Local":
-            local = _ready_nodes(by_service.get((meta["namespace"], meta["name"]), []))
-            candidates = [name for name in candidates if name in local]
-        if not candidates:
-            continue
-        key = f"{meta['namespace']}/{meta['name']}".encode()
-        chosen = candidates[int(hashlib.sha256(key).hexdigest(), 16) % len(candidates)]
-        for address in _addresses(service):
-            found[address] = nodes[chosen]
-    return found
+def service_routes(service: Object | None, slices: Iterable[Object], nodes: dict[str, str]) -> dict[str, str]:
+    """One Service's LoadBalancer addresses -> the LAN address of the node each goes to (`slices`: the Service's
+    EndpointSlices; `nodes`: name -> LAN address). Empty for any other Service, or while no node qualifies."""
+    if service is None or (service.get("spec") or {}).get("type") != "LoadBalancer":
+        return {}
+    addresses = _addresses(service)
+    if not addresses:
+        return {}
+    candidates = sorted(nodes)
+    if service["spec"].get("externalTrafficPolicy") == "Local":
+        local = _ready_nodes(slices)
+        candidates = [name for name in candidates if name in local]
+    if not candidates:
+        return {}
+    key = object_key(service).encode()
+    chosen = candidates[int(hashlib.sha256(key).hexdigest(), 16) % len(candidates)]
+    return {address: nodes[chosen] for address in addresses}
 
 
 class SandboxLoadBalancer:
@@ -74,38 +74,87 @@ class SandboxLoadBalancer:
         self.sandbox = sandbox
         self.services = informers.informer(SERVICES)
         self.slices = informers.informer(SLICES)
+        with contextlib.suppress(ValueError):  # a proxy agent sharing these informers added it
+            self.slices.store.add_index(SLICE_SERVICE_INDEX, slice_service)
         self.informers = informers
-        self.programmed: dict[str, str] = {}
+        self.programmed: dict[str, str] = {}  # address -> the node LAN address it is routed via
+        self._routes_of: dict[str, dict[str, str]] = {}  # "namespace/name" -> its routes as programmed
+        self._dirty: set[str] = set()  # Services to look at again
+        self._load_balancers: set[str] = set()  # the keys of the Services of type LoadBalancer
         self._changed = asyncio.Event()
 
     async def run(self) -> None:
-        for informer in (self.services, self.slices):
-            informer.add_handler(on_add=self._poke, on_update=lambda _old, _new: self._poke(), on_delete=self._poke)
+        self.services.add_handler(
+            on_add=self._service_changed,
+            on_update=lambda _old, new: self._service_changed(new),
+            on_delete=self._service_changed,
+        )
+        self.slices.add_handler(
+            on_add=self._slice_changed,
+            on_update=lambda old, new: self._slice_changed(old, new),
+            on_delete=self._slice_changed,
+        )
         self.informers.start()
         await self.informers.wait_synced()
         while True:
             await self._changed.wait()
+            await asyncio.sleep(DEBOUNCE)  # the rest of a burst joins this sync
             self._changed.clear()
+            dirty, self._dirty = self._dirty, set()
+            commands = self._plan(dirty)
             try:
-                await asyncio.to_thread(self._sync)
-            except netns.NetnsError as err:  # a namespace going away under us (shutdown): try again on the next change
+                if commands:
+                    await asyncio.to_thread(self._apply, commands)
+            except netns.NetnsError as err:  # a namespace going away under us (shutdown): the next change retries
                 log.warning("load balancer routes: %s", err)
+                self._forget(dirty)
 
-    def _poke(self, _obj: Object | None = None) -> None:
+    def _service_changed(self, service: Object) -> None:
+        key = object_key(service)
+        self._dirty.add(key)
+        if self.services.store.get(key) is service and service["spec"].get("type") == "LoadBalancer":
+            self._load_balancers.add(key)
+        else:  # deleted, or another type now
+            self._load_balancers.discard(key)
+        self._changed.set()
+
+    def _slice_changed(self, *slices: Object) -> None:
+        self._dirty.update(key for item in slices for key in slice_service(item))
         self._changed.set()
 
     def nodes_changed(self) -> None:
         """A node joined the sandbox: it may be the one an address should go to."""
+        self._dirty.update(self._load_balancers)
         self._changed.set()
 
-    def _sync(self) -> None:
+    def _plan(self, dirty: set[str]) -> list[str]:
+        """The `ip route` commands that bring these Services' routes up to date (recorded as programmed)."""
         nodes = {name: node.ip for name, node in self.sandbox.nodes.items()}
-        wanted = routes(self.services.store.list(), self.slices.store.list(), nodes)
-        for address in set(self.programmed) - set(wanted):
-            for namespace in (self.sandbox.external, self.sandbox.lan):
-                netns.ip("route", "del", f"{address}/32", netns=namespace, check=False)
-        for address, via in wanted.items():
-            if self.programmed.get(address) != via:
-                for namespace in (self.sandbox.external, self.sandbox.lan):
-                    netns.ip("route", "replace", f"{address}/32", "via", via, netns=namespace)
-        self.programmed = wanted
+        commands: list[str] = []
+        for key in dirty:
+            slices = self.slices.store.by_index(SLICE_SERVICE_INDEX, key)
+            wanted = service_routes(self.services.store.get(key), slices, nodes)
+            held = self._routes_of.pop(key, {})
+            if wanted:
+                self._routes_of[key] = wanted
+            for address in held.keys() - wanted.keys():
+                if self.programmed.get(address) == held[address]:
+                    del self.programmed[address]
+                    commands.append(f"route del {address}/32")
+            for address, via in wanted.items():
+                if self.programmed.get(address) != via:
+                    self.programmed[address] = via
+                    commands.append(f"route replace {address}/32 via {via}")
+        return commands
+
+    def _forget(self, keys: set[str]) -> None:
+        """After a failed batch: these Services' routes are in an unknown state; the next change of any Service
+        replaces them again (`-force` went on past the failed command, so the rest are in place)."""
+        self._dirty |= keys
+        for key in keys:
+            for address in self._routes_of.get(key, {}):
+                self.programmed.pop(address, None)
+
+    def _apply(self, commands: list[str]) -> None:
+        for namespace in (self.sandbox.external, self.sandbox.lan):  # a route del of a missing one fails harmlessly
+            netns.ip("-force", "-batch", "-", netns=namespace, stdin="\n".join(commands) + "\n")

@@ -219,7 +219,7 @@ class NetnsRuntime:
         self,
         node: sandbox.NodeNet,
         log_dir: Path,
-        services: Callable[[], list[Object]],
+        services: Callable[[str], list[Object]],
         *,
         dns_ip: str = "10.96.0.10",
         cluster_domain: str = "cluster.local",
@@ -434,7 +434,8 @@ class NetnsRuntime:
     def _command(self, run: Pod, c: Container, image: images.Process) -> tuple[list[str], dict[str, str], str]:
         """The argv (with `$(VAR)` expanded), environment and working directory of a run."""
         try:
-            pairs = container_environment(run.pod, c.spec, self.services())
+            services = self.services(run.pod["metadata"].get("namespace") or "default")
+            pairs = container_environment(run.pod, c.spec, services)
         except ValueError as err:
             raise StartFailure("CreateContainerConfigError", str(err), waiting=True) from None
         env = {"PATH": DEFAULT_PATH, "HOME": "/root", "HOSTNAME": run.name, **dict(pairs), **image.env}

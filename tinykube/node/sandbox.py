@@ -147,7 +147,10 @@ class Sandbox:
 
 def remove_sandbox(cluster: str) -> list[str]:
     """Remove every namespace and /etc/netns entry of `cluster` (pods first), killing what runs in them; works
-    from a fresh process. Returns the names removed."""
+    from a fresh process. Returns the names removed. A name no sandbox can have (a simulated cluster's, say
+    `a.node-1`) removes nothing: its prefix could be another cluster's."""
+    if not _NAME.match(cluster) or len(cluster) > 63:
+        return []
     prefix = netns_prefix(cluster)
     names = sorted(netns.list_netns(prefix), key=lambda name: -name.count("."))  # pods, then nodes, then the LAN
     return [name for name in names if netns.delete(name)]

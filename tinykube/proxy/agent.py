@@ -17,7 +17,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -26,7 +26,7 @@ from tinykube.client.informer import Object, SharedInformers, object_key
 from tinykube.client.rest import RestClient
 from tinykube.metrics import Histogram, exponential_buckets
 from tinykube.proxy.conntrack import Flush, stale_flows
-from tinykube.proxy.model import SERVICE_NAME_LABEL, ServicePort, local_endpoints, service_ports
+from tinykube.proxy.model import SERVICE_NAME_LABEL, PortTable, ServicePort, local_endpoints, service_ports
 from tinykube.proxy.modes import Bind
 from tinykube.web import Body, Handler, Query, serve_http
 
@@ -46,7 +46,7 @@ class Proxier(Protocol):
     failures: int
     last_duration: float  # seconds the last sync took
 
-    def sync(self, ports: list[ServicePort], *, full: bool = False) -> None:
+    def sync(self, ports: Iterable[ServicePort], *, full: bool = False) -> None:
         """Program `ports`: everything when `full`, else only what changed since the last success."""
 
     def close(self) -> None:
@@ -54,7 +54,7 @@ class Proxier(Protocol):
         The kernel modes' rules stay, as upstream kube-proxy leaves them; `tinykube proxy --cleanup` removes them."""
 
 
-def _slice_service(item: Object) -> list[str]:
+def slice_service(item: Object) -> list[str]:
     meta = item["metadata"]
     service = (meta.get("labels") or {}).get(SERVICE_NAME_LABEL)
     return [f"{meta.get('namespace', '')}/{service}"] if service else []
@@ -90,8 +90,11 @@ class ProxyAgent:
         self.informers = informers or SharedInformers(client)
         self.services = self.informers.informer(SERVICES)
         self.slices = self.informers.informer(SLICES)
-        self.ports: list[ServicePort] = []  # what the proxier last programmed
         self._ports_of: dict[str, tuple[ServicePort, ...]] = {}  # "namespace/name" -> that Service's ports
+        self._port_count = 0  # of _ports_of
+        self.programmed_ports = 0  # service ports the proxier last programmed
+        # healthCheckNodePort -> the ports (by key) of its externalTrafficPolicy Local Service, as programmed
+        self._health_ports: dict[int, dict[str, ServicePort]] = {}
         # The Services whose ports changed since the last successful sync, with their ports as programmed then:
         # what the conntrack clean-up compares (not the whole table on every sync).
         self._changed_since: dict[str, tuple[ServicePort, ...]] = {}
@@ -116,7 +119,7 @@ class ProxyAgent:
 
     async def run(self) -> None:
         with contextlib.suppress(ValueError):  # another node's agent sharing these informers added it
-            self.slices.store.add_index(SLICE_SERVICE_INDEX, _slice_service)
+            self.slices.store.add_index(SLICE_SERVICE_INDEX, slice_service)
         self.services.add_handler(
             on_add=self._service_changed,
             on_update=lambda old, new: self._service_changed(old, new),
@@ -147,7 +150,7 @@ class ProxyAgent:
         self._changed()
 
     def _slice_changed(self, *slices: Object) -> None:
-        self._dirty.update(key for item in slices for key in _slice_service(item))
+        self._dirty.update(key for item in slices for key in slice_service(item))
         self._changed()
 
     def _changed(self) -> None:
@@ -155,7 +158,7 @@ class ProxyAgent:
             self.pending_since = time.monotonic()
         self._wake.set()
 
-    def _desired(self, full: bool) -> list[ServicePort]:
+    def _desired(self, full: bool) -> PortTable:
         """Every service port, computed again only for the Services that changed (all of them when `full`)."""
         dirty = self.services.store.keys() | self._ports_of.keys() if full else self._dirty
         self._dirty = set()
@@ -165,11 +168,14 @@ class ProxyAgent:
             ports = tuple(service_ports([svc], self.slices.store.by_index(SLICE_SERVICE_INDEX, key))) if svc else ()
             if ports != old:  # unchanged ports keep their identity
                 self._changed_since.setdefault(key, old)
+                self._port_count += len(ports) - len(old)
                 if ports:
                     self._ports_of[key] = ports
                 else:
                     self._ports_of.pop(key, None)
-        return [port for ports in self._ports_of.values() for port in ports]
+        # The proxier runs in a thread while events go on; only this coroutine changes _ports_of, and not before
+        # that sync has ended.
+        return PortTable(self._ports_of, dict(self._changed_since))
 
     async def _loop(self) -> None:
         """At most one sync per DEBOUNCE, as upstream's BoundedFrequencyRunner: a change after a quiet spell is
@@ -208,26 +214,47 @@ class ProxyAgent:
             return
         self.durations.observe(self.proxier.last_duration)
         (self.full_durations if full else self.partial_durations).observe(self.proxier.last_duration)
-        self.ports = ports
+        self.programmed_ports = self._port_count
         changed, self._changed_since = self._changed_since, {}
+        touched = self._index_health(changed)
         self.last_updated = datetime.now(UTC)
         before = [port for old in changed.values() for port in old]
         after = [port for key in changed for port in self._ports_of.get(key, ())]
         if self.flush_conntrack is not None and (stale := stale_flows(before, after)):
             await asyncio.to_thread(self.flush_conntrack, stale)
         self.synced.set()
-        await self._health_servers()
+        await self._health_servers(touched)
 
     # Health-check node ports
 
-    async def _health_servers(self) -> None:
+    def _index_health(self, changed: dict[str, tuple[ServicePort, ...]]) -> set[int]:
+        """Bring the health-check index up to date for the Services just programmed (their old ports given);
+        the health-check node ports they had or have."""
+        touched = set()
+        for key, old in changed.items():
+            for port in old:
+                touched.add(port.health_check_node_port)
+                if port.health_check_node_port in self._health_ports:
+                    held = self._health_ports[port.health_check_node_port]
+                    held.pop(port.key, None)
+                    if not held:
+                        del self._health_ports[port.health_check_node_port]
+            for port in self._ports_of.get(key, ()):
+                touched.add(port.health_check_node_port)
+                if port.health_check_node_port and port.external_local:
+                    self._health_ports.setdefault(port.health_check_node_port, {})[port.key] = port
+        touched.discard(0)
+        return touched
+
+    async def _health_servers(self, touched: set[int]) -> None:
+        """Start or stop the health-check servers of these node ports, as the index now says."""
         if self.bind is None:
             return
-        wanted = {p.health_check_node_port: p for p in self.ports if p.health_check_node_port and p.external_local}
-        for port in list(self._health):
-            if port not in wanted:
+        for port in touched:
+            if port not in self._health_ports and port in self._health:
                 self._health.pop(port).close()
-        for port, service_port in wanted.items():
+        for port in touched & self._health_ports.keys():
+            service_port = next(iter(self._health_ports[port].values()))
             if port not in self._health:
                 try:
                     self._health[port] = await serve_http(self.bind("0.0.0.0", port), self._service_health(port))
@@ -242,7 +269,7 @@ class ProxyAgent:
 
     def _service_health(self, node_port: int) -> Handler:
         def answer(_path: str, _query: Query) -> tuple[int, str, Body]:
-            ports = [p for p in self.ports if p.health_check_node_port == node_port]
+            ports = list(self._health_ports.get(node_port, {}).values())
             if not ports:
                 return 503, "application/json", b""
             local = {(e.ip, e.port) for p in ports for e in local_endpoints(p, self.node)}
@@ -302,7 +329,7 @@ class ProxyAgent:
                     f"kubeproxy_proxy_sync_failures_total {proxier.failures}",
                     "# HELP kubeproxy_sync_proxy_rules_service_port_count Service ports programmed (tinykube)",
                     "# TYPE kubeproxy_sync_proxy_rules_service_port_count gauge",
-                    f"kubeproxy_sync_proxy_rules_service_port_count {len(self.ports)}",
+                    f"kubeproxy_sync_proxy_rules_service_port_count {self.programmed_ports}",
                 ]
             )
             + "\n"

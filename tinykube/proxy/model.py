@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections import defaultdict
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,6 +150,33 @@ def service_ports(services: list[Object], slices: list[Object]) -> list[ServiceP
                 )
             )
     return sorted(found, key=lambda p: p.key)
+
+
+class PortTable:
+    """Every service port a node's proxy should program, by Service ("namespace/name"), with the Services changed
+    since the last successful sync and their ports as programmed then (`previous`).
+
+    Iterating gives every port, in Service order: what a full sync needs, and the modes that rewrite a chain
+    listing every Service (iptables' KUBE-SERVICES, as upstream). `changes()` gives only the ports a change can
+    touch, so an incremental sync costs what changed, not what exists."""
+
+    __slots__ = ("by_service", "previous")
+
+    def __init__(
+        self, by_service: Mapping[str, tuple[ServicePort, ...]], previous: Mapping[str, tuple[ServicePort, ...]]
+    ) -> None:
+        self.by_service = by_service
+        self.previous = previous
+
+    def __iter__(self) -> Iterator[ServicePort]:
+        return (port for ports in self.by_service.values() for port in ports)
+
+    def changes(self) -> dict[str, ServicePort | None]:
+        """Port key -> the port wanted now (None: gone) for every port the changed Services had or have."""
+        found: dict[str, ServicePort | None] = {port.key: None for old in self.previous.values() for port in old}
+        for key in self.previous:
+            found.update((port.key, port) for port in self.by_service.get(key, ()))
+        return found
 
 
 def usable(endpoints: tuple[Endpoint, ...]) -> tuple[Endpoint, ...]:

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 
 from tinykube.gcpause import gc_paused
 from tinykube.node.netns import exec_argv
-from tinykube.proxy.model import Endpoint, NodeConfig, Policy, ServicePort
+from tinykube.proxy.model import Endpoint, NodeConfig, Policy, PortTable, ServicePort
 from tinykube.proxy.model import policy as proxy_policy
 from tinykube.proxy.nft_session import NftError, NftSession, libnftables_path
 from tinykube.proxy.syncing import KernelSyncs
@@ -591,17 +591,24 @@ class NftablesProxier(KernelSyncs):
         self.fragments, self.elements = desired.fragments, desired.elements
         self.shared = {chain for chain in desired.table.chains if is_shared(chain)}
 
-    def _incremental(self, ports: Iterable[ServicePort]) -> None:
-        changed: dict[str, ServicePort | None] = {}
-        seen = set()
-        for port in ports:
-            key = port.key
-            seen.add(key)
+    def _changed(self, ports: Iterable[ServicePort]) -> dict[str, ServicePort | None]:
+        """Port key -> the port to program (None: to remove), for the ports that differ from the kernel's. From
+        a `PortTable`, only the changed Services' ports are looked at; from anything else, every port."""
+        if isinstance(ports, PortTable):
+            wanted = ports.changes()
+            gone = [key for key, port in wanted.items() if port is None]
+        else:
+            wanted = {port.key: port for port in ports}
+            gone = list(self.fragments.keys() - wanted.keys())
+        changed: dict[str, ServicePort | None] = {key: None for key in gone if key in self.fragments}
+        for key, port in wanted.items():
             held = self.fragments.get(key)
-            if held is None or (held[0] is not port and held[0] != port):
+            if port is not None and (held is None or (held[0] is not port and held[0] != port)):
                 changed[key] = port
-        for key in self.fragments.keys() - seen:
-            changed[key] = None
+        return dict(sorted(changed.items()))  # the same transaction text whichever way the ports came
+
+    def _incremental(self, ports: Iterable[ServicePort]) -> None:
+        changed = self._changed(ports)
         if not changed:
             return
         old, new = Ruleset(), Ruleset()
