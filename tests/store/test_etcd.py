@@ -105,18 +105,19 @@ def test_an_unreachable_etcd_is_unavailable_not_a_hang() -> None:
     run(f"http://127.0.0.1:{free_port()}", scenario)
 
 
-def test_a_dropped_connection_fails_the_watch_and_the_next_call_reconnects(etcd: str) -> None:
+def test_a_dropped_connection_resumes_the_watch_and_the_next_call_reconnects(etcd: str) -> None:
     async def scenario(store: EtcdStore) -> None:
         start = await store.create("drop/a", b"1")
         watch = store.watch("drop/", start)
         assert [e.value for e in await anext(watch)] == [b"1"]
-        protocol = store._channel._protocol
+        protocol = store._members.members[0].channel._protocol
         assert protocol is not None and protocol.transport is not None
         protocol.transport.abort()  # as when etcd goes away
-        with pytest.raises(StoreUnavailable):
-            await anext(watch)
         await store.create("drop/b", b"2")  # over a new connection
         assert [kv.value for kv in (await store.scan("drop/")).items] == [b"1", b"2"]
+        # The watch went on from the revision after its last event: the next one, once.
+        assert [e.value for e in await asyncio.wait_for(anext(watch), 10)] == [b"2"]
+        await watch.aclose()
 
     run(etcd, scenario)
 
@@ -213,11 +214,11 @@ def test_a_connection_out_of_stream_ids_is_replaced_and_its_watch_goes_on(etcd: 
         watch = store.watch("ids/", start + 1)
         first = asyncio.ensure_future(anext(watch))
         await asyncio.sleep(0.1)  # the watch is open
-        old = store._channel._protocol
+        old = store._members.members[0].channel._protocol
         assert old is not None
         old.next_id = (1 << 31) - 1  # as if a billion calls had been made
         await store.create("ids/a", b"1")  # over a new connection
-        assert store._channel._protocol is not old and old.closed is None
+        assert store._members.members[0].channel._protocol is not old and old.closed is None
         batch = await asyncio.wait_for(first, 5)
         assert [e.value for e in batch] == [b"1"]  # the watch on the old connection saw it
         await watch.aclose()

@@ -26,6 +26,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 
 class ApiError(Exception):
     code = 500
@@ -213,7 +215,10 @@ def go_value(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return "[]string{" + ", ".join(json.dumps(v) for v in value) + "}"
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:  # a client's value may nest as deep as the body may (json.dumps recurses in Python and overflows)
+        return orjson.dumps(value).decode()
+    except (orjson.JSONEncodeError, TypeError):
+        return "{...}" if isinstance(value, dict) else "[...]" if isinstance(value, list) else repr(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +259,10 @@ def forbidden(field: str, detail: str) -> FieldError:
 def not_supported(field: str, value: Any, supported: list[str]) -> FieldError:
     detail = "supported values: " + ", ".join(json.dumps(s) for s in supported)
     return FieldError(ErrorType.NOT_SUPPORTED, field, value, detail)
+
+
+def too_many(field: str, actual: int, most: int) -> FieldError:
+    return FieldError(ErrorType.TOO_MANY, field, actual, f"must have at most {most} items")
 
 
 def duplicate(field: str, value: Any) -> FieldError:

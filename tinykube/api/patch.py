@@ -46,6 +46,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+import orjson
+
+from tinykube.api.depth import check_depth
 from tinykube.api.errors import BadRequest, Invalid, RequestEntityTooLarge, UnsupportedMediaType
 
 JSONMap = dict[str, Any]
@@ -56,6 +59,8 @@ STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
 PATCH_TYPES: Final = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH)
 
 MAX_JSON_PATCH_OPERATIONS: Final = 10000
+# upstream's JSONPatchMaxCopyBytes (the fix for CVE-2019-1002100): how much `copy` operations may grow a document
+JSON_PATCH_MAX_COPY_BYTES: Final = 3 * 1024 * 1024
 
 
 def apply_patch(original: JSONMap, patch: bytes, content_type: str, *, kind: str) -> JSONMap:
@@ -71,7 +76,9 @@ def apply_patch(original: JSONMap, patch: bytes, content_type: str, *, kind: str
         raise UnsupportedMediaType(
             "the body of the request was in an unknown format - accepted media types include: " + ", ".join(PATCH_TYPES)
         )
-    return applier(copy.deepcopy(original), patch, kind)
+    patched = applier(copy.deepcopy(original), patch, kind)
+    check_depth(patched)
+    return patched
 
 
 # --------------------------------------------------------------------------------------------------
@@ -85,9 +92,13 @@ def _reject_constant(name: str) -> Any:
 
 def _decode(body: bytes, prefix: str) -> Any:
     try:
-        return json.loads(body, parse_constant=_reject_constant)
+        decoded = json.loads(body, parse_constant=_reject_constant)
     except ValueError as err:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
         raise BadRequest(f"{prefix}{err}") from None
+    except RecursionError:
+        raise BadRequest(f"{prefix}exceeded max depth") from None
+    check_depth(decoded)
+    return decoded
 
 
 def _go_json_type(value: Any) -> str:
@@ -341,9 +352,29 @@ def _decode_operations(body: bytes) -> list[JSONMap]:
     return operations
 
 
+def _copy_size(doc: Any, op: JSONMap) -> int:
+    """The size of the value a `copy` would duplicate, as JSON (0 when the copy fails anyway)."""
+    source = op.get("from")
+    found = _find(doc, source) if isinstance(source, str) else None
+    if found is None:
+        return 0
+    try:
+        return len(orjson.dumps(_get(*found)))
+    except (_OperationFailed, IndexError, TypeError, orjson.JSONEncodeError):
+        return 0
+
+
 def _json_patch(original: JSONMap, body: bytes, _kind: str) -> JSONMap:
     doc: Any = original
+    copied = 0
     for op in _decode_operations(body):
+        if op.get("op") == "copy":  # evanphx/json-patch's AccumulatedCopySizeLimit, checked before the copy
+            copied += _copy_size(doc, op)
+            if copied > JSON_PATCH_MAX_COPY_BYTES:
+                raise _rejected(
+                    f"Unable to complete the copy, the accumulated size increase of copy is {copied}, "
+                    f"exceeding the limit {JSON_PATCH_MAX_COPY_BYTES}"
+                )
         doc = _apply_operation(doc, op)
     if not isinstance(doc, dict):
         raise _rejected(f"the patched document is a JSON {_go_json_type(doc)}, not an object")

@@ -8,7 +8,7 @@ import contextlib
 import copy
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import orjson
 from starlette.applications import Starlette
@@ -27,11 +27,13 @@ from tinykube.apiserver.allocators.services import ServicePools
 from tinykube.apiserver.auth import BearerTokenAuth
 from tinykube.apiserver.bootstrap import ensure_namespaces, ensure_system_services
 from tinykube.apiserver.events import EventRecorder
-from tinykube.apiserver.handlers import ResourceHandler, json_response
+from tinykube.apiserver.handlers import ResourceHandler, json_response, raw_json_response
+from tinykube.apiserver.limits import Limits, RequestLimits
 from tinykube.apiserver.metrics import Metrics
 from tinykube.apiserver.podlogs import PodLogs
 from tinykube.apiserver.registry import Registry, strategies
 from tinykube.apiserver.registry import Request as RegistryRequest
+from tinykube.apiserver.upgrade import WebSocketAsHttp
 from tinykube.apiserver.watchcache import WatchCache
 from tinykube.store.etcd import EtcdStore
 
@@ -53,6 +55,7 @@ class ApiServerConfig:
     service_node_port_range: str = DEFAULT_NODE_PORT_RANGE
     load_balancer_ip_range: str = DEFAULT_LOAD_BALANCER_RANGE  # empty: no built-in load balancer
     repair_interval: float = 180.0
+    limits: Limits = field(default_factory=Limits)
 
     @property
     def api_port(self) -> int:
@@ -83,7 +86,8 @@ class ApiServer:
         self.metrics = Metrics()
         self.pod_logs = PodLogs(self.registry)
         self.ready = asyncio.Event()
-        self.app = self._build_app()
+        # outermost: a WebSocket handshake is served by the HTTP application, its errors included
+        self.app = WebSocketAsHttp(self._build_app())
 
     @contextlib.asynccontextmanager
     async def lifespan(self, _app: Starlette) -> AsyncIterator[None]:
@@ -181,6 +185,7 @@ class ApiServer:
         methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
         app.router.add_route("/api/{path:path}", counted, methods=methods)
         app.router.add_route("/apis/{path:path}", counted, methods=methods)
+        app.add_middleware(RequestLimits, limits=self.config.limits)  # inside authentication, as upstream's
         app.add_middleware(BearerTokenAuth, token=self.config.token)
         return app
 
@@ -193,7 +198,7 @@ class ApiServer:
         return json_response(err.status(), err.code)
 
     async def _version(self, _request: Request) -> Response:
-        return json_response(discovery.version_info())
+        return raw_json_response(discovery.version_info())
 
     async def _api(self, request: Request) -> Response:
         return self._discovery(request, True) or json_response(discovery.api_versions(self.config.server_address))
@@ -208,7 +213,7 @@ class ApiServer:
             return None
         body = discovery.aggregated(core, f"apidiscovery.k8s.io/{version}")
         media = f"application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
-        return Response(orjson.dumps(body), media_type=media)
+        return Response(orjson.dumps(body, option=orjson.OPT_APPEND_NEWLINE), media_type=media)
 
     async def _group(self, request: Request) -> Response:
         body = discovery.api_group(request.path_params["group"])
@@ -234,10 +239,8 @@ class ApiServer:
             "informer-sync": all(c.ready.is_set() for c in self.caches.values()),
             "bootstrap-namespaces": self.ready.is_set(),
         }
-        try:
-            await asyncio.wait_for(self.store.revision(), 2)
-        except Exception:
-            checks["etcd"] = False
+        # The cluster, not one member: some member serves a linearizable read (it has a leader with its quorum).
+        checks["etcd"] = await self.store.healthy(2)
         healthy = all(checks.values())
         if "verbose" in request.query_params:
             lines = [f"[{'+' if ok else '-'}]{name} {'ok' if ok else 'failed'}" for name, ok in checks.items()]
@@ -261,7 +264,9 @@ class ApiServer:
         return Response(await asyncio.to_thread(openapi.openapi_v2), media_type="application/json")
 
     async def _openapi_v3(self, _request: Request) -> Response:
-        return json_response(await asyncio.to_thread(openapi.openapi_v3_index))
+        # kube-openapi writes its documents with json.Marshal: no newline at the end, unlike the API's responses
+        index = await asyncio.to_thread(openapi.openapi_v3_index)
+        return Response(orjson.dumps(index), media_type="application/json")
 
     async def _openapi_v3_group(self, request: Request) -> Response:
         body = await asyncio.to_thread(openapi.openapi_v3_group, request.path_params["path"])

@@ -14,7 +14,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from tinykube.api.errors import Unauthorized
 
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
-_UNAUTHORIZED = orjson.dumps(Unauthorized("Unauthorized").status())
+_UNAUTHORIZED = orjson.dumps(Unauthorized("Unauthorized").status(), option=orjson.OPT_APPEND_NEWLINE)
 
 
 class BearerTokenAuth:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -79,3 +80,47 @@ def _prune(obj: Any, path: str) -> None:
             return
     if isinstance(node, dict):
         node.pop(steps[-1], None)
+
+
+def check_duplicates(request: Request, body: bytes, content_type: str) -> None:
+    """Under `fieldValidation=Strict`, a JSON body that repeats a key is refused as upstream's strict decoder refuses
+    it (`strict decoding error: duplicate field "metadata.name"`). Warn and Ignore keep the last value, as orjson
+    does, without the scan (it costs a second parse of the body)."""
+    if request.query_params.get("fieldValidation") != "Strict" or "json" not in (content_type or "application/json"):
+        return
+    found = duplicate_fields(body)
+    if found:
+        raise errors.BadRequest("strict decoding error: " + ", ".join(f'duplicate field "{f}"' for f in found))
+
+
+def duplicate_fields(body: bytes) -> list[str]:
+    """The upstream-style paths (`spec.containers[0].name`) of every key a JSON document repeats."""
+    repeated: dict[int, list[str]] = {}
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj: dict[str, Any] = {}
+        again: list[str] = []
+        for key, value in pairs:
+            if key in obj and key not in again:
+                again.append(key)
+            obj[key] = value
+        if again:
+            repeated[id(obj)] = again
+        return obj
+
+    try:
+        tree = json.loads(body, object_pairs_hook=pairs_hook)
+    except (ValueError, RecursionError):
+        return []  # the decoder proper reports what is wrong with the body
+    if not repeated:
+        return []
+    found: list[str] = []
+    stack: list[tuple[str, Any]] = [("", tree)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, dict):
+            found += [f"{path}.{key}" if path else key for key in repeated.get(id(node), [])]
+            stack += [(f"{path}.{key}" if path else key, value) for key, value in reversed(node.items())]
+        elif isinstance(node, list):
+            stack += [(f"{path}[{i}]", value) for i, value in reversed(list(enumerate(node)))]
+    return found

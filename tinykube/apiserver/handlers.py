@@ -17,8 +17,8 @@ from starlette.responses import Response
 from tinykube.api import errors
 from tinykube.api.patch import apply_patch
 from tinykube.api.resources import SCALE, ResourceInfo, by_path
-from tinykube.apiserver import listing
-from tinykube.apiserver.fieldvalidation import field_check
+from tinykube.apiserver import consistency, listing
+from tinykube.apiserver.fieldvalidation import check_duplicates, field_check
 from tinykube.apiserver.metrics import RESOURCE_KEY
 from tinykube.apiserver.negotiation import (
     MAX_BODY,
@@ -79,8 +79,20 @@ def parse_path(path: str) -> Target:
 
 
 def json_response(body: Any, status: int = 200) -> Response:
-    raw = body if isinstance(body, bytes) else orjson.dumps(body)
+    """An object, list, Table or Status as kube-apiserver writes one: with Go's `json.Encoder`, whose output ends in
+    a newline (clients that join several error bodies in one message rely on it). `body` is a value to encode or
+    an encoded document (ending in a newline already or not)."""
+    if isinstance(body, bytes):
+        raw = body if body.endswith(b"\n") else body + b"\n"
+    else:
+        raw = orjson.dumps(body, option=orjson.OPT_APPEND_NEWLINE)
     return Response(raw, status_code=status, media_type=JSON)
+
+
+def raw_json_response(body: Any) -> Response:
+    """A document that is no API object (`/version`), as upstream's `WriteRawJSON` writes it: indented, with no
+    newline at the end."""
+    return Response(orjson.dumps(body, option=orjson.OPT_INDENT_2), media_type=JSON)
 
 
 def _dry_run(request: Request) -> bool:
@@ -153,6 +165,8 @@ class ResourceHandler:
             return await watch_response(request, self.registry, target.resource, target.namespace, view, target.name)
         if not target.name:
             return await self._list(request, target, view)
+        wanted = params.get("resourceVersion", "")
+        await consistency.reach(self.registry.cache(target.resource), self.registry.revisions, wanted)
         cached = self.registry.get(target.registry_request())
         if view.table:
             return json_response(table(target.resource, [cached.obj], include_object=view.include_object))
@@ -194,14 +208,18 @@ class ResourceHandler:
         return await request.body()
 
     async def _create(self, request: Request, target: Target) -> Response:
-        obj = decode_object(await self._body(request), request.headers.get("content-type", JSON), target.resource)
+        body, content_type = await self._body(request), request.headers.get("content-type", JSON)
+        obj = decode_object(body, content_type, target.resource)
+        check_duplicates(request, body, content_type)
         self._check_namespace(obj, target)
         warnings = await field_check(request, target.resource)(obj)
         created = await self.registry.create(target.registry_request(_dry_run(request)), obj)
         return _with_warnings(json_response(created, 201), warnings)
 
     async def _update(self, request: Request, target: Target) -> Response:
-        obj = decode_object(await self._body(request), request.headers.get("content-type", JSON), target.resource)
+        body, content_type = await self._body(request), request.headers.get("content-type", JSON)
+        obj = decode_object(body, content_type, target.resource)
+        check_duplicates(request, body, content_type)
         self._check_namespace(obj, target)
         warnings = await field_check(request, target.resource)(obj)
         updated, created = await self.registry.update(target.registry_request(_dry_run(request)), obj)

@@ -6,13 +6,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-import yaml
-
 from tinykube.api import errors, protobuf
 from tinykube.api.resources import ResourceInfo
+from tinykube.apiserver.limits import MAX_BODY as MAX_BODY
+from tinykube.apiserver.limits import load_json, load_yaml
 
-MAX_BODY = 3 * 1024 * 1024  # upstream's default limit on request bodies
+INCLUDE_OBJECT_POLICIES = ("None", "Object", "Metadata")  # TableOptions.includeObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +34,11 @@ def rendering(accept: str, include_object: str | None) -> Rendering:
         if params.get("g") != "meta.k8s.io":
             continue
         if params.get("as") == "Table":
+            if include_object not in (None, "", *INCLUDE_OBJECT_POLICIES):
+                raise errors.BadRequest(
+                    "Unable to convert to Table as requested: includeObject: Invalid value: "
+                    f"{errors.go_value(include_object)}: must be 'Metadata', 'Object', 'None', or empty"
+                )
             return Rendering(table=True, include_object=include_object or "Metadata")
         if params.get("as", "").startswith("PartialObjectMetadata"):
             return Rendering(metadata_only=True)
@@ -53,14 +57,8 @@ def decode_body(body: bytes, content_type: str) -> Any:
     if content_type.startswith(protobuf.MEDIA_TYPE):  # kubectl's generator commands send protobuf
         return protobuf.decode(body)
     if "yaml" in content_type:
-        try:
-            return yaml.safe_load(body)
-        except yaml.YAMLError as err:
-            raise errors.BadRequest(f"couldn't get version/kind; yaml parse error: {err}") from err
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError as err:
-        raise errors.BadRequest(f"couldn't get version/kind; json parse error: {err}") from err
+        return load_yaml(body)  # aliases and nesting bounded before anything is built
+    return load_json(body)
 
 
 def decode_object(body: bytes, content_type: str, resource: ResourceInfo) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import contextlib
 import heapq
 import itertools
 import logging
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from tinykube.store.etcd import EtcdStore, Progress, WatchEvent
 log = logging.getLogger(__name__)
 
 EVENT_WINDOW = 10_000  # events kept per resource for resuming watches
+PROGRESS_RESEND = 0.25  # seconds after which an unanswered progress request is sent again
 WATCHER_BACKLOG = 10_000  # a watcher further behind than this is closed, as upstream closes slow watchers
 
 
@@ -104,6 +106,7 @@ class WatchCache:
         self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
         self._tiebreak = itertools.count()
         self._task: asyncio.Task[None] | None = None
+        self._progress_asked: float | None = None  # when the progress request in flight was sent
         self.ready = asyncio.Event()
 
     async def start(self) -> None:
@@ -134,7 +137,10 @@ class WatchCache:
             try:
                 async for batch in self.store.watch(self.prefix, self.revision + 1):
                     if isinstance(batch, Progress):
+                        self._progress_asked = None
                         self._progressed(batch.revision)
+                        if self._waiters:  # readers of a revision this report did not reach: ask again
+                            self._ask_progress()
                     else:
                         self._apply(batch)
                     backoff = 0.1
@@ -192,13 +198,21 @@ class WatchCache:
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._waiters, (revision, next(self._tiebreak), waiter))
         if not own_write:
-            self.store.request_progress(self.prefix)
+            self._ask_progress()
         try:
             async with asyncio.timeout(timeout):  # cheaper than wait_for; every write waits here once
                 await waiter
         except TimeoutError:
             return False
         return True
+
+    def _ask_progress(self) -> None:
+        """One progress request in flight per cache, however many readers wait (every consistent read waits here
+        when the last write was another resource's); re-sent if its answer seems lost."""
+        now = time.monotonic()
+        if self._progress_asked is None or now - self._progress_asked > PROGRESS_RESEND:
+            self._progress_asked = now
+            self.store.request_progress(self.prefix)
 
     def get(self, key: str) -> CachedObject | None:
         return self.objects.get(key)

@@ -1,5 +1,6 @@
 """Prometheus metrics named as CoreDNS's: `coredns_dns_requests_total`, `coredns_dns_responses_total`,
-`coredns_dns_request_duration_seconds`, plus the response cache's hits and misses."""
+`coredns_dns_request_duration_seconds`, plus the response cache's hits and misses and the packets that could not be
+read."""
 
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ class DnsMetrics:
         self.cache_hits = 0
         self.cache_misses = 0
         self.panics = 0  # queries that raised: answered SERVFAIL, counted as CoreDNS's coredns_panics_total
+        # Packets that could not be read, by what became of them: answered (FORMERR, NOTIMP), ignored (no header,
+        # or a response), dropped (their source over its limit), refused (TCP connections over a cap or limit).
+        self.malformed: Counter[str] = Counter()
 
     def observe(self, proto: str, family: str, type_name: str, rcode_name: str, seconds: float, n: int = 1) -> None:
         """`n` requests of one kind, each answered in `seconds`."""
@@ -72,6 +76,12 @@ class DnsMetrics:
             "# TYPE tinykube_dns_response_cache_total counter",
             f'tinykube_dns_response_cache_total{{result="hit"}} {self.cache_hits}',
             f'tinykube_dns_response_cache_total{{result="miss"}} {self.cache_misses}',
+            "# HELP tinykube_dns_malformed_total Packets not readable as a query, and TCP connections refused.",
+            "# TYPE tinykube_dns_malformed_total counter",
+            *(
+                f'tinykube_dns_malformed_total{{result="{result}"}} {self.malformed[result]}'
+                for result in ("answered", "ignored", "dropped", "refused")
+            ),
             "# HELP coredns_panics_total A metrics that counts the number of panics.",
             "# TYPE coredns_panics_total counter",
             f"coredns_panics_total {self.panics}",

@@ -3,7 +3,12 @@
 UDP is read straight off a non-blocking socket from the event loop's reader callback, draining every queued
 datagram per wake-up: a repeated question is answered from `ResponseCache` with one lookup and one `sendto`, which
 is what lets one Python process keep up with dnsperf. Everything else (a first question, TCP, forwarding) takes the
-slower path through dnslib.
+slower path: `wire.parse_query` (bounded work per packet) and dnslib for the response.
+
+Hostile input: what fails to parse is answered FORMERR (NOTIMP for another opcode) when its header is readable, and
+nothing otherwise, as CoreDNS does; it is charged to its source address (`limits.SourceLimiter`), and a source over
+its limit has its uncached packets dropped before parsing. TCP connections have CoreDNS's read, idle and write
+timeouts and a cap in all and per source address.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from dnslib import RCODE
 from tinykube.dns import wire
 from tinykube.dns.answers import Answer, Answerer
 from tinykube.dns.cache import Cached, ResponseCache
+from tinykube.dns.limits import SourceLimiter
 from tinykube.dns.metrics import DnsMetrics
 
 log = logging.getLogger(__name__)
@@ -29,8 +35,13 @@ log = logging.getLogger(__name__)
 CLASS_IN = 1
 UDP_BATCH = 256  # datagrams read per wake-up before other tasks get a turn
 UPSTREAM_TIMEOUT = 2.0
-TCP_IDLE_TIMEOUT = 10.0
+TCP_READ_TIMEOUT = 3.0  # a new connection's first query, length prefix and message, must arrive within (CoreDNS: 3 s)
+TCP_IDLE_TIMEOUT = 10.0  # and each later one (CoreDNS and knot: 10 s)
+TCP_WRITE_TIMEOUT = 5.0  # a response the client does not read within this ends the connection (CoreDNS: 5 s)
+MAX_TCP_CLIENTS = 512  # connections at once; past it, or past the per-source cap, a new one is closed at once
+MAX_TCP_PER_SOURCE = 64
 MAX_UDP = 65535
+MAX_CACHED_QUERY = 512  # longer queries are not looked up in (nor put in) the response cache: no hashing 64 KB
 PORT_ATTEMPTS = 20
 MAX_PENDING = 1000  # questions waiting on upstreams; past it, SERVFAIL rather than unbounded tasks
 
@@ -101,11 +112,21 @@ class Upstreams:
 
 
 class DnsServer:
-    def __init__(self, answerer: Answerer, upstreams: Upstreams, metrics: DnsMetrics, cache: ResponseCache) -> None:
+    def __init__(
+        self,
+        answerer: Answerer,
+        upstreams: Upstreams,
+        metrics: DnsMetrics,
+        cache: ResponseCache,
+        limiter: SourceLimiter | None = None,
+    ) -> None:
         self.answerer = answerer
         self.upstreams = upstreams
         self.metrics = metrics
         self.cache = cache
+        self.limiter = limiter or SourceLimiter()
+        self._tcp_clients: defaultdict[str, int] = defaultdict(int)  # open connections per source address
+        self._tcp_open = 0
         self.synced = False  # until the caches are synced, a name error is SERVFAIL (the name may yet exist)
         self._udp: list[socket.socket] = []
         self._tcp: list[asyncio.Server] = []
@@ -164,6 +185,7 @@ class DnsServer:
         """Answer every queued datagram (up to a batch). Cache hits are counted per batch, each at the batch's
         mean time per hit: timing each one would cost a good part of what answering it does."""
         recv, send, lookup, clock = sock.recvfrom, sock.sendto, self.cache.get, time.perf_counter
+        blocked = self.limiter.blocked
         hits: defaultdict[tuple[str, str], int] = defaultdict(int)
         batch_started = clock()
         miss_time = 0.0
@@ -172,16 +194,21 @@ class DnsServer:
                 data, peer = recv(MAX_UDP)
             except OSError:
                 break  # nothing queued (BlockingIOError), or an ICMP error reported for an earlier reply
-            hit = lookup(data[2:])
-            if hit is not None:
-                hits[hit.labels] += 1
-                with contextlib.suppress(OSError):  # send buffer full: dropped like any UDP packet; the client retries
-                    send(data[:2] + hit.payload, peer)
-                continue
+            if len(data) <= MAX_CACHED_QUERY:
+                hit = lookup(data[2:])
+                if hit is not None:
+                    hits[hit.labels] += 1
+                    with contextlib.suppress(OSError):  # send buffer full: dropped like any UDP packet
+                        send(data[:2] + hit.payload, peer)
+                    continue
             started = clock()
+            if blocked(peer[0]):  # this source sent too much garbage lately: dropped unparsed
+                self.metrics.malformed["dropped"] += 1
+                miss_time += clock() - started
+                continue
             self.metrics.cache_misses += 1
             with contextlib.suppress(OSError):
-                reply = self._respond(data, Via("udp", family), started, self._sender(sock, peer))
+                reply = self._respond(data, Via("udp", family), started, self._sender(sock, peer), peer[0])
                 if reply is not None:
                     send(reply, peer)
             miss_time += clock() - started
@@ -203,39 +230,65 @@ class DnsServer:
 
     async def _serve_tcp(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername") or ("",)
-        via = Via("tcp", "2" if ":" in str(peer[0]) else "1")
+        source = str(peer[0])
+        via = Via("tcp", "2" if ":" in source else "1")
+        clients = self._tcp_clients
+        if (
+            clients.get(source, 0) >= MAX_TCP_PER_SOURCE
+            or self._tcp_open >= MAX_TCP_CLIENTS
+            or self.limiter.blocked(source)
+        ):
+            self.metrics.malformed["refused"] += 1
+            writer.transport.abort()
+            return
+        clients[source] += 1
+        self._tcp_open += 1
         try:
+            timeout = TCP_READ_TIMEOUT
             while True:
-                size = int.from_bytes(await asyncio.wait_for(reader.readexactly(2), TCP_IDLE_TIMEOUT), "big")
-                data = await asyncio.wait_for(reader.readexactly(size), TCP_IDLE_TIMEOUT)
+                async with asyncio.timeout(timeout):
+                    size = int.from_bytes(await reader.readexactly(2), "big")
+                    data = await reader.readexactly(size)
+                timeout = TCP_IDLE_TIMEOUT
+                if self.limiter.blocked(source):
+                    self.metrics.malformed["dropped"] += 1
+                    return
                 later: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-                reply = self._respond(data, via, time.perf_counter(), later.set_result)
+                reply = self._respond(data, via, time.perf_counter(), later.set_result, source)
                 if reply is None:
                     reply = await later
                 if not reply:
-                    return  # nothing to answer (not a query): the stream is out of step, hang up
+                    return  # nothing to answer (not a query, or over the limit): the stream is out of step, hang up
                 writer.write(len(reply).to_bytes(2, "big") + reply)
-                await writer.drain()
+                async with asyncio.timeout(TCP_WRITE_TIMEOUT):
+                    await writer.drain()
         except (asyncio.IncompleteReadError, TimeoutError, ConnectionError):
             pass
         finally:
-            writer.close()
+            self._tcp_open -= 1
+            clients[source] -= 1
+            if not clients[source]:
+                del clients[source]
+            if writer.transport.get_write_buffer_size():
+                writer.transport.abort()  # a client that does not read: nothing more to wait for
+            else:
+                writer.close()
 
     # Building responses
 
-    def _respond(self, data: bytes, via: Via, started: float, reply: Callable[[bytes], object]) -> bytes | None:
+    def _respond(
+        self, data: bytes, via: Via, started: float, reply: Callable[[bytes], object], source: str
+    ) -> bytes | None:
         """The response to `data` if it can be given now; otherwise None, and `reply(bytes)` is called later (a
         forwarded question). A packet that gets no answer at all returns None and never calls `reply`, except
         over TCP, where `reply(b"")` ends the stream."""
         try:
             query = wire.parse_query(data)
-        except wire.Unanswerable:
-            if via.tcp:
+        except Exception as err:  # Unanswerable or Malformed; anything else would be a bug in the parser
+            response = self._malformed(data, via, started, source, err)
+            if response is None and via.tcp:
                 reply(b"")
-            return None
-        except wire.Malformed as err:
-            self.metrics.observe(*via, "other", "FORMERR", time.perf_counter() - started)
-            return err.response
+            return response
         try:
             answer = self._answer(query)
             if answer is None or answer.chase:  # an upstream to ask: outside our zones, or an ExternalName target
@@ -252,9 +305,28 @@ class DnsServer:
             log.exception("dns: answering %s %s failed", query.qname, query.type_name)
             self.metrics.panics += 1
             return wire.header_only(query.id, query.flags, RCODE.SERVFAIL)
-        if not via.tcp and answer.groups and self.synced:
+        if not via.tcp and answer.groups and self.synced and len(data) <= MAX_CACHED_QUERY:
             labels = (query.type_name, _rcode_name(answer.rcode))
             self.cache.put(data[2:], Cached(response[2:], labels), answer.groups)
+        return response
+
+    def _malformed(self, data: bytes, via: Via, started: float, source: str, err: Exception) -> bytes | None:
+        """What a packet that cannot be answered normally gets: FORMERR or NOTIMP when its header is readable (as
+        CoreDNS), nothing otherwise; and nothing at all once its source is over the limit."""
+        if not self.limiter.charge(source):
+            self.metrics.malformed["dropped"] += 1
+            return None
+        log.debug("dns: unreadable %s packet of %d bytes from %s: %r", via.proto, len(data), source, err)
+        if isinstance(err, wire.Malformed):
+            response = err.response
+        elif not isinstance(err, wire.Unanswerable) and len(data) >= wire.HEADER_SIZE and not data[2] & 0x80:
+            message_id, flags = wire.HEADER.unpack_from(data)[:2]
+            response = wire.header_only(message_id, flags, RCODE.FORMERR)
+        else:
+            self.metrics.malformed["ignored"] += 1
+            return None
+        self.metrics.malformed["answered"] += 1
+        self.metrics.observe(*via, "other", _rcode_name(response[3] & 0xF), time.perf_counter() - started)
         return response
 
     def _answer(self, query: wire.Query) -> Answer | None:

@@ -1,4 +1,14 @@
-"""DNS messages on the wire: reading queries (with their EDNS0 options) and writing responses that fit."""
+"""DNS messages on the wire: reading queries (with their EDNS0 options) and writing responses that fit.
+
+Queries are read by a small parser of our own rather than dnslib's: dnslib follows compression pointers by
+recursion with no bound on their number (a packet made of a chain of a few thousand pointers raised RecursionError
+after ~4 ms of work, and a chain just short of that was accepted), reads every record the counts announce, and
+builds objects for all of them. `parse_query` looks at the header, the one question and at most two additional
+records (miekg/dns's `DefaultMsgAcceptFunc`, what CoreDNS runs, rejects a query with more), follows at most 126
+pointers per name (miekg/dns's limit), each pointing before the part of the name that led to it (so loops cannot
+be written), and reads at most 64 EDNS options: its work is bounded whatever the packet's size. Replies are still
+written with dnslib.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +16,7 @@ import struct
 from dataclasses import dataclass, replace
 from typing import Any
 
-from dnslib import EDNS0, QTYPE, RCODE, RR, DNSBuffer, DNSError, DNSHeader, DNSLabel, DNSQuestion, DNSRecord
+from dnslib import EDNS0, QTYPE, RCODE, RR, DNSBuffer, DNSHeader, DNSLabel, DNSQuestion, DNSRecord
 
 from tinykube.dns.answers import Answer
 
@@ -21,6 +31,11 @@ BADVERS = 16  # an extended rcode: 1 in the OPT record's upper bits
 DO_BIT = 0x8000  # "DNSSEC OK", in the OPT record's TTL
 MAX_LABEL = 63  # RFC 1035 2.3.4: octets in a label,
 MAX_NAME = 255  # and in a whole name on the wire
+MAX_POINTERS = 126  # compression pointers followed in one name: miekg/dns's (255 + 1) / 2 - 2
+MAX_ADDITIONAL = 2  # records in a query's additional section (OPT, and TSIG or SIG(0)), as miekg/dns accepts
+MAX_EDNS_OPTIONS = 64  # options read from an OPT record; a query carries a handful (cookie, padding, subnet...)
+TYPE_OPT = 41
+HEADER_SIZE = 12
 
 
 class Unanswerable(Exception):
@@ -60,40 +75,114 @@ def header_only(message_id: int, flags: int, rcode: int) -> bytes:
 
 
 def parse_query(data: bytes) -> Query:
-    if len(data) < HEADER.size:
+    """The query in `data`. Raises `Unanswerable` for what gets no answer, `Malformed` (carrying the FORMERR or
+    NOTIMP response) for a query that cannot be read; nothing else, and in bounded time."""
+    data = bytes(data)  # labels are sliced out of it, and must be hashable (dnslib keys compression on them)
+    if len(data) < HEADER_SIZE:
         raise Unanswerable("shorter than a header")
-    message_id, flags, qdcount, ancount, nscount, _ = HEADER.unpack_from(data)
+    message_id, flags, qdcount, ancount, nscount, arcount = HEADER.unpack_from(data)
     if flags & 0x8000:
         raise Unanswerable("a response")
     if (flags >> 11) & 0xF != OPCODE_QUERY:
         raise Malformed(message_id, flags, RCODE.NOTIMP)
-    if qdcount != 1 or ancount or nscount:
+    if qdcount != 1 or ancount or nscount or arcount > MAX_ADDITIONAL:
         raise Malformed(message_id, flags, RCODE.FORMERR)
     try:
-        record = DNSRecord.parse(data)
-    except (DNSError, ValueError, IndexError, UnicodeError, struct.error) as err:
+        labels, offset = read_name(data, HEADER_SIZE)
+        for label in labels:
+            label.decode()  # as dnslib reads names: it cannot read back a reply that echoes a label in another code
+        qtype, qclass = QUESTION_TAIL.unpack_from(data, offset)
+        offset += QUESTION_TAIL.size
+        opt: tuple[int, int] | None = None  # (class, ttl) of the OPT record: the UDP size, the version and flags
+        for _ in range(arcount):
+            owner, offset = read_name(data, offset)
+            rtype, rclass, ttl, rdlength = RECORD_TAIL.unpack_from(data, offset)
+            offset += RECORD_TAIL.size
+            end = offset + rdlength
+            if end > len(data):
+                raise BadWire("record data past the end")
+            if rtype == TYPE_OPT:
+                if opt is not None or owner:
+                    raise BadWire("a second OPT record, or one not owned by the root")
+                _check_options(data, offset, end)
+                opt = (rclass, ttl)
+            offset = end
+    except (BadWire, struct.error, UnicodeDecodeError) as err:
         raise Malformed(message_id, flags, RCODE.FORMERR) from err
-    options = [rr for rr in record.ar if rr.rtype == QTYPE.OPT]
-    if len(options) > 1:
-        raise Malformed(message_id, flags, RCODE.FORMERR)
-    opt = options[0] if options else None
-    question = record.q
-    labels = question.qname.label
-    if any(len(label) > MAX_LABEL for label in labels) or sum(len(label) + 1 for label in labels) + 1 > MAX_NAME:
-        raise Malformed(message_id, flags, RCODE.FORMERR)  # dnslib reads such names, but cannot write them back
+    qname = DNSLabel(labels)
     return Query(
         id=message_id,
         flags=flags,
         rd=bool(flags & 0x0100),
-        qname=_text(question.qname),
-        qtype=question.qtype,
-        qclass=question.qclass,
+        qname=_text(qname),
+        qtype=qtype,
+        qclass=qclass,
         edns=opt is not None,
-        edns_version=(opt.ttl >> 16) & 0xFF if opt else 0,
-        udp_size=min(max(MIN_UDP_SIZE, opt.rclass), MAX_UDP_SIZE) if opt else MIN_UDP_SIZE,
-        dnssec_ok=bool(opt.ttl & DO_BIT) if opt else False,
-        question_name=question.qname,
+        edns_version=(opt[1] >> 16) & 0xFF if opt else 0,
+        udp_size=min(max(MIN_UDP_SIZE, opt[0]), MAX_UDP_SIZE) if opt else MIN_UDP_SIZE,
+        dnssec_ok=bool(opt[1] & DO_BIT) if opt else False,
+        question_name=qname,
     )
+
+
+QUESTION_TAIL = struct.Struct("!HH")  # type, class
+RECORD_TAIL = struct.Struct("!HHIH")  # type, class, TTL, RDATA length
+OPTION_HEAD = struct.Struct("!HH")  # code, length
+
+
+class BadWire(ValueError):
+    """Bytes that are not a DNS message (a name or record that cannot be read, or past a limit)."""
+
+
+def read_name(data: bytes, offset: int) -> tuple[list[bytes], int]:
+    """The labels of the name at `offset` and the offset just after it. At most `MAX_POINTERS` compression pointers
+    are followed, each to a place before the labels that led to it (where the name began, or the last pointer's
+    target): the places visited only go down, so no name loops, and a name is at most 255 octets (RFC 1035)."""
+    labels: list[bytes] = []
+    size = 1  # the root label's length octet
+    after = -1  # where the name ends in the message: just past its first pointer, if it has one
+    lowest = offset  # a pointer must point below this
+    pointers = 0
+    end = len(data)
+    while True:
+        if offset >= end:
+            raise BadWire("name past the end")
+        length = data[offset]
+        if length == 0:
+            return labels, (offset + 1 if after < 0 else after)
+        if length >= 0xC0:
+            if offset + 1 >= end:
+                raise BadWire("pointer past the end")
+            target = (length & 0x3F) << 8 | data[offset + 1]
+            pointers += 1
+            if target >= lowest or pointers > MAX_POINTERS:
+                raise BadWire("compression pointer that does not point back, or too many")
+            if after < 0:
+                after = offset + 2
+            offset = lowest = target
+            continue
+        if length > MAX_LABEL:
+            raise BadWire("reserved label type")  # 0x40 and 0x80: extended and binary labels, never used
+        size += length + 1
+        if size > MAX_NAME or offset + 1 + length > end:
+            raise BadWire("name longer than 255 octets, or past the end")
+        labels.append(data[offset + 1 : offset + 1 + length])
+        offset += 1 + length
+
+
+def _check_options(data: bytes, offset: int, end: int) -> None:
+    """The options of an OPT record fill its RDATA exactly (RFC 6891 6.1.2), and there are not too many."""
+    for _ in range(MAX_EDNS_OPTIONS):
+        if offset == end:
+            return
+        if offset + OPTION_HEAD.size > end:
+            raise BadWire("EDNS option header past the record")
+        _, length = OPTION_HEAD.unpack_from(data, offset)
+        offset += OPTION_HEAD.size + length
+        if offset > end:
+            raise BadWire("EDNS option past the record")
+    if offset != end:
+        raise BadWire("too many EDNS options")
 
 
 def _text(name: DNSLabel) -> str:
@@ -194,7 +283,7 @@ def append_records(answer: Answer, upstream: bytes) -> bool:
     """Add an upstream answer's records (an ExternalName target's A/AAAA); False if it has none to give."""
     try:
         reply = DNSRecord.parse(upstream)
-    except (DNSError, ValueError, IndexError, UnicodeError, struct.error):
+    except Exception:  # dnslib raises many kinds (RecursionError on a pointer chain): any is a reply we cannot use
         return False
     if reply.header.rcode != RCODE.NOERROR or not reply.rr:
         return False

@@ -62,21 +62,31 @@ def node_object(config: NodeConfig, kubelet_port: int) -> Object:
     return {"apiVersion": "v1", "kind": "Node", "metadata": metadata, "spec": {}}
 
 
-def node_status(config: NodeConfig, started: str, kubelet_port: int) -> Object:
-    stamp = now()
-    return {
-        "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
-        "conditions": [
+def node_conditions(previous: list[Object], stamp: str) -> list[Object]:
+    """The Node's conditions, heartbeat `stamp`; as upstream's kubelet, a condition whose status is what
+    `previous` (the Node as found, or as last reported) shows keeps its `lastTransitionTime`."""
+    old = {c.get("type"): c for c in previous}
+    conditions = []
+    for kind, status, reason, message in NODE_CONDITIONS:
+        was = old.get(kind) or {}
+        since = was.get("lastTransitionTime") if was.get("status") == status else None
+        conditions.append(
             {
                 "type": kind,
                 "status": status,
                 "reason": reason,
                 "message": message,
                 "lastHeartbeatTime": stamp,
-                "lastTransitionTime": started,
+                "lastTransitionTime": since or stamp,
             }
-            for kind, status, reason, message in NODE_CONDITIONS
-        ],
+        )
+    return conditions
+
+
+def node_status(config: NodeConfig, kubelet_port: int, previous: list[Object] | None = None) -> Object:
+    return {
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
+        "conditions": node_conditions(previous or [], now()),
         "addresses": [{"type": "InternalIP", "address": config.ip}, {"type": "Hostname", "address": config.name}],
         "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"},
         "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"},
@@ -115,7 +125,7 @@ class NodeAgent:
         self.started_at: dict[str, str] = {}  # pod key -> startTime, for the pods the runtime runs
         self.last_seen: dict[str, Object] = {}  # pod key -> the pod as last synced, for its grace period once gone
         self.registered = asyncio.Event()  # the Node exists with its pod CIDR
-        self._since = now()
+        self._conditions: list[Object] = []  # the Node's conditions as found at registration, then as reported
 
     # Node
 
@@ -125,9 +135,10 @@ class NodeAgent:
         try:
             await self.client.create(NODES, "", node)
         except errors.AlreadyExists:  # a restart: take it over, pointing the apiserver at this kubelet endpoint
-            await self.client.patch(
+            found = await self.client.patch(
                 NODES, "", self.config.name, {"metadata": {"annotations": node["metadata"]["annotations"]}}
             )
+            self._conditions = list((found.get("status") or {}).get("conditions") or [])  # their transition times
         await self._heartbeat()
         while True:  # the node IPAM controller assigns it: watch our Node from what we read until it has one
             node = await self.client.get(NODES, "", self.config.name)
@@ -149,8 +160,9 @@ class NodeAgent:
             await asyncio.sleep(1.0)  # the watch broke off: read again
 
     async def _heartbeat(self) -> None:
-        status = node_status(self.config, self._since, self.kubelet.port)
+        status = node_status(self.config, self.kubelet.port, self._conditions)
         await self.client.patch(NODES, "", self.config.name, {"status": status}, subresource="status")
+        self._conditions = status["conditions"]
 
     async def _heartbeats(self) -> None:
         while True:
@@ -176,6 +188,7 @@ class NodeAgent:
         heartbeats = asyncio.create_task(self._heartbeats(), name=f"node {self.config.name} heartbeats")
         try:
             await self.pods.wait_synced()
+            await self.runtime.prune(self.pods.store.list())  # what a killed agent left of pods deleted since
             await run_workers(self.queue, WORKERS, self.sync)
         finally:
             self.queue.shutdown()

@@ -64,7 +64,7 @@ class NetnsDataplane:
 
     async def create(self) -> None:
         """Make the sandbox and learn the kube-dns ClusterIP pods' resolv.conf names."""
-        await asyncio.to_thread(self.sandbox.create)
+        await asyncio.to_thread(functools.partial(self.sandbox.create, adopt=True))  # what a killed `up` left
         self.tasks.append(asyncio.create_task(self.load_balancer.run(), name="sandbox load balancer"))
         self.informers.start()
         kube_dns = await self.client.get(SERVICES, "kube-system", "kube-dns")

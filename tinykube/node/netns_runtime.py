@@ -13,17 +13,32 @@ There are no images: `tinykube.node.images` turns a container's image, command a
 built-in stand-in for a few well-known images, else the command). An image it cannot run is a failed pull, shown as
 upstream's kubelet shows one: `ErrImagePull` until the next retry, `ImagePullBackOff` while the image's back-off
 lasts (the crash back-off's periods), then `ErrImagePull` again; the container stays waiting, the pod Pending.
+
+Restarts. Each pod's log directory keeps a `state.json` of its containers (restart count, current run with its
+process's pid and start time, the last finished runs), written on every change. A container's pipes outlive the
+agent: the container holds the read ends of its own stdout/stderr pipes (unread) besides the write ends, so its
+writes never fail with EPIPE while no agent reads (they block once the 1 MiB pipe is full). An agent started again
+over the same sandbox and log directory *adopts* each pod whose namespace is still there: the containers' processes
+are followed through a pidfd (their exit status read from /proc while they are zombies; a status the kernel no
+longer has is `ContainerStatusUnknown`, exit code 137), their pipes reopened through /proc, their probes resumed —
+the reported status does not change. `close()` (the agent going away cleanly, its sandbox with it) ends every
+container and records how each run ended; the next agent starts them again as upstream's kubelet restarts the
+containers it finds gone: by the pod's `restartPolicy`, `restartCount` + 1, the ended run as `lastState`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import fcntl
+import json
 import logging
 import os
 import shutil
 import signal
-from collections.abc import AsyncIterator, Callable, Coroutine
+import stat
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,6 +61,14 @@ DRAIN = 1.0  # seconds to keep reading a finished container's pipes (a child it 
 FOLLOW_POLL = 0.1
 PULL_FAILED, PULL_BACKOFF = "ErrImagePull", "ImagePullBackOff"
 WAITING_LOGS = {PULL_FAILED: "image can't be pulled", PULL_BACKOFF: "trying and failing to pull image"}  # upstream's
+STATE = "state.json"  # per pod log directory: its containers, for the next agent
+PIPE_SIZE = 1 << 20  # a container's output pipes: what it may write while no agent reads (fs.pipe-max-size default)
+UNKNOWN_EXIT = {  # upstream's report of a container whose exit status is lost (kubelet's ContainerStatusUnknown)
+    "exitCode": 137,
+    "reason": "ContainerStatusUnknown",
+    "message": "The container could not be located when the pod was terminated",
+}
+RESTARTABLE = ("ContainerCreating", "CrashLoopBackOff", "RunContainerError")  # waiting after a run that ended
 
 
 @dataclass(slots=True)
@@ -153,7 +176,10 @@ class Container:
     finished: Object | None = None  # the last finished run's terminated record
     before: Object | None = None  # the one before it (lastState once the container stays terminated)
     done: bool = False  # finished for good: the policy does not restart it
-    process: asyncio.subprocess.Process | None = None
+    process: asyncio.subprocess.Process | Adopted | None = None
+    pid: int = 0  # the current run's process (its group's id too)
+    started: int = 0  # the process's start time (clock ticks after boot): tells it from a later one with its pid
+    pipes: list[tuple[int, int]] = field(default_factory=list)  # its output pipes' read ends: (fd in it, inode)
     log_path: Path | None = None
     previous_log: Path | None = None
     run_over: asyncio.Event = field(default_factory=asyncio.Event)  # the current log gets no more lines
@@ -167,9 +193,38 @@ class Container:
         self.waiting_reason, self.waiting_message = reason, message
 
     def ended(self, record: Object) -> None:
-        self.running_since, self.ready, self.process = "", False, None
+        self.running_since, self.ready, self.process, self.pid, self.started = "", False, None, 0, 0
         self.before, self.finished = self.finished, record
         self.wait("ContainerCreating")  # until it restarts or is found done
+
+    def saved(self) -> Object:
+        """What the next agent needs to adopt this container (or restart it as upstream restarts a lost one)."""
+        return {
+            "restartCount": self.restart_count,
+            "runningSince": self.running_since,
+            "ready": self.ready,
+            "waiting": [self.waiting_reason, self.waiting_message],
+            "finished": self.finished,
+            "before": self.before,
+            "done": self.done,
+            "pid": self.pid,
+            "started": self.started,
+            "pipes": [list(pipe) for pipe in self.pipes],
+            "log": self.log_path.name if self.log_path else "",
+            "previousLog": self.previous_log.name if self.previous_log else "",
+        }
+
+    def restore(self, saved: Object, directory: Path) -> None:
+        """As `saved()` left it (the process itself is adopted, or found gone, by the runtime)."""
+        self.restart_count = int(saved.get("restartCount") or 0)
+        self.running_since, self.ready = str(saved.get("runningSince") or ""), bool(saved.get("ready"))
+        self.wait(*[str(part) for part in saved.get("waiting") or ["ContainerCreating", ""]][:2])
+        self.finished, self.before, self.done = saved.get("finished"), saved.get("before"), bool(saved.get("done"))
+        self.pid, self.started = int(saved.get("pid") or 0), int(saved.get("started") or 0)
+        self.pipes = [(int(fd), int(inode)) for fd, inode in saved.get("pipes") or []]
+        log, previous = saved.get("log"), saved.get("previousLog")
+        self.log_path = directory / self.name / str(log) if log else None
+        self.previous_log = directory / self.name / str(previous) if previous else None
 
     def state(self, container_id: str) -> ContainerState:
         """Running (lastState: the last run), terminated for good (lastState: the run before), or waiting."""
@@ -237,22 +292,31 @@ class NetnsRuntime:
     # The Runtime protocol
 
     async def start(self, key: str, pod: Object, ip: str) -> None:
+        """Start the pod; or, if an earlier agent left it (`state.json` in its log directory, for this IP), adopt
+        its namespace and the processes still running there, and restart by policy the containers found gone."""
         if key in self.pods:
             return
         meta = pod["metadata"]
         net = self.node.pod(key, ip)
-        resolv = sandbox.resolv_conf(self.dns_ip, meta.get("namespace") or "default", self.cluster_domain)
-        try:
-            await asyncio.to_thread(sandbox.attach_pod, self.node, net, resolv)
-        except BaseException:
-            await asyncio.to_thread(sandbox.detach_pod, self.node, net)
-            raise
         started = self._with_addresses(pod, ip)
-        run = Pod(key, started, net, self._pod_logs(started), self._containers(started))
+        log_dir = self._pod_logs(started)
+        saved = _load_state(log_dir, ip)
+        adopt = bool(saved) and await asyncio.to_thread(_plumbed, self.node, net)
+        if not adopt:
+            if netns.exists(net.netns) or (netns.NETNS_ETC / net.netns).exists():  # left, but not adoptable
+                await asyncio.to_thread(sandbox.detach_pod, self.node, net)
+            resolv = sandbox.resolv_conf(self.dns_ip, meta.get("namespace") or "default", self.cluster_domain)
+            try:
+                await asyncio.to_thread(sandbox.attach_pod, self.node, net, resolv)
+            except BaseException:
+                await asyncio.to_thread(sandbox.detach_pod, self.node, net)
+                raise
+        run = Pod(key, started, net, log_dir, self._containers(started, saved, log_dir))
         self.pods[key] = run
+        adopted = await asyncio.to_thread(self._adoptable, run) if adopt else {}
         for container in run.containers.values():
-            task = asyncio.create_task(self._supervise(run, container), name=f"{key}/{container.name}")
-            run.supervisors.append(task)
+            work = self._supervise(run, container, adopted.get(container.name))
+            run.supervisors.append(asyncio.create_task(work, name=f"{key}/{container.name}"))
         await asyncio.gather(*(c.first_start.wait() for c in run.containers.values()))
 
     def containers(self, key: str, pod: Object) -> list[ContainerState]:
@@ -281,7 +345,49 @@ class NetnsRuntime:
         shutil.rmtree(run.log_dir, ignore_errors=True)
 
     async def close(self, grace_seconds: float = 2.0) -> None:
-        await asyncio.gather(*(self.stop(key, grace_seconds) for key in list(self.pods)))
+        """The agent goes away, its sandbox with it (a node shutting down): end every container, recording how each
+        run ended in its pod's `state.json`, whose logs stay for the next agent."""
+        await asyncio.gather(*(self._shut_down(key, grace_seconds) for key in list(self.pods)))
+
+    async def _shut_down(self, key: str, grace_seconds: float) -> None:
+        run = self.pods.pop(key, None)
+        if run is None:  # stopped meanwhile
+            return
+        for task in run.supervisors:
+            task.cancel()
+        await asyncio.gather(*run.supervisors, return_exceptions=True)
+        running = [c for c in run.containers.values() if c.process is not None]
+        await self._terminate(run, grace_seconds)
+        for c in running:
+            assert c.process is not None
+            finished = {"startedAt": c.running_since, "finishedAt": now(), "containerID": self._container_id(run, c)}
+            c.ended({**_exit_record(c.process), **finished})
+        self._save(run)
+        await asyncio.gather(*run.helpers, return_exceptions=True)
+        await asyncio.to_thread(sandbox.detach_pod, self.node, run.net)
+
+    async def prune(self, pods: Iterable[Object]) -> list[str]:
+        """Remove what an earlier agent left of pods this node no longer runs: the namespaces, with whatever runs
+        there, of pods deleted (or being deleted) or ended meanwhile (upstream removes an ended pod's sandbox), and
+        the log directories of pods deleted. `pods` are all the node's pods."""
+        keep_dirs, keep_netns = set(), {run.net.netns for run in self.pods.values()}
+        for pod in pods:
+            meta = pod["metadata"]
+            keep_dirs.add(_log_dir_name(pod))
+            ended = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+            if not ended and not meta.get("deletionTimestamp"):
+                keep_netns.add(self.node.pod(f"{meta.get('namespace') or 'default'}/{meta['name']}", "").netns)
+        keep_dirs.update(run.log_dir.name for run in self.pods.values())
+        left = [name for name in netns.list_netns(f"{self.node.netns}.") if name not in keep_netns]
+        for name in left:
+            await asyncio.to_thread(netns.delete, name)  # its veth (and the node's route to it) go with it
+        if self.log_dir.is_dir():
+            for directory in self.log_dir.iterdir():
+                if directory.is_dir() and directory.name not in keep_dirs:
+                    shutil.rmtree(directory, ignore_errors=True)
+        if left:
+            log.info("node %s: removed %d namespace(s) of pods deleted meanwhile", self.node.name, len(left))
+        return left
 
     # Logs
 
@@ -323,15 +429,49 @@ class NetnsRuntime:
         return {**pod, "status": status}
 
     def _pod_logs(self, pod: Object) -> Path:
-        meta = pod["metadata"]
-        directory = self.log_dir / f"{meta.get('namespace') or 'default'}_{meta['name']}_{meta.get('uid', '')}"
+        directory = self.log_dir / _log_dir_name(pod)
         directory.mkdir(parents=True, exist_ok=True)
         return directory
 
-    def _containers(self, pod: Object) -> dict[str, Container]:
+    def _containers(self, pod: Object, saved: Object, directory: Path) -> dict[str, Container]:
         initial, cap = self.backoff
         specs = (pod.get("spec") or {}).get("containers") or []
-        return {spec["name"]: Container(spec, Backoff(initial, cap), Backoff(initial, cap)) for spec in specs}
+        made = {spec["name"]: Container(spec, Backoff(initial, cap), Backoff(initial, cap)) for spec in specs}
+        for name, container in made.items():
+            if name in (saved.get("containers") or {}):
+                container.restore(saved["containers"][name], directory)
+        return made
+
+    # Restarts
+
+    def _save(self, run: Pod) -> None:
+        """The pod's `state.json`, replaced whole (a reader never sees it half-written)."""
+        state = {"ip": run.net.ip, "containers": {c.name: c.saved() for c in run.containers.values()}}
+        partial = run.log_dir / f"{STATE}.tmp"
+        try:
+            partial.write_text(json.dumps(state))
+            partial.replace(run.log_dir / STATE)
+        except OSError as err:
+            log.warning("pod %s: cannot save its state: %s", run.key, err)
+
+    def _adoptable(self, run: Pod) -> dict[str, Adopted]:
+        """The containers whose processes still run (each checked by pid and start time, and to be in the pod's
+        namespace); whatever else runs there (a gone container's leftovers) is killed."""
+        inside = set(netns.pids(run.net.netns))
+        found: dict[str, Adopted] = {}
+        for c in run.containers.values():
+            if c.running_since and c.pid in inside and c.started:
+                adopted = Adopted.attach(c.pid, c.started)
+                if adopted is not None:
+                    found[c.name] = adopted
+        groups = {adopted.pid for adopted in found.values()}
+        for pid in inside:
+            with contextlib.suppress(OSError):
+                if os.getpgid(pid) not in groups:
+                    os.kill(pid, signal.SIGKILL)
+        if found:
+            log.info("pod %s: adopted running container(s) %s", run.key, ", ".join(sorted(found)))
+        return found
 
     def _state(self, run: Pod, c: Container) -> ContainerState:
         return c.state(self._container_id(run, c))
@@ -342,11 +482,23 @@ class NetnsRuntime:
         return f"tinykube://{sandbox.short_hash(f'{uid}/{c.name}/{c.restart_count}', 32)}"
 
     def _changed(self, run: Pod) -> None:
+        if self.pods.get(run.key) is run:  # not once it is being stopped (its log directory goes)
+            self._save(run)
         self.on_change(run.key)
 
-    async def _supervise(self, run: Pod, c: Container) -> None:
-        """Run the container, restarting it by the pod's policy, until the pod stops."""
+    async def _supervise(self, run: Pod, c: Container, adopted: Adopted | None = None) -> None:
+        """Run the container, restarting it by the pod's policy, until the pod stops (first following where an
+        earlier agent left it)."""
         try:
+            record = await self._resume(run, c, adopted)
+            if record is not None:
+                if not should_restart(run.policy, record["exitCode"]):
+                    c.done = True
+                    self._changed(run)
+                    return
+                c.restart_count += 1  # gone: restarted at once (the back-off was the earlier agent's)
+            elif c.done:
+                return
             while True:
                 record = await self._run_once(run, c)
                 if record is None and c.waiting_reason == PULL_FAILED:
@@ -379,6 +531,37 @@ class NetnsRuntime:
         self._changed(run)
         await asyncio.sleep(delay)
 
+    async def _resume(self, run: Pod, c: Container, adopted: Adopted | None) -> Object | None:
+        """Where an earlier agent left the container: an adopted run followed to its end, or the record of a run
+        that ended (its process found gone, or it was waiting to restart); None: start afresh, or stay done."""
+        if adopted is not None:
+            return await self._follow(run, c, adopted)
+        if c.running_since:  # it ran; its process is gone (with the pod's namespace, or it ended meanwhile)
+            record = dict(UNKNOWN_EXIT)
+            finished = {"startedAt": c.running_since, "finishedAt": now(), "containerID": self._container_id(run, c)}
+            c.ended({**record, **finished})
+            self._changed(run)
+            return record
+        if not c.done and c.finished is not None and c.waiting_reason in RESTARTABLE:
+            return c.finished
+        return None
+
+    async def _follow(self, run: Pod, c: Container, process: Adopted) -> Object:
+        """An adopted container's run: its output relayed again, its probes resumed, followed to its end."""
+        c.process = process
+        c.first_start.set()
+        if c.log_path is None:
+            (run.log_dir / c.name).mkdir(parents=True, exist_ok=True)
+            c.log_path = run.log_dir / c.name / f"{c.restart_count}.log"
+        pipes = [await _open_pipe(fd) for fd in _reopen(process.pid, c.pipes)]
+        run.spawn(_relay(c.log_path, pipes, process.wait, c.run_over), f"{run.key}/{c.name} log")
+        try:
+            env = self._command(run, c, self._image(c))[1]  # as it was started with (for exec probes)
+        except StartFailure:
+            env = {"PATH": DEFAULT_PATH}
+        ran = datetime.now(UTC) - datetime.fromisoformat(c.running_since.replace("Z", "+00:00"))
+        return await self._watch(run, c, process, env, ran.total_seconds())
+
     async def _run_once(self, run: Pod, c: Container) -> Object | None:
         """One run; returns its terminated record, or None when it could not be created (it stays waiting)."""
         try:
@@ -395,15 +578,20 @@ class NetnsRuntime:
         c.ready = not c.spec.get("readinessProbe")  # without a probe, ready once running
         c.first_start.set()
         self._changed(run)
-        probes = self._probes(run, c, env)
+        return await self._watch(run, c, process, env)
+
+    async def _watch(
+        self, run: Pod, c: Container, process: asyncio.subprocess.Process | Adopted, env: dict[str, str], ran: float = 0
+    ) -> Object:
+        """Probe the running container (`ran` seconds so far) until its process ends; returns the run's record."""
+        probes = self._probes(run, c, env, ran)
         try:
-            returncode = await process.wait()
+            await process.wait()
         finally:
             for task in probes:
                 task.cancel()
         _end_leftovers(process.pid)
-        code = exit_code(returncode)
-        record = {"exitCode": code, "reason": "Completed" if code == 0 else "Error"}
+        record = _exit_record(process)
         finished = {"startedAt": c.running_since, "finishedAt": now(), "containerID": self._container_id(run, c)}
         c.ended({**record, **finished})
         self._changed(run)
@@ -462,32 +650,56 @@ class NetnsRuntime:
     async def _spawn(
         self, run: Pod, c: Container, argv: list[str], env: dict[str, str], cwd: str
     ) -> asyncio.subprocess.Process:
+        """Start a run. Its stdout and stderr are pipes whose read ends the container holds too (never reading
+        them): a pipe with a reader never fails a write, so the container outlives this agent's death unharmed, and
+        the next agent reopens the pipes through /proc (`_follow`)."""
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        for fd in (out_write, err_write):
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
         try:
             process = await asyncio.create_subprocess_exec(
                 *netns.exec_argv(run.net.netns, argv),
                 env=env,
                 cwd=cwd,
                 stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
+                stdout=out_write,
+                stderr=err_write,
+                pass_fds=(out_read, err_read),  # the same numbers in the container
                 start_new_session=True,  # its own process group, signalled as a whole
             )
         except OSError as err:
+            os.close(out_read)
+            os.close(err_read)
             raise StartFailure("StartError", str(err)) from None
-        assert process.stdout is not None and process.stderr is not None and c.log_path is not None
-        run.spawn(_relay(c.log_path, process, c.run_over), f"{run.key}/{c.name} log")
+        finally:
+            os.close(out_write)
+            os.close(err_write)
+        c.pid, c.started = process.pid, _start_time(process.pid)
+        c.pipes = [(fd, os.fstat(fd).st_ino) for fd in (out_read, err_read)]
+        assert c.log_path is not None
+        pipes = [await _open_pipe(out_read), await _open_pipe(err_read)]
+        run.spawn(_relay(c.log_path, pipes, process.wait, c.run_over), f"{run.key}/{c.name} log")
         return process
 
-    def _probes(self, run: Pod, c: Container, env: dict[str, str]) -> list[asyncio.Task[None]]:
-        """Start the run's readiness and liveness probers (fresh results each run, as upstream's workers)."""
+    def _probes(self, run: Pod, c: Container, env: dict[str, str], ran: float = 0) -> list[asyncio.Task[None]]:
+        """Start the run's readiness and liveness probers (fresh results each run, as upstream's workers; an
+        adopted run's readiness starts where it was, its initial delays counted from its start)."""
         ports = {p["name"]: int(p["containerPort"]) for p in c.spec.get("ports") or [] if p.get("name")}
         target = Target(run.net.ip, self.node.netns, netns.exec_argv(run.net.netns, []), env, ports)
         tasks = []
+
+        def parse(probe: Object) -> ProbeSpec:
+            spec = ProbeSpec.parse(probe)
+            return dataclasses.replace(spec, initial_delay=max(0.0, spec.initial_delay - ran))
+
         if c.spec.get("readinessProbe"):
-            ready = ProbeSpec.parse(c.spec["readinessProbe"])
-            tasks.append(_prober(ready, target, ProbeResults(False), lambda ok, _: self._ready(run, c, ok), eager=True))
+            ready = parse(c.spec["readinessProbe"])
+            results = ProbeResults(c.ready)  # False for a new run that has a probe
+            tasks.append(_prober(ready, target, results, lambda ok, _: self._ready(run, c, ok), eager=True))
         if c.spec.get("livenessProbe"):
-            live = ProbeSpec.parse(c.spec["livenessProbe"])
+            live = parse(c.spec["livenessProbe"])
             grace = run.grace if live.grace is None else live.grace
             tasks.append(_prober(live, target, ProbeResults(True), lambda ok, why: self._alive(run, c, ok, why, grace)))
         return tasks
@@ -530,7 +742,7 @@ def _end_leftovers(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-async def _kill_group(process: asyncio.subprocess.Process, grace: float) -> None:
+async def _kill_group(process: asyncio.subprocess.Process | Adopted, grace: float) -> None:
     """SIGTERM the process group, SIGKILL it if the leader outlives `grace`."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         if process.returncode is not None:
@@ -559,14 +771,26 @@ async def _pump(stream: asyncio.StreamReader, tag: bytes, out: BinaryIO) -> None
         out.flush()
 
 
-async def _relay(path: Path, process: asyncio.subprocess.Process, over: asyncio.Event) -> None:
-    """Both pipes of a run into its log; reading stops shortly after the process exits (a child left behind
-    could otherwise hold the pipes open forever)."""
-    assert process.stdout is not None and process.stderr is not None
+Pipe = tuple[asyncio.StreamReader, asyncio.BaseTransport]
+TAGS = (b"stdout", b"stderr")
+
+
+async def _open_pipe(fd: int) -> Pipe:
+    """A reader of the pipe `fd` (which the transport owns from here on)."""
+    reader = asyncio.StreamReader()
+    transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", buffering=0)
+    )
+    return reader, transport
+
+
+async def _relay(path: Path, pipes: list[Pipe], exited: Callable[[], Awaitable[Any]], over: asyncio.Event) -> None:
+    """A run's stdout and stderr pipes into its log; reading stops shortly after the process exits (a child left
+    behind could otherwise hold the pipes open forever)."""
     with path.open("ab") as out:
-        pumps = asyncio.gather(_pump(process.stdout, b"stdout", out), _pump(process.stderr, b"stderr", out))
+        pumps = asyncio.gather(*(_pump(reader, tag, out) for (reader, _), tag in zip(pipes, TAGS, strict=False)))
         try:
-            await process.wait()
+            await exited()
             await asyncio.wait_for(asyncio.shield(pumps), DRAIN)
         except TimeoutError:
             pass
@@ -574,7 +798,127 @@ async def _relay(path: Path, process: asyncio.subprocess.Process, over: asyncio.
             pumps.cancel()
             with contextlib.suppress(BaseException):
                 await pumps
+            for _, transport in pipes:
+                transport.close()
             over.set()
+
+
+# Adoption
+
+
+class Adopted:
+    """A container's process that an earlier agent started, so no child of this one: its end is seen through a
+    pidfd and its exit status read from /proc while it is a zombie (its new parent may reap it first: the status is
+    then unknown). Quacks like the `asyncio.subprocess.Process` it stands in for (pid, returncode, wait)."""
+
+    def __init__(self, pid: int, started: int, pidfd: int) -> None:
+        self.pid, self.started, self._pidfd = pid, started, pidfd
+        self.returncode: int | None = None  # once ended: as Popen's (-N: killed by signal N)
+        self.known = True  # whether returncode is the real exit status
+        self._ended = asyncio.Event()
+        self._watched = False
+
+    @classmethod
+    def attach(cls, pid: int, started: int) -> Adopted | None:
+        """The process `pid` if it is the one that started at `started` (checked once a pidfd holds it)."""
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            return None
+        if _start_time(pid) != started:
+            os.close(pidfd)
+            return None
+        return cls(pid, started, pidfd)
+
+    async def wait(self) -> int:
+        if not self._watched:
+            self._watched = True
+            asyncio.get_running_loop().add_reader(self._pidfd, self._exit)
+        await self._ended.wait()
+        assert self.returncode is not None
+        return self.returncode
+
+    def _exit(self) -> None:
+        asyncio.get_running_loop().remove_reader(self._pidfd)
+        os.close(self._pidfd)
+        status = _zombie_status(self.pid, self.started)
+        if status is None:
+            self.known, self.returncode = False, -signal.SIGKILL
+        else:
+            self.returncode = os.waitstatus_to_exitcode(status)
+        self._ended.set()
+
+
+def _exit_record(process: asyncio.subprocess.Process | Adopted) -> Object:
+    if process.returncode is None or (isinstance(process, Adopted) and not process.known):
+        return dict(UNKNOWN_EXIT)
+    code = exit_code(process.returncode)
+    return {"exitCode": code, "reason": "Completed" if code == 0 else "Error"}
+
+
+def _stat(pid: int) -> list[str]:
+    """/proc/<pid>/stat's fields after the command (state first); [] if there is no such process."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
+def _start_time(pid: int) -> int:
+    fields = _stat(pid)
+    return int(fields[19]) if len(fields) > 19 else 0
+
+
+def _zombie_status(pid: int, started: int) -> int | None:
+    """The wait status of `pid` while it is a zombie (the one that started at `started`), else None."""
+    fields = _stat(pid)
+    if len(fields) > 49 and fields[0] == "Z" and int(fields[19]) == started:
+        return int(fields[49])
+    return None
+
+
+def _reopen(pid: int, pipes: list[tuple[int, int]]) -> list[int]:
+    """The container's output pipes, reopened for reading through the read ends it holds (each checked to be the
+    pipe it was); [] when they cannot be (then its output is not logged)."""
+    opened = []
+    for number, inode in pipes:
+        try:
+            fd = os.open(f"/proc/{pid}/fd/{number}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            break
+        found = os.fstat(fd)
+        opened.append(fd)
+        if not stat.S_ISFIFO(found.st_mode) or found.st_ino != inode:
+            break
+    else:
+        if len(opened) == 2:
+            return opened
+    for fd in opened:
+        os.close(fd)
+    return []
+
+
+def _log_dir_name(pod: Object) -> str:
+    meta = pod["metadata"]
+    return f"{meta.get('namespace') or 'default'}_{meta['name']}_{meta.get('uid', '')}"
+
+
+def _load_state(directory: Path, ip: str) -> Object:
+    """The pod's `state.json` if an earlier agent left one for this IP, else {}."""
+    try:
+        state = json.loads((directory / STATE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) and state.get("ip") == ip else {}
+
+
+def _plumbed(node: sandbox.NodeNet, net: sandbox.PodNet) -> bool:
+    """Whether the pod's namespace is there with its address, and its veth on the node."""
+    if not netns.exists(net.netns) or not netns.exists(node.netns):
+        return False
+    shown = netns.ip("-o", "addr", "show", "dev", "eth0", netns=net.netns, check=False)
+    veth = netns.ip("-o", "link", "show", "dev", net.veth, netns=node.netns, check=False)
+    return f" {net.ip}/32 " in shown and bool(veth)
 
 
 def _parse(line: bytes) -> tuple[str, bytes, bool] | None:

@@ -4,7 +4,7 @@ executed: pods get an IP and run, as kwok's do)."""
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -37,6 +37,11 @@ class Runtime(Protocol):
 
     async def close(self) -> None:
         """Stop every pod (the agent is going away)."""
+
+    async def prune(self, pods: Iterable[Object]) -> list[str]:
+        """Once the agent knows all its pods (`pods`), before it starts any: remove what an earlier agent left of
+        pods that are gone; returns what was removed."""
+        ...
 
     def logs(
         self,
@@ -87,29 +92,49 @@ class PodAddresses:
             del self.held[ip]
 
 
+def reported_running(pod: Object) -> dict[str, tuple[str, int]]:
+    """Container name -> (startedAt, restartCount) of each container the pod's status shows running."""
+    found = {}
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        since = ((status.get("state") or {}).get("running") or {}).get("startedAt")
+        if since and status.get("name"):
+            found[str(status["name"])] = (str(since), int(status.get("restartCount") or 0))
+    return found
+
+
 class SimulatedRuntime:
-    """Containers are running from the moment the pod starts; ready follows the `tinykube.io/ready` annotation."""
+    """Containers are running from the moment the pod starts; ready follows the `tinykube.io/ready` annotation.
+
+    A pod whose status already shows its containers running (an agent restarted: nothing of a simulated pod ever
+    stopped) keeps their `startedAt` and `restartCount`, as a kubelet restarted finds its runtime's containers."""
 
     def __init__(self) -> None:
         self.on_change: Callable[[str], None] = lambda key: None
-        self._started: dict[str, str] = {}  # pod key -> when its containers started
+        self._started: dict[str, dict[str, tuple[str, int]]] = {}  # pod key -> container -> (since, restarts)
 
     async def start(self, key: str, pod: Object, ip: str) -> None:
-        self._started.setdefault(key, now())
+        if key not in self._started:
+            since, before = now(), reported_running(pod)
+            names = [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
+            self._started[key] = {name: before.get(name, (since, 0)) for name in names}
 
     def containers(self, key: str, pod: Object) -> list[ContainerState]:
-        since = self._started.get(key, "")
-        ready = bool(since) and annotated_ready(pod)
-        return [
-            ContainerState(
-                name=container["name"],
-                image=container.get("image", ""),
-                container_id=f"tinykube://{pod['metadata'].get('uid', key)}-{container['name']}",
-                running_since=since,
-                ready=ready,
+        started = self._started.get(key)
+        ready = started is not None and annotated_ready(pod)
+        states = []
+        for container in (pod.get("spec") or {}).get("containers") or []:
+            since, restarts = (started or {}).get(container["name"], ("", 0))
+            states.append(
+                ContainerState(
+                    name=container["name"],
+                    image=container.get("image", ""),
+                    container_id=f"tinykube://{pod['metadata'].get('uid', key)}-{container['name']}",
+                    running_since=since,
+                    ready=ready and bool(since),
+                    restart_count=restarts,
+                )
             )
-            for container in (pod.get("spec") or {}).get("containers") or []
-        ]
+        return states
 
     def phase(self, key: str, pod: Object) -> str:
         return "Running"
@@ -119,6 +144,9 @@ class SimulatedRuntime:
 
     async def close(self) -> None:
         self._started.clear()
+
+    async def prune(self, pods: Iterable[Object]) -> list[str]:
+        return []  # nothing of a simulated pod outlives its agent
 
     def logs(self, key: str, container: str, **options: Any) -> AsyncIterator[bytes]:
         """Nothing runs, so nothing was written: an empty log (for a container the pod has)."""

@@ -11,13 +11,20 @@
 The "." after the cluster name keeps clusters apart (cluster names have none), so `remove_sandbox(cluster)` can
 find everything of one cluster by prefix from a fresh process. Nothing is ever configured in the root namespace:
 veth pairs are created inside a sandbox namespace with their peer moved straight into another one.
+
+The process that made (or took over) a sandbox owns it while it lives: it holds an abstract unix socket bound in the
+LAN namespace (abstract names are per network namespace, and the kernel drops the name with the process). A
+sandbox nobody holds is what a killed `tinykube up` left behind: `create(adopt=True)` takes it over as it is —
+nodes, pods and the processes running in them — rather than refusing it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import ipaddress
+import json
 import re
+import socket
 from dataclasses import dataclass
 
 from tinykube.node import netns
@@ -29,6 +36,7 @@ POD_GATEWAY = "169.254.1.1"  # link-local next hop every pod routes through
 NODE_SIDE_MAC = "ee:ee:ee:ee:ee:ee"  # the node end of every pod veth (each is its own link, so one MAC does)
 BRIDGE = "br0"
 RESERVED = ("lan", "ext")
+OWNER = "\0tinykube-sandbox-owner"  # abstract unix socket the owning process holds in the LAN namespace
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -86,12 +94,22 @@ class Sandbox:
         self.lan = f"{self.prefix}lan"
         self.external = f"{self.prefix}ext"
         self.nodes: dict[str, NodeNet] = {}
+        self.adopted = False  # taken over from a process that died without removing it
+        self._owner: socket.socket | None = None
 
-    def create(self) -> None:
+    def create(self, *, adopt: bool = False) -> None:
+        """Make the LAN and the external client. With `adopt`, a sandbox of this cluster that no living process
+        owns (its `tinykube up` was killed) is taken over instead; one still owned is refused either way."""
         leftovers = netns.list_netns(self.prefix)
         if leftovers:
+            if adopt and self._claim():
+                if self._intact():
+                    self._adopt()
+                    return
+                self._release()
+            owned = "in use by a running process" if self._held() else "left behind"
             raise SandboxError(
-                f"cluster {self.cluster!r} already has namespaces ({', '.join(leftovers[:3])}…); "
+                f"cluster {self.cluster!r} already has namespaces ({', '.join(leftovers[:3])}…), {owned}; "
                 f"`tinykube down --name {self.cluster}` removes them"
             )
         try:
@@ -106,22 +124,80 @@ class Sandbox:
             # the DNS listener on the LAN) reach pods the way a machine next to a cluster's nodes would.
             netns.write_sysctl(self.lan, "net.ipv4.ip_forward", "1")
             netns.ip("route", "add", "default", "via", LAN_GATEWAY, netns=self.external)
+            if not self._claim():
+                raise SandboxError(f"cluster {self.cluster!r}: cannot hold the sandbox's owner socket")
         except Exception:
             self.destroy()
             raise
 
+    # Ownership and adoption
+
+    def _bind_owner(self) -> socket.socket | None:
+        """The owner socket, bound in the LAN namespace; None if another process holds it (or there is no LAN)."""
+        try:
+            sock = netns.socket_in(self.lan, socket.AF_UNIX, socket.SOCK_STREAM)
+        except (OSError, netns.NetnsError):
+            return None
+        try:
+            sock.bind(OWNER)
+        except OSError:
+            sock.close()
+            return None
+        return sock
+
+    def _claim(self) -> bool:
+        if self._owner is None:
+            self._owner = self._bind_owner()
+        return self._owner is not None
+
+    def _held(self) -> bool:
+        """Whether some process (this one included) owns the LAN namespace of this cluster."""
+        if self._owner is not None:
+            return True
+        probe = self._bind_owner()
+        if probe is None:
+            return netns.exists(self.lan)
+        probe.close()
+        return False
+
+    def _release(self) -> None:
+        if self._owner is not None:
+            self._owner.close()
+            self._owner = None
+
+    def _intact(self) -> bool:
+        """The LAN's bridge and the external client are there, as `create` made them."""
+        if not netns.exists(self.external):
+            return False
+        return BRIDGE in netns.ip("-o", "link", "show", "dev", BRIDGE, netns=self.lan, check=False)
+
+    def _adopt(self) -> None:
+        """Take the sandbox over. Load balancer routes (/32 via a node) are dropped: the load balancer programs
+        every Service's afresh, and those of Services deleted meanwhile must not stay."""
+        self.adopted = True
+        for namespace in (self.external, self.lan):
+            shown = json.loads(netns.ip("-j", "route", "show", netns=namespace) or "[]")
+            stale = [f"route del {r['dst']}/32" for r in shown if r.get("gateway") and _address(r.get("dst", ""))]
+            if stale:
+                netns.ip("-force", "-batch", "-", netns=namespace, stdin="\n".join(stale) + "\n", check=False)
+
+    # Nodes
+
     def add_node(self, name: str, ip: str, pod_cidr: str) -> NodeNet:
+        """A node's namespace on the LAN. In an adopted sandbox the node's namespace (and its pods') is kept when it
+        has the node's address; the routes and settings below are (re)applied either way."""
         _check_name("node", name)
         if name in RESERVED or name in self.nodes:
             raise SandboxError(f"node name {name!r} is reserved or in use")
         node = NodeNet(self.cluster, name, f"{self.prefix}{name}", ip, pod_cidr)
-        self._plug(node.netns, f"vn{short_hash(name)}", ip)
+        if not (self.adopted and self._keeps(node)):
+            self._plug(node.netns, f"vn{short_hash(name)}", ip)
         netns.write_sysctl(node.netns, "net.ipv4.ip_forward", "1")
         # A node routes pods' packets back out the links they came in on; redirects would use up the kernel's ICMP
         # rate limit and swallow the port-unreachable a Service without endpoints answers with.
         for conf in ("all", "default"):
             netns.write_sysctl(node.netns, f"net.ipv4.conf.{conf}.send_redirects", "0")
-        netns.ip("route", "add", self.service_cidr, "dev", "lo", "src", ip, netns=node.netns)
+        netns.ip("route", "replace", self.service_cidr, "dev", "lo", "src", ip, netns=node.netns)
         for other in self.nodes.values():
             netns.ip("route", "replace", other.pod_cidr, "via", other.ip, netns=node.netns)
             netns.ip("route", "replace", pod_cidr, "via", ip, netns=other.netns)
@@ -129,6 +205,18 @@ class Sandbox:
         netns.ip("route", "replace", pod_cidr, "via", ip, netns=self.lan)
         self.nodes[name] = node
         return node
+
+    def _keeps(self, node: NodeNet) -> bool:
+        """An adopted node namespace with the node's address is kept; one without (or half made) is removed, with
+        its pods, to be made afresh."""
+        if netns.exists(node.netns):
+            shown = netns.ip("-o", "addr", "show", "dev", "eth0", netns=node.netns, check=False)
+            if f" {node.ip}/16 " in shown:
+                return True
+        for name in sorted(netns.list_netns(f"{node.netns}."), key=lambda n: -n.count(".")):
+            netns.delete(name)
+        netns.delete(node.netns)
+        return False
 
     def _plug(self, name: str, lan_end: str, ip: str) -> None:
         """A namespace `name` on the LAN: a veth from the bridge, `eth0` with `ip`."""
@@ -142,7 +230,18 @@ class Sandbox:
 
     def destroy(self) -> list[str]:
         self.nodes.clear()
-        return remove_sandbox(self.cluster)
+        try:
+            return remove_sandbox(self.cluster)
+        finally:
+            self._release()
+
+
+def _address(text: str) -> bool:
+    try:
+        ipaddress.IPv4Address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def remove_sandbox(cluster: str) -> list[str]:

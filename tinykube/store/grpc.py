@@ -9,6 +9,11 @@ straight from the socket buffer.
 
 HTTP/2 as RFC 9113 asks of a client: flow control both ways, SETTINGS and PING acknowledged, GOAWAY and RST_STREAM
 honoured, response headers decoded with `hpack` (the server's header table is stateful).
+
+One `Channel` is one connection to one server; failing over between the members of an etcd cluster, and deciding
+what may be retried, is `tinykube.store.members`' job. For that a `GrpcError` says whether the request certainly
+never reached the server (`unsent`: the connection could not be made, or the server's GOAWAY named the stream as
+unprocessed), as opposed to a failure after it was sent, whose outcome is unknown.
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ _DATA, _HEADERS, _PRIORITY, _RST_STREAM, _SETTINGS, _PUSH_PROMISE, _PING, _GOAWA
 _END_STREAM = _ACK = 0x1
 _END_HEADERS, _PADDED, _PRIORITY_FLAG = 0x4, 0x8, 0x20
 _SETTINGS_INITIAL_WINDOW_SIZE, _SETTINGS_MAX_FRAME_SIZE, _SETTINGS_ENABLE_PUSH = 0x4, 0x5, 0x2
-_CANCEL = 0x8
+_REFUSED_STREAM, _CANCEL = 0x7, 0x8
+_CONNECT_TIMEOUT = 3.0  # a member that neither accepts nor refuses (a dead host) must not hold a call for minutes
 _DEFAULT_WINDOW = 65_535
 # Our receive window, per stream and for the connection: large enough that etcd never waits on us for a normal
 # response; replenished once half of it has been consumed.
@@ -45,12 +51,14 @@ STATUS_NAMES = {
 
 
 class GrpcError(Exception):
-    """A call ended with a non-zero grpc-status, or the connection failed under it (UNAVAILABLE)."""
+    """A call ended with a non-zero grpc-status, or the connection failed under it (UNAVAILABLE). `unsent`: the
+    request certainly did not reach the server (nothing was written, or the server said it processed none of it)."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, *, unsent: bool = False) -> None:
         super().__init__(f"{STATUS_NAMES.get(code, code)}: {message}")
         self.code = code
         self.message = message
+        self.unsent = unsent
 
     @property
     def name(self) -> str:
@@ -112,8 +120,9 @@ class _Stream:
 
 
 class _Protocol(asyncio.Protocol):
-    def __init__(self, authority: str) -> None:
+    def __init__(self, authority: str, metadata: tuple[tuple[bytes, bytes], ...] = ()) -> None:
         self.authority = authority.encode()
+        self.metadata = metadata
         self.transport: asyncio.Transport | None = None
         self.streams: dict[int, _Stream] = {}
         self.next_id = 1
@@ -179,6 +188,7 @@ class _Protocol(asyncio.Protocol):
                     (b":authority", self.authority),
                     (b"content-type", b"application/grpc"),
                     (b"te", b"trailers"),
+                    *self.metadata,
                 )
             )
             self.request_headers[path] = block
@@ -186,7 +196,7 @@ class _Protocol(asyncio.Protocol):
 
     def open(self, path: str, request: bytes, *, streaming: bool) -> _Stream:
         if self.closed:
-            raise GrpcError(self.closed.code, self.closed.message)
+            raise GrpcError(self.closed.code, self.closed.message, unsent=True)
         stream = _Stream(self.next_id, self.peer_initial_window)
         self.next_id += 2
         if streaming:
@@ -286,12 +296,24 @@ class _Protocol(asyncio.Protocol):
             self.window_opened.set()
         elif kind == _RST_STREAM:
             if (stream := self.streams.pop(stream_id, None)) is not None:
-                stream.finish(GrpcError(1 if payload[:4] == b"\0\0\0\x08" else 13, "etcd reset the stream"))
+                code = int.from_bytes(payload[:4], "big")
+                if code == _REFUSED_STREAM:  # processed in no part (RFC 9113 8.7): as if never sent
+                    stream.finish(GrpcError(14, "etcd refused the stream", unsent=True))
+                else:
+                    stream.finish(GrpcError(1 if code == _CANCEL else 13, f"etcd reset the stream (error code {code})"))
         elif kind == _GOAWAY:
-            self._fail_all(GrpcError(14, "etcd is going away"))
-            if self.transport:
-                self.transport.close()
+            self._going_away(int.from_bytes(payload[:4], "big") & 0x7FFFFFFF, int.from_bytes(payload[4:8], "big"))
         # PRIORITY and unknown frame types are ignored, as RFC 9113 requires; PUSH_PROMISE is disabled.
+
+    def _going_away(self, last_stream: int, code: int) -> None:
+        """No new calls here; the streams above `last_stream` were not processed (RFC 9113 6.8) and can go elsewhere
+        as never sent; the others may still finish (a graceful shutdown), or fail when the connection closes."""
+        self.closed = self.closed or GrpcError(14, f"etcd is going away (GOAWAY, error code {code})", unsent=True)
+        unprocessed = GrpcError(14, "etcd is going away and did not process the call", unsent=True)
+        for stream_id in [s for s in self.streams if s > last_stream]:
+            self.streams.pop(stream_id).finish(unprocessed)
+        if not self.streams and self.transport:
+            self.transport.close()
 
     def _settings(self, payload: bytes) -> None:
         for offset in range(0, len(payload) - 5, 6):
@@ -353,6 +375,8 @@ class _Protocol(asyncio.Protocol):
 
     def _end(self, stream: _Stream) -> None:
         self.streams.pop(stream.id, None)
+        if self.closed is not None and not self.streams and self.transport is not None:
+            self.transport.close()  # after a GOAWAY, once its last call has ended
         if stream.status is None:
             stream.status, stream.status_message = 13, "the stream ended without a grpc-status"
         stream.finish(GrpcError(stream.status, stream.status_message) if stream.status else None)
@@ -374,6 +398,12 @@ class Call:
     def cancel(self) -> None:
         self._protocol.cancel(self._stream)
 
+    def fail(self, error: GrpcError) -> None:
+        """End the call from this side with `error` (its reader gets it), as if the server had."""
+        if self._stream.id in self._protocol.streams:
+            self._protocol.cancel(self._stream)
+            self._stream.finish(error)
+
     async def __aiter__(self) -> AsyncIterator[bytes]:
         assert self._stream.messages is not None
         try:
@@ -388,11 +418,36 @@ class Call:
             self.cancel()
 
 
-class Channel:
-    """One HTTP/2 connection to `host:port`, opened on first use and again after it fails."""
+class UnaryCall:
+    """A unary call in flight: `result` resolves to the reply (or raises GrpcError); `fail()` ends it early from
+    this side (a stall detected elsewhere), `cancel()` abandons it."""
 
-    def __init__(self, host: str, port: int) -> None:
+    __slots__ = ("_protocol", "_stream", "result")
+
+    def __init__(self, protocol: _Protocol, stream: _Stream) -> None:
+        assert stream.result is not None
+        self._protocol = protocol
+        self._stream = stream
+        self.result: asyncio.Future[bytes] = stream.result
+
+    def fail(self, error: GrpcError) -> None:
+        if not self.result.done():
+            self.result.set_exception(error)
+        self._protocol.cancel(self._stream)
+
+    def cancel(self) -> None:
+        if not self.result.done():
+            self.result.cancel()
+        self._protocol.cancel(self._stream)
+
+
+class Channel:
+    """One HTTP/2 connection to `host:port`, opened on first use and again after it fails. `metadata`: headers sent
+    with every call (etcd's `hasleader`)."""
+
+    def __init__(self, host: str, port: int, metadata: tuple[tuple[bytes, bytes], ...] = ()) -> None:
         self.host, self.port = host, port
+        self.metadata = metadata
         self._protocol: _Protocol | None = None
         self._retired: list[_Protocol] = []
         self._connecting: asyncio.Lock | None = None
@@ -404,30 +459,37 @@ class Channel:
         self._connecting = self._connecting or asyncio.Lock()
         async with self._connecting:
             if self._protocol is None or not self._protocol.usable:
-                if self._protocol is not None and self._protocol.closed is None:
-                    self._retired.append(self._protocol)  # out of stream ids: its open calls (watches) go on there
+                old = self._protocol
+                if old is not None and old.transport is not None and not old.transport.is_closing():
+                    self._retired.append(old)  # out of stream ids, or going away: its open calls go on there
+                self._retired = [p for p in self._retired if p.transport is not None and not p.transport.is_closing()]
                 loop = asyncio.get_running_loop()
+                authority = f"{self.host}:{self.port}"
                 try:
-                    _, made = await loop.create_connection(
-                        lambda: _Protocol(f"{self.host}:{self.port}"), self.host, self.port
-                    )
-                except OSError as err:
-                    raise GrpcError(14, f"cannot connect to etcd at {self.host}:{self.port}: {err}") from err
+                    async with asyncio.timeout(_CONNECT_TIMEOUT):
+                        _, made = await loop.create_connection(
+                            lambda: _Protocol(authority, self.metadata), self.host, self.port
+                        )
+                except (OSError, TimeoutError) as err:
+                    reason = err if isinstance(err, OSError) else f"no answer within {_CONNECT_TIMEOUT:g} s"
+                    raise GrpcError(14, f"cannot connect to etcd at {authority}: {reason}", unsent=True) from err
                 self._protocol = made
             return self._protocol
 
-    async def unary(self, path: str, request: bytes, timeout: float) -> bytes:
+    async def open_unary(self, path: str, request: bytes) -> UnaryCall:
+        """Send a unary call; await `.result` of what is returned for the reply."""
         protocol = await self._connection()
-        stream = protocol.open(path, request, streaming=False)
-        assert stream.result is not None
+        return UnaryCall(protocol, protocol.open(path, request, streaming=False))
+
+    async def unary(self, path: str, request: bytes, timeout: float) -> bytes:
+        call = await self.open_unary(path, request)
         try:
             async with asyncio.timeout(timeout):
-                return await stream.result
+                return await call.result
         except TimeoutError:
             raise GrpcError(4, f"no answer from etcd within {timeout:g} s") from None
         finally:
-            if not stream.result.done():
-                protocol.cancel(stream)
+            call.cancel()  # a no-op once answered; else RST_STREAM (a timeout has cancelled `result` already)
 
     async def stream(self, path: str, request: bytes) -> Call:
         """A bidirectional call opened with `request`: iterate it for the server's messages, `send()` more."""

@@ -22,8 +22,9 @@ from tinykube.api.meta import qualified_name, regex_error, validate_labels
 from tinykube.api.resources import SCALE
 from tinykube.api.selectors import selector_from_label_selector
 from tinykube.apiserver.printers import label_selector_text
-from tinykube.apiserver.registry.core import default_pod_spec, validate_pod_spec
+from tinykube.apiserver.registry.core import default_pod_spec
 from tinykube.apiserver.registry.generic import SYSTEM_FIELDS, Registry, Request, Strategy
+from tinykube.apiserver.registry.podvalidation import validate_pod_spec
 from tinykube.apiserver.registry.service_validation import GoSyntaxError, go_slice
 
 RECREATE, ROLLING_UPDATE = "Recreate", "RollingUpdate"

@@ -8,6 +8,7 @@ from typing import Any
 from tinykube.api.errors import FieldError, not_supported, required
 from tinykube.api.meta import dns1123_label, now
 from tinykube.apiserver.registry.generic import Strategy
+from tinykube.apiserver.registry.podvalidation import validate_pod_spec
 
 
 class NamespaceStrategy(Strategy):
@@ -36,10 +37,13 @@ class PodStrategy(Strategy):
 
     def prepare_create(self, obj: dict[str, Any]) -> None:
         super().prepare_create(obj)
-        obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj["spec"])}
+        spec = obj["spec"]
+        obj["status"] = {"phase": "Pending", "qosClass": qos_class(spec) if isinstance(spec, dict) else "BestEffort"}
 
     def default(self, obj: dict[str, Any]) -> None:
         spec = obj.setdefault("spec", {})
+        if not isinstance(spec, dict):
+            return  # validation reports it
         default_pod_spec(spec)
         for container in [*_dicts(spec.get("initContainers")), *_dicts(spec.get("containers"))]:
             _default_requests_to_limits(container)
@@ -70,30 +74,17 @@ def _dicts(items: Any) -> list[dict[str, Any]]:
     return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
 
 
-def validate_pod_spec(spec: dict[str, Any], path: str) -> list[FieldError]:
-    """The PodSpec checks tinykube makes, with field paths under `path` (`spec`, `spec.template.spec`)."""
-    containers = spec.get("containers")
-    if not containers:
-        return [required(f"{path}.containers")]
-    errs: list[FieldError] = []
-    for i, container in enumerate(containers):
-        if not container.get("name"):
-            errs.append(required(f"{path}.containers[{i}].name"))
-        if not container.get("image"):
-            errs.append(required(f"{path}.containers[{i}].image"))
-    return errs
-
-
 def qos_class(spec: dict[str, Any]) -> str:
     """Upstream's QoS class: Guaranteed when every container limits cpu and memory with requests equal to limits,
     BestEffort when no container requests or limits anything, Burstable otherwise."""
-    containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
-    resources = [c.get("resources") or {} for c in containers if isinstance(c, dict)]
+    containers = [*_dicts(spec.get("initContainers")), *_dicts(spec.get("containers"))]
+    resources = [r for r in (c.get("resources") for c in containers) if isinstance(r, dict)]
     if not any((r.get("requests") or r.get("limits")) for r in resources):
         return "BestEffort"
     for r in resources:
-        limits = r.get("limits") or {}
-        requests = r.get("requests") or limits  # requests default to limits; quantities compared as written
+        limits: dict[str, Any] = r["limits"] if isinstance(r.get("limits"), dict) else {}
+        requests: dict[str, Any] = r["requests"] if isinstance(r.get("requests"), dict) else {}
+        requests = requests or limits  # requests default to limits; quantities compared as written
         if any(name not in limits or requests.get(name, limits[name]) != limits[name] for name in ("cpu", "memory")):
             return "Burstable"
     return "Guaranteed"
@@ -120,7 +111,8 @@ def _default_container(container: dict[str, Any]) -> None:
                 probe.setdefault(field, value)
             probe.setdefault("failureThreshold", 3)
             _default_http_get(probe)
-    for handler in ((container.get("lifecycle") or {}).get(hook) for hook in ("postStart", "preStop")):
+    lifecycle = container.get("lifecycle")
+    for handler in (lifecycle.get(hook) if isinstance(lifecycle, dict) else None for hook in ("postStart", "preStop")):
         if isinstance(handler, dict):
             _default_http_get(handler)
 

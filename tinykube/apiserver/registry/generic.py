@@ -26,6 +26,7 @@ from tinykube.api.meta import (
 )
 from tinykube.api.patch import apply_patch
 from tinykube.api.resources import ResourceInfo
+from tinykube.apiserver.consistency import RevisionReader
 from tinykube.apiserver.watchcache import CachedObject, WatchCache
 from tinykube.store.errors import KeyExists, KeyNotFound, RevisionConflict, StoreUnavailable
 from tinykube.store.etcd import NO_CLAIMS, Claims, EtcdStore
@@ -33,6 +34,7 @@ from tinykube.store.etcd import NO_CLAIMS, Claims, EtcdStore
 SYSTEM_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 _CREATE_ATTEMPTS = 8  # generated names and picked allocations that someone else took meanwhile are retried
 _UPDATE_ATTEMPTS = 16
+MAX_TXN_OPS = 128  # etcd's default --max-txn-ops: operations in each branch of one transaction
 
 
 def _nothing(*_args: Any) -> None:
@@ -107,6 +109,10 @@ class Strategy:
         """Keys that go away with the object, in its delete transaction."""
         return Allocation()
 
+    def too_many_claims(self, obj: dict[str, Any], excess: int) -> list[FieldError]:
+        """The field errors for a write whose claims exceed etcd's transaction limit by `excess` operations."""
+        return [errors.FieldError(errors.ErrorType.TOO_MANY, "spec", detail=f"{excess} allocations too many")]
+
     def finalizing(self, obj: dict[str, Any]) -> bool:
         """True while something must happen before a deleted object may go away."""
         return bool(obj["metadata"].get("finalizers"))
@@ -155,6 +161,7 @@ class Registry:
     def __init__(self, store: EtcdStore, caches: dict[str, WatchCache], strategies: dict[str, Strategy]) -> None:
         self.store = store
         self.caches = caches
+        self.revisions = RevisionReader(store)  # etcd's current revision, for consistent reads
         self.strategies = strategies
 
     # ---- keys and reads -------------------------------------------------------------------------------------
@@ -224,6 +231,14 @@ class Registry:
         if errs:
             raise self._invalid(req, obj, errs)
 
+    def _check_txn_size(self, req: Request, obj: dict[str, Any], allocation: Allocation) -> None:
+        """An object and its claims commit in one etcd transaction, which etcd bounds (`--max-txn-ops`): a write
+        that cannot fit is an invalid object (422), never an unavailable etcd (503)."""
+        claims = allocation.claims
+        excess = 1 + len(claims.take) + len(claims.release) - MAX_TXN_OPS
+        if excess > 0:
+            raise self._invalid(req, obj, self.strategies[req.resource.plural].too_many_claims(obj, excess))
+
     async def create(self, req: Request, obj: dict[str, Any]) -> dict[str, Any]:
         obj.setdefault("apiVersion", req.resource.api_version)
         obj.setdefault("kind", req.resource.kind)
@@ -248,6 +263,7 @@ class Registry:
             allocation = strategy.allocate(candidate, None, req.dry_run)
             try:
                 self._validate(req, candidate, None)
+                self._check_txn_size(req, candidate, allocation)
                 if req.dry_run:
                     return candidate
                 value = _strip_for_storage(candidate)
@@ -335,6 +351,7 @@ class Registry:
             allocation = strategy.allocate(candidate, old, req.dry_run) if allocates else Allocation()
             try:
                 self._validate(req, candidate, old)
+                self._check_txn_size(req, candidate, allocation)
                 if _same(candidate, old):
                     return old
                 if req.dry_run:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tinykube.api.errors import FieldError
+from tinykube.api.errors import FieldError, too_many
 from tinykube.api.meta import dns1035_label
 from tinykube.api.resources import ResourceInfo
 from tinykube.apiserver.registry.generic import Allocation, Strategy
@@ -74,3 +74,9 @@ class ServiceStrategy(Strategy):
 
     def release(self, obj: dict[str, Any]) -> Allocation:
         return self.pools.release(obj)
+
+    def too_many_claims(self, obj: dict[str, Any], excess: int) -> list[FieldError]:
+        """A Service's claims are mostly its node ports: fewer ports are what would fit in the transaction."""
+        ports = obj["spec"].get("ports")
+        count = len(ports) if isinstance(ports, list) else 0
+        return [too_many("spec.ports", count, max(count - excess, 0))]

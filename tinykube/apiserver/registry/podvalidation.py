@@ -1,0 +1,211 @@
+"""Upstream's ValidatePodSpec, for the parts a client (or a fuzzer) reaches: container and volume names, ports,
+environment variable names, volume mounts, restart and DNS policies, resource quantities — with upstream's field
+paths and messages. Every field may arrive with any JSON type: a wrong one is a field error, never an exception."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tinykube.api.errors import ErrorType, FieldError, duplicate, invalid, not_supported, required
+from tinykube.api.meta import dns1123_label, regex_error
+from tinykube.apiserver.registry.service_validation import iana_port_name_errors
+
+RESTART_POLICIES = ["Always", "Never", "OnFailure"]
+DNS_POLICIES = ["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"]
+PROTOCOLS = ["SCTP", "TCP", "UDP"]
+_ENV_NAME = "[-._a-zA-Z][-._a-zA-Z0-9]*"
+_ENV_NAME_MSG = (
+    "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', "
+    "and must not start with a digit"
+)
+_QUANTITY = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
+_QUANTITY_RE = re.compile(_QUANTITY)
+_PORT_RANGE = "must be between 1 and 65535, inclusive"
+
+
+def _dicts(items: Any) -> list[tuple[int, Any]]:
+    return list(enumerate(items)) if isinstance(items, list) else []
+
+
+def _not_found(field: str, value: Any) -> FieldError:
+    return FieldError(ErrorType.NOT_FOUND, field, value)
+
+
+def validate_pod_spec(spec: Any, path: str) -> list[FieldError]:
+    if not isinstance(spec, dict):
+        return [invalid(path, spec, "must be an object")]
+    errs: list[FieldError] = []
+    volumes, errs_volumes = _volumes(spec.get("volumes"), f"{path}.volumes")
+    errs += errs_volumes
+    names: set[str] = set()
+    init = spec.get("initContainers")
+    if init is not None:
+        errs += _containers(init, f"{path}.initContainers", names, volumes)
+    containers = spec.get("containers")
+    if not containers:
+        errs.append(required(f"{path}.containers"))
+    else:
+        errs += _containers(containers, f"{path}.containers", names, volumes)
+    policy = spec.get("restartPolicy")
+    if policy in (None, ""):
+        errs.append(required(f"{path}.restartPolicy"))
+    elif policy not in RESTART_POLICIES:
+        errs.append(not_supported(f"{path}.restartPolicy", policy, RESTART_POLICIES))
+    dns = spec.get("dnsPolicy")
+    if dns in (None, ""):
+        errs.append(required(f"{path}.dnsPolicy"))
+    elif dns not in DNS_POLICIES:
+        errs.append(not_supported(f"{path}.dnsPolicy", dns, DNS_POLICIES))
+    return errs
+
+
+def _volumes(volumes: Any, path: str) -> tuple[set[str], list[FieldError]]:
+    names: set[str] = set()
+    errs: list[FieldError] = []
+    if volumes is not None and not isinstance(volumes, list):
+        return names, [invalid(path, volumes, "must be a list")]
+    for i, volume in _dicts(volumes):
+        here = f"{path}[{i}]"
+        if not isinstance(volume, dict):
+            errs.append(invalid(here, volume, "must be an object"))
+            continue
+        name = volume.get("name")
+        if not name:
+            errs.append(required(f"{here}.name"))
+        elif not isinstance(name, str):
+            errs.append(invalid(f"{here}.name", name, "must be a string"))
+        else:
+            errs += [invalid(f"{here}.name", name, msg) for msg in dns1123_label(name)]
+            if name in names:
+                errs.append(duplicate(f"{here}.name", name))
+            names.add(name)
+    return names, errs
+
+
+def _containers(containers: Any, path: str, names: set[str], volumes: set[str]) -> list[FieldError]:
+    if not isinstance(containers, list):
+        return [invalid(path, containers, "must be a list")]
+    errs: list[FieldError] = []
+    for i, container in enumerate(containers):
+        here = f"{path}[{i}]"
+        if not isinstance(container, dict):
+            errs.append(invalid(here, container, "must be an object"))
+            continue
+        name = container.get("name")
+        if not name:
+            errs.append(required(f"{here}.name"))
+        elif not isinstance(name, str):
+            errs.append(invalid(f"{here}.name", name, "must be a string"))
+        else:
+            errs += [invalid(f"{here}.name", name, msg) for msg in dns1123_label(name)]
+            if name in names:
+                errs.append(duplicate(f"{here}.name", name))
+            names.add(name)
+        if not container.get("image"):
+            errs.append(required(f"{here}.image"))
+        errs += _ports(container.get("ports"), f"{here}.ports")
+        errs += _env(container.get("env"), f"{here}.env")
+        errs += _mounts(container.get("volumeMounts"), f"{here}.volumeMounts", volumes)
+        errs += _resources(container.get("resources"), f"{here}.resources")
+    return errs
+
+
+def _port_number(value: Any, field: str, *, required_: bool) -> list[FieldError]:
+    if value in (None, 0):
+        return [required(field)] if required_ else []
+    if isinstance(value, bool) or not isinstance(value, int):
+        return [invalid(field, value, "must be an integer")]
+    return [] if 1 <= value <= 65535 else [invalid(field, value, _PORT_RANGE)]
+
+
+def _ports(ports: Any, path: str) -> list[FieldError]:
+    if ports is not None and not isinstance(ports, list):
+        return [invalid(path, ports, "must be a list")]
+    errs: list[FieldError] = []
+    names: set[str] = set()
+    for i, port in _dicts(ports):
+        here = f"{path}[{i}]"
+        if not isinstance(port, dict):
+            errs.append(invalid(here, port, "must be an object"))
+            continue
+        name = port.get("name")
+        if isinstance(name, str) and name:
+            errs += [invalid(f"{here}.name", name, msg) for msg in iana_port_name_errors(name)]
+            if name in names:
+                errs.append(duplicate(f"{here}.name", name))
+            names.add(name)
+        elif name not in (None, ""):
+            errs.append(invalid(f"{here}.name", name, "must be a string"))
+        errs += _port_number(port.get("containerPort"), f"{here}.containerPort", required_=True)
+        errs += _port_number(port.get("hostPort"), f"{here}.hostPort", required_=False)
+        protocol = port.get("protocol")
+        if protocol in (None, ""):
+            errs.append(required(f"{here}.protocol"))
+        elif protocol not in PROTOCOLS:
+            errs.append(not_supported(f"{here}.protocol", protocol, PROTOCOLS))
+    return errs
+
+
+def _env(env: Any, path: str) -> list[FieldError]:
+    if env is not None and not isinstance(env, list):
+        return [invalid(path, env, "must be a list")]
+    errs: list[FieldError] = []
+    for i, var in _dicts(env):
+        here = f"{path}[{i}]"
+        if not isinstance(var, dict):
+            errs.append(invalid(here, var, "must be an object"))
+            continue
+        name = var.get("name")
+        if not name:
+            errs.append(required(f"{here}.name"))
+        elif not isinstance(name, str):
+            errs.append(invalid(f"{here}.name", name, "must be a string"))
+        elif not re.fullmatch(_ENV_NAME, name):
+            detail = regex_error(_ENV_NAME_MSG, _ENV_NAME, "my.env-name", "MY_ENV.NAME", "MyEnvName1")
+            errs.append(invalid(f"{here}.name", name, detail))
+    return errs
+
+
+def _mounts(mounts: Any, path: str, volumes: set[str]) -> list[FieldError]:
+    if mounts is not None and not isinstance(mounts, list):
+        return [invalid(path, mounts, "must be a list")]
+    errs: list[FieldError] = []
+    for i, mount in _dicts(mounts):
+        here = f"{path}[{i}]"
+        if not isinstance(mount, dict):
+            errs.append(invalid(here, mount, "must be an object"))
+            continue
+        name = mount.get("name")
+        if not name:
+            errs.append(required(f"{here}.name"))
+        elif not isinstance(name, str):
+            errs.append(invalid(f"{here}.name", name, "must be a string"))
+        elif name not in volumes:
+            errs.append(_not_found(f"{here}.name", name))
+        if not mount.get("mountPath"):
+            errs.append(required(f"{here}.mountPath"))
+    return errs
+
+
+def _resources(resources: Any, path: str) -> list[FieldError]:
+    if resources is None:
+        return []
+    if not isinstance(resources, dict):
+        return [invalid(path, resources, "must be an object")]
+    errs: list[FieldError] = []
+    for kind in ("limits", "requests"):
+        quantities = resources.get(kind)
+        if quantities is None:
+            continue
+        if not isinstance(quantities, dict):
+            errs.append(invalid(f"{path}.{kind}", quantities, "must be an object"))
+            continue
+        for name, quantity in quantities.items():
+            field = f"{path}.{kind}[{name}]"
+            text = str(quantity) if isinstance(quantity, int | float) and not isinstance(quantity, bool) else quantity
+            if not isinstance(text, str) or not _QUANTITY_RE.match(text):
+                errs.append(invalid(field, quantity, f"quantities must match the regular expression '{_QUANTITY}'"))
+            elif text.startswith("-"):
+                errs.append(invalid(field, quantity, "must be greater than or equal to 0"))
+    return errs
