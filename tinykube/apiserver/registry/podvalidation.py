@@ -60,6 +60,20 @@ def validate_pod_spec(spec: Any, path: str) -> list[FieldError]:
     return errs
 
 
+def _unique_label(name: Any, path: str, seen: set[str]) -> list[FieldError]:
+    """A required DNS-1123 label not in `seen` (volumes, and containers across init and app containers); a valid
+    string is added to `seen` (as before: a misspelt duplicate is still reported as one)."""
+    if not name:
+        return [required(path)]
+    if not isinstance(name, str):
+        return [invalid(path, name, "must be a string")]
+    errs = [invalid(path, name, msg) for msg in dns1123_label(name)]
+    if name in seen:
+        errs.append(duplicate(path, name))
+    seen.add(name)
+    return errs
+
+
 def _volumes(volumes: Any, path: str) -> tuple[set[str], list[FieldError]]:
     names: set[str] = set()
     errs: list[FieldError] = []
@@ -70,16 +84,7 @@ def _volumes(volumes: Any, path: str) -> tuple[set[str], list[FieldError]]:
         if not isinstance(volume, dict):
             errs.append(invalid(here, volume, "must be an object"))
             continue
-        name = volume.get("name")
-        if not name:
-            errs.append(required(f"{here}.name"))
-        elif not isinstance(name, str):
-            errs.append(invalid(f"{here}.name", name, "must be a string"))
-        else:
-            errs += [invalid(f"{here}.name", name, msg) for msg in dns1123_label(name)]
-            if name in names:
-                errs.append(duplicate(f"{here}.name", name))
-            names.add(name)
+        errs += _unique_label(volume.get("name"), f"{here}.name", names)
     return names, errs
 
 
@@ -92,16 +97,7 @@ def _containers(containers: Any, path: str, names: set[str], volumes: set[str]) 
         if not isinstance(container, dict):
             errs.append(invalid(here, container, "must be an object"))
             continue
-        name = container.get("name")
-        if not name:
-            errs.append(required(f"{here}.name"))
-        elif not isinstance(name, str):
-            errs.append(invalid(f"{here}.name", name, "must be a string"))
-        else:
-            errs += [invalid(f"{here}.name", name, msg) for msg in dns1123_label(name)]
-            if name in names:
-                errs.append(duplicate(f"{here}.name", name))
-            names.add(name)
+        errs += _unique_label(container.get("name"), f"{here}.name", names)
         if not container.get("image"):
             errs.append(required(f"{here}.image"))
         errs += _ports(container.get("ports"), f"{here}.ports")
