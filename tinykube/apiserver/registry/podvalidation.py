@@ -61,8 +61,8 @@ def validate_pod_spec(spec: Any, path: str) -> list[FieldError]:
 
 
 def _unique_label(name: Any, path: str, seen: set[str]) -> list[FieldError]:
-    """A required DNS-1123 label not in `seen` (volumes, and containers across init and app containers); a valid
-    string is added to `seen` (as before: a misspelt duplicate is still reported as one)."""
+    """A required DNS-1123 label not in `seen` (volumes, and containers across init and app containers); any
+    string name is added to `seen`, valid or not, so a misspelt duplicate is still reported as one."""
     if not name:
         return [required(path)]
     if not isinstance(name, str):
