@@ -18,7 +18,8 @@ import pytest
 
 from tinykube.api import errors
 from tinykube.node import netns
-from tinykube.node.netns_runtime import Backoff, NetnsRuntime, back_off_message, go_duration, pod_phase, should_restart
+from tinykube.node.containers import Backoff, back_off_message, go_duration, pod_phase, should_restart
+from tinykube.node.netns_runtime import NetnsRuntime
 from tinykube.node.probes import Outcome, ProbeResults, ProbeSpec, Target, probe_once
 from tinykube.node.sandbox import Sandbox
 from tinykube.node.status import ContainerState

@@ -6,7 +6,7 @@ Per container, a supervisor task starts the process (in a process group of its o
 container's processes die with its PID 1), runs its probes, and on exit decides by `restartPolicy` whether to start
 it again, after upstream's crash back-off (immediately the first time, then 10 s doubling to 300 s, shown as
 `CrashLoopBackOff`). Output goes through a relay that writes CRI log files (`<time> stdout F <line>`), one per run
-as the kubelet's `<restartCount>.log`, so `logs()` can honour timestamps and `previous`.
+as the kubelet's `<restartCount>.log`, so `logs()` can honour timestamps and `previous` (`container_logs`).
 A command that cannot be started is a run that ends with `StartError` / exit code 128, as upstream reports it.
 
 There are no images: `tinykube.node.images` turns a container's image, command and args into the argv to run (a
@@ -14,16 +14,12 @@ built-in stand-in for a few well-known images, else the command). An image it ca
 upstream's kubelet shows one: `ErrImagePull` until the next retry, `ImagePullBackOff` while the image's back-off
 lasts (the crash back-off's periods), then `ErrImagePull` again; the container stays waiting, the pod Pending.
 
-Restarts. Each pod's log directory keeps a `state.json` of its containers (restart count, current run with its
-process's pid and start time, the last finished runs), written on every change. A container's pipes outlive the
-agent: the container holds the read ends of its own stdout/stderr pipes (unread) besides the write ends, so its
-writes never fail with EPIPE while no agent reads (they block once the 1 MiB pipe is full). An agent started again
-over the same sandbox and log directory *adopts* each pod whose namespace is still there: the containers' processes
-are followed through a pidfd (their exit status read from /proc while they are zombies; a status the kernel no
-longer has is `ContainerStatusUnknown`, exit code 137), their pipes reopened through /proc, their probes resumed —
-the reported status does not change. `close()` (the agent going away cleanly, its sandbox with it) ends every
-container and records how each run ended; the next agent starts them again as upstream's kubelet restarts the
-containers it finds gone: by the pod's `restartPolicy`, `restartCount` + 1, the ended run as `lastState`.
+Restarts. An agent started again over the same sandbox and log directory adopts each pod an earlier agent left
+running (`tinykube.node.adoption`: the pod's `state.json`, its namespace, its containers' processes and pipes) and
+resumes its containers' logs and probes: the reported status does not change. `close()` (the agent going away
+cleanly, its sandbox with it) ends every container and records how each run ended; the next agent starts them again
+as upstream's kubelet restarts the containers it finds gone: by the pod's `restartPolicy`, `restartCount` + 1, the
+ended run as `lastState`.
 """
 
 from __future__ import annotations
@@ -32,22 +28,21 @@ import asyncio
 import contextlib
 import dataclasses
 import fcntl
-import json
 import logging
 import os
 import shutil
 import signal
-import stat
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from tinykube.api import errors
 from tinykube.api.meta import now
 from tinykube.kubelet_env.envvars import container_environment, expand
-from tinykube.node import images, netns, sandbox
+from tinykube.node import adoption, container_logs, images, netns, sandbox
+from tinykube.node.adoption import Adopted
+from tinykube.node.containers import Backoff, Container, Pod, back_off_message, pod_phase, should_restart
 from tinykube.node.probes import Outcome, ProbeResults, ProbeSpec, Target, run_prober
 from tinykube.node.status import ContainerState
 
@@ -55,81 +50,11 @@ log = logging.getLogger(__name__)
 
 Object = dict[str, Any]
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-DEFAULT_GRACE = 30.0
 START_ERROR_AT = "1970-01-01T00:00:00Z"  # upstream's startedAt of a container that never started
-DRAIN = 1.0  # seconds to keep reading a finished container's pipes (a child it left may hold them open)
-FOLLOW_POLL = 0.1
 PULL_FAILED, PULL_BACKOFF = "ErrImagePull", "ImagePullBackOff"
 WAITING_LOGS = {PULL_FAILED: "image can't be pulled", PULL_BACKOFF: "trying and failing to pull image"}  # upstream's
-STATE = "state.json"  # per pod log directory: its containers, for the next agent
 PIPE_SIZE = 1 << 20  # a container's output pipes: what it may write while no agent reads (fs.pipe-max-size default)
-UNKNOWN_EXIT = {  # upstream's report of a container whose exit status is lost (kubelet's ContainerStatusUnknown)
-    "exitCode": 137,
-    "reason": "ContainerStatusUnknown",
-    "message": "The container could not be located when the pod was terminated",
-}
 RESTARTABLE = ("ContainerCreating", "CrashLoopBackOff", "RunContainerError")  # waiting after a run that ended
-
-
-@dataclass(slots=True)
-class Backoff:
-    """Upstream's per-container restart back-off (`IsInBackOffSince` + `Next`): no wait the first time, then
-    `initial` doubling to `cap`; forgotten after twice `cap` without a restart."""
-
-    initial: float = 10.0
-    cap: float = 300.0
-    current: float = 0.0
-    updated: float = 0.0
-
-    def next_delay(self, clock: float) -> float:
-        if self.current and clock - self.updated > 2 * self.cap:
-            self.current = 0.0
-        wait = self.current
-        self.current = min(self.current * 2, self.cap) if self.current else self.initial
-        self.updated = clock + wait
-        return wait
-
-
-def should_restart(policy: str, exit_code: int) -> bool:
-    return policy == "Always" or (policy == "OnFailure" and exit_code != 0)
-
-
-def pod_phase(containers: list[ContainerState], restart_policy: str) -> str:
-    """Upstream's kubelet `getPhase` for a pod's (non-init) containers."""
-    running = waiting = stopped = succeeded = 0
-    for c in containers:
-        if c.running_since:
-            running += 1
-        elif c.terminated is not None:
-            stopped += 1
-            succeeded += c.terminated.get("exitCode") == 0
-        elif c.last_terminated is not None:
-            stopped += 1  # waiting to restart
-        else:
-            waiting += 1
-    if waiting or not (running or stopped):
-        return "Pending"
-    if running or restart_policy == "Always":
-        return "Running"
-    if stopped == succeeded:
-        return "Succeeded"
-    return "Failed" if restart_policy == "Never" else "Running"
-
-
-def go_duration(seconds: float) -> str:
-    """Go's `time.Duration.String()` (10s, 1m20s, 5m0s, 300ms), which upstream's back-off message prints."""
-    if seconds < 1:
-        return f"{seconds * 1000:g}ms"
-    minutes, rest = divmod(seconds, 60)
-    hours, minutes = divmod(int(minutes), 60)
-    return (f"{hours}h" if hours else "") + (f"{minutes}m" if hours or minutes else "") + f"{rest:g}s"
-
-
-def back_off_message(delay: float, container: str, pod: Object) -> str:
-    """The kubelet's `CrashLoopBackOff` message; the pod as its `format.Pod` prints it: name_namespace(uid)."""
-    meta = pod["metadata"]
-    who = f"{meta['name']}_{meta.get('namespace') or 'default'}({meta.get('uid', '')})"
-    return f"back-off {go_duration(delay)} restarting failed container={container} pod={who}"
 
 
 def exit_code(returncode: int) -> int:
@@ -148,10 +73,6 @@ def missing_executable(argv0: str, path: str, cwd: str) -> str:
     return f'exec: "{argv0}": executable file not found in $PATH'
 
 
-def stamp() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 class StartFailure(Exception):
     """A container that cannot be started; `waiting` failures (bad config) keep it waiting, the others end its
     run with StartError."""
@@ -159,112 +80,6 @@ class StartFailure(Exception):
     def __init__(self, reason: str, message: str, *, waiting: bool = False) -> None:
         super().__init__(message)
         self.reason, self.message, self.waiting = reason, message, waiting
-
-
-@dataclass(eq=False)
-class Container:
-    """One container of a running pod: its current run, and the records of the last two finished ones."""
-
-    spec: Object
-    backoff: Backoff
-    pull_backoff: Backoff
-    restart_count: int = 0
-    running_since: str = ""
-    ready: bool = False
-    waiting_reason: str = "ContainerCreating"
-    waiting_message: str = ""
-    finished: Object | None = None  # the last finished run's terminated record
-    before: Object | None = None  # the one before it (lastState once the container stays terminated)
-    done: bool = False  # finished for good: the policy does not restart it
-    process: asyncio.subprocess.Process | Adopted | None = None
-    pid: int = 0  # the current run's process (its group's id too)
-    started: int = 0  # the process's start time (clock ticks after boot): tells it from a later one with its pid
-    pipes: list[tuple[int, int]] = field(default_factory=list)  # its output pipes' read ends: (fd in it, inode)
-    log_path: Path | None = None
-    previous_log: Path | None = None
-    run_over: asyncio.Event = field(default_factory=asyncio.Event)  # the current log gets no more lines
-    first_start: asyncio.Event = field(default_factory=asyncio.Event)
-
-    @property
-    def name(self) -> str:
-        return str(self.spec["name"])
-
-    def wait(self, reason: str, message: str = "") -> None:
-        self.waiting_reason, self.waiting_message = reason, message
-
-    def ended(self, record: Object) -> None:
-        self.running_since, self.ready, self.process, self.pid, self.started = "", False, None, 0, 0
-        self.before, self.finished = self.finished, record
-        self.wait("ContainerCreating")  # until it restarts or is found done
-
-    def saved(self) -> Object:
-        """What the next agent needs to adopt this container (or restart it as upstream restarts a lost one)."""
-        return {
-            "restartCount": self.restart_count,
-            "runningSince": self.running_since,
-            "ready": self.ready,
-            "waiting": [self.waiting_reason, self.waiting_message],
-            "finished": self.finished,
-            "before": self.before,
-            "done": self.done,
-            "pid": self.pid,
-            "started": self.started,
-            "pipes": [list(pipe) for pipe in self.pipes],
-            "log": self.log_path.name if self.log_path else "",
-            "previousLog": self.previous_log.name if self.previous_log else "",
-        }
-
-    def restore(self, saved: Object, directory: Path) -> None:
-        """As `saved()` left it (the process itself is adopted, or found gone, by the runtime)."""
-        self.restart_count = int(saved.get("restartCount") or 0)
-        self.running_since, self.ready = str(saved.get("runningSince") or ""), bool(saved.get("ready"))
-        self.wait(*[str(part) for part in saved.get("waiting") or ["ContainerCreating", ""]][:2])
-        self.finished, self.before, self.done = saved.get("finished"), saved.get("before"), bool(saved.get("done"))
-        self.pid, self.started = int(saved.get("pid") or 0), int(saved.get("started") or 0)
-        self.pipes = [(int(fd), int(inode)) for fd, inode in saved.get("pipes") or []]
-        log, previous = saved.get("log"), saved.get("previousLog")
-        self.log_path = directory / self.name / str(log) if log else None
-        self.previous_log = directory / self.name / str(previous) if previous else None
-
-    def state(self, container_id: str) -> ContainerState:
-        """Running (lastState: the last run), terminated for good (lastState: the run before), or waiting."""
-        found = ContainerState(self.name, str(self.spec.get("image") or ""), container_id)
-        found.restart_count, found.ready, found.last_terminated = self.restart_count, self.ready, self.finished
-        if self.running_since:
-            found.running_since = self.running_since
-        elif self.done:
-            found.terminated, found.last_terminated = self.finished, self.before
-        else:
-            found.waiting_reason, found.waiting_message = self.waiting_reason, self.waiting_message
-        return found
-
-
-@dataclass(eq=False)
-class Pod:
-    key: str
-    pod: Object  # as started, with its IPs filled in (env vars and the downward API see them)
-    net: sandbox.PodNet
-    log_dir: Path
-    containers: dict[str, Container]
-    supervisors: list[asyncio.Task[None]] = field(default_factory=list)
-    helpers: set[asyncio.Task[None]] = field(default_factory=set)  # log relays, liveness kills
-
-    @property
-    def name(self) -> str:
-        return str(self.pod["metadata"]["name"])
-
-    @property
-    def policy(self) -> str:
-        return str((self.pod.get("spec") or {}).get("restartPolicy") or "Always")
-
-    @property
-    def grace(self) -> float:
-        return float((self.pod.get("spec") or {}).get("terminationGracePeriodSeconds", DEFAULT_GRACE))
-
-    def spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
-        task = asyncio.get_running_loop().create_task(work, name=name)
-        self.helpers.add(task)
-        task.add_done_callback(self.helpers.discard)
 
 
 class NetnsRuntime:
@@ -300,8 +115,8 @@ class NetnsRuntime:
         net = self.node.pod(key, ip)
         started = self._with_addresses(pod, ip)
         log_dir = self._pod_logs(started)
-        saved = _load_state(log_dir, ip)
-        adopt = bool(saved) and await asyncio.to_thread(_plumbed, self.node, net)
+        saved = adoption.load_state(log_dir, ip)
+        adopt = bool(saved) and await asyncio.to_thread(adoption.plumbed, self.node, net)
         if not adopt:
             if netns.exists(net.netns) or (netns.NETNS_ETC / net.netns).exists():  # left, but not adoptable
                 await asyncio.to_thread(sandbox.detach_pod, self.node, net)
@@ -419,7 +234,7 @@ class NetnsRuntime:
             why = WAITING_LOGS.get(reason, reason)
             raise errors.BadRequest(f'container "{container}" in pod "{run.name}" is waiting to start: {why}')
         over = None if previous or not follow else found.run_over
-        return _read_log(path, over, tail_lines, timestamps, since_time, limit_bytes)
+        return container_logs.read_log(path, over, tail_lines, timestamps, since_time, limit_bytes)
 
     # Containers
 
@@ -445,30 +260,17 @@ class NetnsRuntime:
     # Restarts
 
     def _save(self, run: Pod) -> None:
-        """The pod's `state.json`, replaced whole (a reader never sees it half-written)."""
+        """The pod's `state.json`, for the next agent."""
         state = {"ip": run.net.ip, "containers": {c.name: c.saved() for c in run.containers.values()}}
-        partial = run.log_dir / f"{STATE}.tmp"
         try:
-            partial.write_text(json.dumps(state))
-            partial.replace(run.log_dir / STATE)
+            adoption.save_state(run.log_dir, state)
         except OSError as err:
             log.warning("pod %s: cannot save its state: %s", run.key, err)
 
     def _adoptable(self, run: Pod) -> dict[str, Adopted]:
-        """The containers whose processes still run (each checked by pid and start time, and to be in the pod's
-        namespace); whatever else runs there (a gone container's leftovers) is killed."""
-        inside = set(netns.pids(run.net.netns))
-        found: dict[str, Adopted] = {}
-        for c in run.containers.values():
-            if c.running_since and c.pid in inside and c.started:
-                adopted = Adopted.attach(c.pid, c.started)
-                if adopted is not None:
-                    found[c.name] = adopted
-        groups = {adopted.pid for adopted in found.values()}
-        for pid in inside:
-            with contextlib.suppress(OSError):
-                if os.getpgid(pid) not in groups:
-                    os.kill(pid, signal.SIGKILL)
+        """The containers whose processes an earlier agent left running (`adoption.adopt`)."""
+        running = {c.name: (c.pid, c.started) for c in run.containers.values() if c.running_since}
+        found = adoption.adopt(run.net.netns, running)
         if found:
             log.info("pod %s: adopted running container(s) %s", run.key, ", ".join(sorted(found)))
         return found
@@ -537,7 +339,7 @@ class NetnsRuntime:
         if adopted is not None:
             return await self._follow(run, c, adopted)
         if c.running_since:  # it ran; its process is gone (with the pod's namespace, or it ended meanwhile)
-            record = dict(UNKNOWN_EXIT)
+            record = dict(adoption.UNKNOWN_EXIT)
             finished = {"startedAt": c.running_since, "finishedAt": now(), "containerID": self._container_id(run, c)}
             c.ended({**record, **finished})
             self._changed(run)
@@ -553,8 +355,8 @@ class NetnsRuntime:
         if c.log_path is None:
             (run.log_dir / c.name).mkdir(parents=True, exist_ok=True)
             c.log_path = run.log_dir / c.name / f"{c.restart_count}.log"
-        pipes = [await _open_pipe(fd) for fd in _reopen(process.pid, c.pipes)]
-        run.spawn(_relay(c.log_path, pipes, process.wait, c.run_over), f"{run.key}/{c.name} log")
+        pipes = [await container_logs.open_pipe(fd) for fd in adoption.reopen(process.pid, c.pipes)]
+        run.spawn(container_logs.relay(c.log_path, pipes, process.wait, c.run_over), f"{run.key}/{c.name} log")
         try:
             env = self._command(run, c, self._image(c))[1]  # as it was started with (for exec probes)
         except StartFailure:
@@ -676,11 +478,11 @@ class NetnsRuntime:
         finally:
             os.close(out_write)
             os.close(err_write)
-        c.pid, c.started = process.pid, _start_time(process.pid)
+        c.pid, c.started = process.pid, adoption.start_time(process.pid)
         c.pipes = [(fd, os.fstat(fd).st_ino) for fd in (out_read, err_read)]
         assert c.log_path is not None
-        pipes = [await _open_pipe(out_read), await _open_pipe(err_read)]
-        run.spawn(_relay(c.log_path, pipes, process.wait, c.run_over), f"{run.key}/{c.name} log")
+        pipes = [await container_logs.open_pipe(out_read), await container_logs.open_pipe(err_read)]
+        run.spawn(container_logs.relay(c.log_path, pipes, process.wait, c.run_over), f"{run.key}/{c.name} log")
         return process
 
     def _probes(self, run: Pod, c: Container, env: dict[str, str], ran: float = 0) -> list[asyncio.Task[None]]:
@@ -754,226 +556,13 @@ async def _kill_group(process: asyncio.subprocess.Process | Adopted, grace: floa
         grace = 5.0  # after SIGKILL: only a wedged kernel call keeps it
 
 
-async def _pump(stream: asyncio.StreamReader, tag: bytes, out: BinaryIO) -> None:
-    """Copy a pipe into the CRI log: full lines as `F`, an unfinished tail (or a very long line) as `P`."""
-    pending = b""
-    while chunk := await stream.read(65536):
-        pending += chunk
-        *lines, pending = pending.split(b"\n")
-        for line in lines:
-            out.write(b"%s %s F %s\n" % (stamp().encode(), tag, line))
-        if len(pending) >= 16384:
-            out.write(b"%s %s P %s\n" % (stamp().encode(), tag, pending))
-            pending = b""
-        out.flush()
-    if pending:
-        out.write(b"%s %s P %s\n" % (stamp().encode(), tag, pending))
-        out.flush()
-
-
-Pipe = tuple[asyncio.StreamReader, asyncio.BaseTransport]
-TAGS = (b"stdout", b"stderr")
-
-
-async def _open_pipe(fd: int) -> Pipe:
-    """A reader of the pipe `fd` (which the transport owns from here on)."""
-    reader = asyncio.StreamReader()
-    transport, _ = await asyncio.get_running_loop().connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", buffering=0)
-    )
-    return reader, transport
-
-
-async def _relay(path: Path, pipes: list[Pipe], exited: Callable[[], Awaitable[Any]], over: asyncio.Event) -> None:
-    """A run's stdout and stderr pipes into its log; reading stops shortly after the process exits (a child left
-    behind could otherwise hold the pipes open forever)."""
-    with path.open("ab") as out:
-        pumps = asyncio.gather(*(_pump(reader, tag, out) for (reader, _), tag in zip(pipes, TAGS, strict=False)))
-        try:
-            await exited()
-            await asyncio.wait_for(asyncio.shield(pumps), DRAIN)
-        except TimeoutError:
-            pass
-        finally:
-            pumps.cancel()
-            with contextlib.suppress(BaseException):
-                await pumps
-            for _, transport in pipes:
-                transport.close()
-            over.set()
-
-
-# Adoption
-
-
-class Adopted:
-    """A container's process that an earlier agent started, so no child of this one: its end is seen through a
-    pidfd and its exit status read from /proc while it is a zombie (its new parent may reap it first: the status is
-    then unknown). Quacks like the `asyncio.subprocess.Process` it stands in for (pid, returncode, wait)."""
-
-    def __init__(self, pid: int, started: int, pidfd: int) -> None:
-        self.pid, self.started, self._pidfd = pid, started, pidfd
-        self.returncode: int | None = None  # once ended: as Popen's (-N: killed by signal N)
-        self.known = True  # whether returncode is the real exit status
-        self._ended = asyncio.Event()
-        self._watched = False
-
-    @classmethod
-    def attach(cls, pid: int, started: int) -> Adopted | None:
-        """The process `pid` if it is the one that started at `started` (checked once a pidfd holds it)."""
-        try:
-            pidfd = os.pidfd_open(pid)
-        except OSError:
-            return None
-        if _start_time(pid) != started:
-            os.close(pidfd)
-            return None
-        return cls(pid, started, pidfd)
-
-    async def wait(self) -> int:
-        if not self._watched:
-            self._watched = True
-            asyncio.get_running_loop().add_reader(self._pidfd, self._exit)
-        await self._ended.wait()
-        assert self.returncode is not None
-        return self.returncode
-
-    def _exit(self) -> None:
-        asyncio.get_running_loop().remove_reader(self._pidfd)
-        os.close(self._pidfd)
-        status = _zombie_status(self.pid, self.started)
-        if status is None:
-            self.known, self.returncode = False, -signal.SIGKILL
-        else:
-            self.returncode = os.waitstatus_to_exitcode(status)
-        self._ended.set()
-
-
 def _exit_record(process: asyncio.subprocess.Process | Adopted) -> Object:
     if process.returncode is None or (isinstance(process, Adopted) and not process.known):
-        return dict(UNKNOWN_EXIT)
+        return dict(adoption.UNKNOWN_EXIT)
     code = exit_code(process.returncode)
     return {"exitCode": code, "reason": "Completed" if code == 0 else "Error"}
-
-
-def _stat(pid: int) -> list[str]:
-    """/proc/<pid>/stat's fields after the command (state first); [] if there is no such process."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return []
-
-
-def _start_time(pid: int) -> int:
-    fields = _stat(pid)
-    return int(fields[19]) if len(fields) > 19 else 0
-
-
-def _zombie_status(pid: int, started: int) -> int | None:
-    """The wait status of `pid` while it is a zombie (the one that started at `started`), else None."""
-    fields = _stat(pid)
-    if len(fields) > 49 and fields[0] == "Z" and int(fields[19]) == started:
-        return int(fields[49])
-    return None
-
-
-def _reopen(pid: int, pipes: list[tuple[int, int]]) -> list[int]:
-    """The container's output pipes, reopened for reading through the read ends it holds (each checked to be the
-    pipe it was); [] when they cannot be (then its output is not logged)."""
-    opened = []
-    for number, inode in pipes:
-        try:
-            fd = os.open(f"/proc/{pid}/fd/{number}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError:
-            break
-        found = os.fstat(fd)
-        opened.append(fd)
-        if not stat.S_ISFIFO(found.st_mode) or found.st_ino != inode:
-            break
-    else:
-        if len(opened) == 2:
-            return opened
-    for fd in opened:
-        os.close(fd)
-    return []
 
 
 def _log_dir_name(pod: Object) -> str:
     meta = pod["metadata"]
     return f"{meta.get('namespace') or 'default'}_{meta['name']}_{meta.get('uid', '')}"
-
-
-def _load_state(directory: Path, ip: str) -> Object:
-    """The pod's `state.json` if an earlier agent left one for this IP, else {}."""
-    try:
-        state = json.loads((directory / STATE).read_text())
-    except (OSError, ValueError):
-        return {}
-    return state if isinstance(state, dict) and state.get("ip") == ip else {}
-
-
-def _plumbed(node: sandbox.NodeNet, net: sandbox.PodNet) -> bool:
-    """Whether the pod's namespace is there with its address, and its veth on the node."""
-    if not netns.exists(net.netns) or not netns.exists(node.netns):
-        return False
-    shown = netns.ip("-o", "addr", "show", "dev", "eth0", netns=net.netns, check=False)
-    veth = netns.ip("-o", "link", "show", "dev", net.veth, netns=node.netns, check=False)
-    return f" {net.ip}/32 " in shown and bool(veth)
-
-
-def _parse(line: bytes) -> tuple[str, bytes, bool] | None:
-    """A CRI log line: (timestamp, content, whether the line is complete)."""
-    parts = line.rstrip(b"\n").split(b" ", 3)
-    if len(parts) < 3:
-        return None
-    content = parts[3] if len(parts) == 4 else b""
-    return parts[0].decode(), content, parts[2] == b"F"
-
-
-def _format(entries: list[bytes], timestamps: bool, since: datetime | None) -> bytes:
-    out = []
-    for entry in entries:
-        parsed = _parse(entry)
-        if parsed is None:
-            continue
-        when, content, full = parsed
-        if since is not None and datetime.fromisoformat(when) < since:
-            continue
-        out.append((when.encode() + b" " if timestamps else b"") + content + (b"\n" if full else b""))
-    return b"".join(out)
-
-
-async def _read_log(
-    path: Path,
-    over: asyncio.Event | None,
-    tail_lines: int | None,
-    timestamps: bool,
-    since: datetime | None,
-    limit_bytes: int | None,
-) -> AsyncIterator[bytes]:
-    """The log's lines (the last `tail_lines`), then — following — new lines until the run is over."""
-    left = limit_bytes
-    with path.open("rb") as handle:
-        lines = handle.read().splitlines(keepends=True)
-        partial = lines.pop() if lines and not lines[-1].endswith(b"\n") else b""
-        if tail_lines is not None:
-            lines = lines[-tail_lines:] if tail_lines else []
-        chunk = _format(lines, timestamps, since)
-        while True:
-            if chunk:
-                if left is not None:
-                    chunk, left = chunk[:left], left - len(chunk)
-                yield chunk
-                if left is not None and left <= 0:
-                    return
-            if over is None:
-                return
-            done = over.is_set()
-            data = partial + handle.read()
-            complete = data[: data.rfind(b"\n") + 1]
-            partial = data[len(complete) :]
-            chunk = _format(complete.splitlines(keepends=True), timestamps, since)
-            if done and not chunk:
-                return
-            if not chunk:
-                await asyncio.sleep(FOLLOW_POLL)

@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
@@ -67,6 +68,7 @@ class _Reply(Protocol):
 
 
 R = TypeVar("R", bound=_Reply)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +262,52 @@ class Members:
         failure, OutcomeUnknown when an attempt whose outcome is unknown may not be sent again (`retry_unknown`)."""
         since = self.revision + 1
         deadline = time.monotonic() + DEADLINE
-        give_up = 0.0
+
+        async def attempt(member: Member) -> R:
+            reply = parse(await member.call(path, request, deadline))
+            header = reply.header
+            member.answered(header.raft_term)
+            if header.revision > self.revision:
+                self.revision = header.revision
+            return reply
+
+        def judge(member: Member, err: GrpcError) -> None:
+            verdict = classify(err)
+            if not verdict.retry:
+                raise err
+            if verdict.member_failed:
+                member.failed(err)
+            if verdict.maybe_applied and not retry_unknown:
+                text = self._unavailable({member.url: err}).args[0]
+                raise OutcomeUnknown(f"{text} (sent, and may or may not have been applied)", since) from err
+
+        return await self._failover(attempt, judge, wait=wait, deadline=deadline)
+
+    async def open_stream(self, path: str, request: bytes, *, wait: float = FAILOVER_WAIT) -> tuple[Member, Call]:
+        """A streaming call opened on the first member that takes it (the server's errors come while iterating)."""
+
+        async def attempt(member: Member) -> tuple[Member, Call]:
+            call = await member.channel.stream(path, request)
+            member.streams.add(call)
+            return member, call
+
+        # Any error opening a stream fails the member over; `wait` counts from now, not from the first failure.
+        return await self._failover(attempt, Member.failed, wait=wait, give_up=time.monotonic() + wait)
+
+    async def _failover(
+        self,
+        attempt: Callable[[Member], Awaitable[T]],
+        judge: Callable[[Member, GrpcError], None],
+        *,
+        wait: float,
+        give_up: float = 0.0,
+        deadline: float = math.inf,
+    ) -> T:
+        """The loop `unary` and `open_stream` share: `attempt` on one member after another (`_pick`), a new round
+        of them after a back-off, until one succeeds. `judge` hears of each GrpcError: it raises what ends the call,
+        and returns when another member may serve it. The call fails once every member has failed a round and the
+        next round would start after `give_up` (0: `wait` after the first failure) or `deadline`, and once an
+        attempt fails after `deadline`."""
         tried: set[Member] = set()
         errors: dict[str, GrpcError] = {}
         backoff = 0.05
@@ -274,52 +321,14 @@ class Members:
                 tried.clear()
                 continue
             try:
-                reply = parse(await member.call(path, request, deadline))
+                return await attempt(member)
             except GrpcError as err:
-                verdict = classify(err)
-                if not verdict.retry:
-                    raise
                 give_up = give_up or time.monotonic() + wait
                 errors[member.url] = err
                 tried.add(member)
-                if verdict.member_failed:
-                    member.failed(err)
-                if verdict.maybe_applied and not retry_unknown:
-                    text = self._unavailable({member.url: err}).args[0]
-                    raise OutcomeUnknown(f"{text} (sent, and may or may not have been applied)", since) from err
+                judge(member, err)
                 if time.monotonic() >= deadline:
                     raise self._unavailable(errors) from err
-                continue
-            header = reply.header
-            member.answered(header.raft_term)
-            if header.revision > self.revision:
-                self.revision = header.revision
-            return reply
-
-    async def open_stream(self, path: str, request: bytes, *, wait: float = FAILOVER_WAIT) -> tuple[Member, Call]:
-        """A streaming call opened on the first member that takes it (the server's errors come while iterating)."""
-        give_up = time.monotonic() + wait
-        tried: set[Member] = set()
-        errors: dict[str, GrpcError] = {}
-        backoff = 0.05
-        while True:
-            member = self._pick(tried)
-            if member is None:
-                if time.monotonic() + backoff > give_up:
-                    raise self._unavailable(errors)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 0.5)
-                tried.clear()
-                continue
-            try:
-                call = await member.channel.stream(path, request)
-            except GrpcError as err:
-                errors[member.url] = err
-                tried.add(member)
-                member.failed(err)
-                continue
-            member.streams.add(call)
-            return member, call
 
     async def healthy(self, timeout: float) -> bool:
         """Whether some member serves a linearizable read within `timeout`: then the cluster has a leader with its
