@@ -683,7 +683,7 @@ def test_endpoint_slice_keeps_pointer_zeros() -> None:
             text(1, "10.244.0.5"),
             msg(2, num(1, True), num(2, True), num(3, False)),
             text(6, "n1"),
-            msg(8, msg(1, text(1, "zone-a")), msg(2, text(1, "n1"))),
+            msg(8, msg(1, text(1, "zone-a")), msg(2, text(1, "n1"))),  # forNodes (2) is 1.33's: skipped
         ),
         msg(2, text(1, "10.244.0.6"), msg(2)),
         msg(3, text(1, ""), text(2, "TCP"), num(3, 8080)),
@@ -703,7 +703,7 @@ def test_endpoint_slice_keeps_pointer_zeros() -> None:
                 "addresses": ["10.244.0.5"],
                 "conditions": {"ready": True, "serving": True, "terminating": False},
                 "nodeName": "n1",
-                "hints": {"forZones": [{"name": "zone-a"}], "forNodes": [{"name": "n1"}]},
+                "hints": {"forZones": [{"name": "zone-a"}]},
             },
             {"addresses": ["10.244.0.6"], "conditions": {}},
         ],
@@ -891,13 +891,21 @@ def test_zero_scalars_follow_json_omitempty() -> None:
 
 def test_negative_integers_are_sign_extended_varints() -> None:
     assert varint(-5) == b"\xfb\xff\xff\xff\xff\xff\xff\xff\xff\x01"
-    assert _pod(num(25, -5), num(4, -1))["spec"] == {"priority": -5, "terminationGracePeriodSeconds": -1}
+    spec = _pod(num(25, -5), num(4, -1))["spec"]
+    assert (spec["priority"], spec["terminationGracePeriodSeconds"]) == (-5, -1)
 
 
 def test_packed_and_unpacked_repeated_integers() -> None:
     unpacked = msg(14, num(4, 1), num(4, 2), num(4, -3))
     packed = msg(14, text(4, varint(1) + varint(2) + varint(-3)))
-    assert _pod(unpacked)["spec"] == _pod(packed)["spec"] == {"securityContext": {"supplementalGroups": [1, 2, -3]}}
+    assert (
+        _pod(unpacked)["spec"]
+        == _pod(packed)["spec"]
+        == {
+            "containers": None,  # `json:"containers"`, no omitempty: a pod without containers is JSON's null
+            "securityContext": {"supplementalGroups": [1, 2, -3]},
+        }
+    )
 
 
 def test_unknown_fields_of_every_wire_type_are_skipped() -> None:
@@ -1010,8 +1018,20 @@ def test_bytes_scalars_render_as_base64_like_json() -> None:
 
 
 def test_every_supported_kind_decodes_an_empty_object() -> None:
+    """Nothing but the lists JSON writes as null when nil (`rules` of a Role, ...)."""
     for api_version, kind in protobuf.supported_kinds():
-        assert decode(envelope(api_version, kind)) == {"kind": kind, "apiVersion": api_version}
+        message = "DeleteOptions" if kind == "DeleteOptions" else protobuf._KINDS[(api_version, kind)]
+        nulls = dict.fromkeys(protobuf._NULLS[message])
+        assert decode(envelope(api_version, kind)) == {"kind": kind, "apiVersion": api_version, **nulls}
+
+
+def test_a_nil_list_without_omitempty_is_null() -> None:
+    role = envelope("rbac.authorization.k8s.io/v1", "Role", meta(text(1, "r")))
+    assert decode(role)["rules"] is None
+    rule = msg(2, text(2, ""), text(3, "pods"))  # a PolicyRule without verbs: `json:"verbs"`
+    assert decode(envelope("rbac.authorization.k8s.io/v1", "Role", rule))["rules"] == [
+        {"verbs": None, "apiGroups": [""], "resources": ["pods"]}
+    ]
 
 
 def test_the_schema_rejects_unknown_types() -> None:
@@ -1083,11 +1103,12 @@ def test_malformed_bodies_are_bad_requests(body: bytes, message: str) -> None:
 
 def test_a_kind_without_a_schema_is_unsupported_media_type() -> None:
     with pytest.raises(UnsupportedMediaType) as err:
-        decode(envelope("apps/v1", "StatefulSet", meta(text(1, "db"))))
+        decode(envelope("resource.k8s.io/v1beta1", "ResourceClaim", meta(text(1, "db"))))
     assert err.value.status()["code"] == 415
     assert err.value.message == (
         "the body of the request was in an unknown format - accepted media types include: "
-        "application/json, application/yaml (no protobuf decoding for StatefulSet in version 'apps/v1')"
+        "application/json, application/yaml "
+        "(no protobuf decoding for ResourceClaim in version 'resource.k8s.io/v1beta1')"
     )
 
 

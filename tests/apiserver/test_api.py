@@ -434,3 +434,11 @@ def test_pod_gets_upstream_v1_defaults(api: httpx.Client, namespace: str) -> Non
     templated = response.json()["spec"]["template"]["spec"]["containers"][0]
     assert templated["resources"]["requests"] == {"cpu": "100m"}
     assert templated["livenessProbe"]["timeoutSeconds"] == 1
+
+
+def test_the_system_namespaces_may_not_be_deleted(api: httpx.Client) -> None:
+    for name in ("default", "kube-system", "kube-public"):
+        response = api.delete(f"/api/v1/namespaces/{name}")
+        assert response.status_code == 403, response.text
+        assert response.json()["message"] == f'namespaces "{name}" is forbidden: this namespace may not be deleted'
+        assert "deletionTimestamp" not in api.get(f"/api/v1/namespaces/{name}").json()["metadata"]

@@ -166,6 +166,13 @@ def namespace_terminating(resource: str, name: str, namespace: str, group: str =
     return Forbidden(f'{_qualified(resource, group)} "{name}" is forbidden: {message}', details=details)
 
 
+def forbidden_request(resource: str, name: str, reason: str, group: str = "") -> Forbidden:
+    """Upstream's NewForbidden: `<resource> "<name>" is forbidden: <reason>`."""
+    return Forbidden(
+        f'{_qualified(resource, group)} "{name}" is forbidden: {reason}', details=_details(resource, name, group)
+    )
+
+
 def has_status_cause(err: BaseException, reason: str) -> bool:
     """The error is an API error whose `details.causes` name `reason` (upstream's `apierrors.HasStatusCause`)."""
     if not isinstance(err, ApiError):

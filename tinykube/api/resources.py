@@ -6,6 +6,18 @@ from dataclasses import dataclass
 
 READ_VERBS = ("get", "list", "watch")
 WRITE_VERBS = ("create", "delete", "deletecollection", "patch", "update")
+ALL_VERBS = tuple(sorted(READ_VERBS + WRITE_VERBS))
+CREATE_ONLY = ("create",)  # the review resources: answered, never stored
+READ_ONLY = ("get", "list")
+
+# Upstream's etcd key segments where they are not the plural (`/registry/<segment>/<namespace>/<name>`).
+_STORAGE_SEGMENTS = {
+    ("", "services"): "services/specs",
+    ("", "nodes"): "minions",
+    ("", "replicationcontrollers"): "controllers",
+    ("networking.k8s.io", "ingresses"): "ingress",
+    ("apiregistration.k8s.io", "apiservices"): "apiregistration.k8s.io/apiservices",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +31,10 @@ class ResourceInfo:
     short_names: tuple[str, ...] = ()
     subresources: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = ALL_VERBS
+    # Another version's objects served in this one (`autoscaling/v1` HPAs are stored as `autoscaling/v2`, and
+    # `events.k8s.io/v1` Events are the core Events): the stored resource's group-version, converted on the way.
+    view_of: str = ""
 
     @property
     def group_version(self) -> str:
@@ -31,37 +47,120 @@ class ResourceInfo:
         return f"{self.kind}List"
 
     @property
-    def verbs(self) -> tuple[str, ...]:
-        return tuple(sorted(READ_VERBS + WRITE_VERBS))
+    def stored(self) -> bool:
+        """Whether objects of this resource are kept in etcd under its own key space: not a view of another
+        version, and not answered per request (the reviews, create-only; componentstatuses, read-only)."""
+        return not self.view_of and self.verbs == ALL_VERBS
 
     @property
     def storage_segment(self) -> str:
         """Key segment under the storage prefix, as upstream (`/registry/services/specs/...`)."""
-        if self.plural == "services":
-            return "services/specs"
-        if self.plural == "nodes":
-            return "minions"
-        if self.group in ("", "discovery.k8s.io", "apps"):
-            return self.plural  # upstream: /registry/deployments/..., /registry/replicasets/...
-        return f"{self.group}/{self.plural}"
+        return _STORAGE_SEGMENTS.get((self.group, self.plural), self.plural)
 
 
+def _split(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+def _r(
+    group_version: str,
+    kind: str,
+    plural: str,
+    namespaced: bool = True,
+    short: str = "",
+    sub: str = "",
+    categories: str = "",
+    verbs: tuple[str, ...] = ALL_VERBS,
+    view_of: str = "",
+) -> ResourceInfo:
+    """A table row: group/version, kind and plural, then what differs from the usual."""
+    group, _, version = group_version.rpartition("/")
+    return ResourceInfo(
+        group, version, kind, plural, kind.lower(), namespaced, _split(short), _split(sub), _split(categories), verbs,
+        view_of,
+    )  # fmt: skip
+
+
+NS, CLUSTER = True, False
+
+# As `kubectl api-resources` lists them on kube-apiserver 1.32, group by group; a group's preferred version first.
 RESOURCES: tuple[ResourceInfo, ...] = (
-    ResourceInfo("", "v1", "Namespace", "namespaces", "namespace", False, ("ns",), ("status", "finalize")),
-    ResourceInfo("", "v1", "Service", "services", "service", True, ("svc",), ("status",), ("all",)),
-    ResourceInfo("", "v1", "Endpoints", "endpoints", "endpoints", True, ("ep",)),
-    ResourceInfo("", "v1", "Pod", "pods", "pod", True, ("po",), ("status", "binding", "log"), ("all",)),
-    ResourceInfo("", "v1", "Node", "nodes", "node", False, ("no",), ("status",)),
-    ResourceInfo("", "v1", "Event", "events", "event", True, ("ev",)),
-    ResourceInfo("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", "endpointslice", True),
-    ResourceInfo(
-        "apps", "v1", "Deployment", "deployments", "deployment", True, ("deploy",), ("status", "scale"), ("all",)
-    ),
-    ResourceInfo("apps", "v1", "ReplicaSet", "replicasets", "replicaset", True, ("rs",), ("status", "scale"), ("all",)),
-)
+    # core/v1
+    _r("v1", "Namespace", "namespaces", CLUSTER, "ns", "status finalize"),
+    _r("v1", "Service", "services", NS, "svc", "status", "all"),
+    _r("v1", "Endpoints", "endpoints", NS, "ep"),
+    _r("v1", "Pod", "pods", NS, "po", "status binding log", "all"),
+    _r("v1", "Node", "nodes", CLUSTER, "no", "status"),
+    _r("v1", "Event", "events", NS, "ev"),
+    _r("v1", "ConfigMap", "configmaps", NS, "cm"),
+    _r("v1", "Secret", "secrets", NS),
+    _r("v1", "ServiceAccount", "serviceaccounts", NS, "sa", "token"),
+    _r("v1", "PersistentVolume", "persistentvolumes", CLUSTER, "pv", "status"),
+    _r("v1", "PersistentVolumeClaim", "persistentvolumeclaims", NS, "pvc", "status"),
+    _r("v1", "ReplicationController", "replicationcontrollers", NS, "rc", "status scale", "all"),
+    _r("v1", "ResourceQuota", "resourcequotas", NS, "quota", "status"),
+    _r("v1", "LimitRange", "limitranges", NS, "limits"),
+    _r("v1", "PodTemplate", "podtemplates", NS),
+    _r("v1", "ComponentStatus", "componentstatuses", CLUSTER, "cs", verbs=READ_ONLY),
+    # admissionregistration.k8s.io: stored and validated; webhooks are not called
+    _r("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", CLUSTER,
+       categories="api-extensions"),
+    _r("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations",
+       CLUSTER, categories="api-extensions"),
+    _r("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "validatingadmissionpolicies", CLUSTER,
+       sub="status", categories="api-extensions"),
+    _r("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings",
+       CLUSTER, categories="api-extensions"),
+    _r("apiregistration.k8s.io/v1", "APIService", "apiservices", CLUSTER, sub="status", categories="api-extensions"),
+    # apps/v1
+    _r("apps/v1", "Deployment", "deployments", NS, "deploy", "status scale", "all"),
+    _r("apps/v1", "ReplicaSet", "replicasets", NS, "rs", "status scale", "all"),
+    _r("apps/v1", "StatefulSet", "statefulsets", NS, "sts", "status scale", "all"),
+    _r("apps/v1", "DaemonSet", "daemonsets", NS, "ds", "status", "all"),
+    _r("apps/v1", "ControllerRevision", "controllerrevisions", NS),
+    # answered per request, never stored
+    _r("authentication.k8s.io/v1", "TokenReview", "tokenreviews", CLUSTER, verbs=CREATE_ONLY),
+    _r("authentication.k8s.io/v1", "SelfSubjectReview", "selfsubjectreviews", CLUSTER, verbs=CREATE_ONLY),
+    _r("authorization.k8s.io/v1", "LocalSubjectAccessReview", "localsubjectaccessreviews", NS, verbs=CREATE_ONLY),
+    _r("authorization.k8s.io/v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", CLUSTER, verbs=CREATE_ONLY),
+    _r("authorization.k8s.io/v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews", CLUSTER, verbs=CREATE_ONLY),
+    _r("authorization.k8s.io/v1", "SubjectAccessReview", "subjectaccessreviews", CLUSTER, verbs=CREATE_ONLY),
+    # autoscaling: one stored object (v2), served in both versions
+    _r("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", NS, "hpa", "status", "all"),
+    _r("autoscaling/v1", "HorizontalPodAutoscaler", "horizontalpodautoscalers", NS, "hpa", "status", "all",
+       view_of="autoscaling/v2"),
+    _r("batch/v1", "CronJob", "cronjobs", NS, "cj", "status", "all"),
+    _r("batch/v1", "Job", "jobs", NS, sub="status", categories="all"),
+    _r("certificates.k8s.io/v1", "CertificateSigningRequest", "certificatesigningrequests", CLUSTER, "csr",
+       "status approval"),
+    _r("coordination.k8s.io/v1", "Lease", "leases", NS),
+    _r("discovery.k8s.io/v1", "EndpointSlice", "endpointslices", NS),
+    _r("events.k8s.io/v1", "Event", "events", NS, "ev", view_of="v1"),
+    _r("flowcontrol.apiserver.k8s.io/v1", "FlowSchema", "flowschemas", CLUSTER, sub="status"),
+    _r("flowcontrol.apiserver.k8s.io/v1", "PriorityLevelConfiguration", "prioritylevelconfigurations", CLUSTER,
+       sub="status"),
+    _r("networking.k8s.io/v1", "IngressClass", "ingressclasses", CLUSTER),
+    _r("networking.k8s.io/v1", "Ingress", "ingresses", NS, "ing", "status"),
+    _r("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies", NS, "netpol"),
+    _r("node.k8s.io/v1", "RuntimeClass", "runtimeclasses", CLUSTER),
+    _r("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", NS, "pdb", "status"),
+    _r("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", CLUSTER),
+    _r("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", CLUSTER),
+    _r("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", NS),
+    _r("rbac.authorization.k8s.io/v1", "Role", "roles", NS),
+    _r("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", CLUSTER, "pc"),
+    _r("storage.k8s.io/v1", "CSIDriver", "csidrivers", CLUSTER),
+    _r("storage.k8s.io/v1", "CSINode", "csinodes", CLUSTER),
+    _r("storage.k8s.io/v1", "CSIStorageCapacity", "csistoragecapacities", NS),
+    _r("storage.k8s.io/v1", "StorageClass", "storageclasses", CLUSTER, "sc"),
+    _r("storage.k8s.io/v1", "VolumeAttachment", "volumeattachments", CLUSTER, sub="status"),
+)  # fmt: skip
+STORED: tuple[ResourceInfo, ...] = tuple(r for r in RESOURCES if r.stored)
 
 # The kind `deployments/scale` and `replicasets/scale` speak; it has no storage and no collection of its own.
 SCALE = ResourceInfo("autoscaling", "v1", "Scale", "scale", "scale", True)
+# The kind `pods/binding` and the create-only `bindings` collection take; nothing of it is stored.
+BINDING = ResourceInfo("", "v1", "Binding", "bindings", "binding", True)
 
 _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 _BY_KIND = {(r.group_version, r.kind): r for r in RESOURCES}
@@ -74,6 +173,14 @@ def by_path(group: str, version: str, plural: str) -> ResourceInfo | None:
 def builtin(group: str, version: str, plural: str) -> ResourceInfo:
     """A resource this apiserver always serves (KeyError for any other): for components naming what they watch."""
     return _BY_PATH[(group, version, plural)]
+
+
+def stored_of(resource: ResourceInfo) -> ResourceInfo:
+    """The resource whose objects `resource` serves: itself, or the stored version a view converts."""
+    if not resource.view_of:
+        return resource
+    group, _, version = resource.view_of.rpartition("/")
+    return _BY_PATH[(group, version, resource.plural)]
 
 
 def by_kind(api_version: str, kind: str) -> ResourceInfo | None:

@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from tinykube.api import defaults, errors
-from tinykube.api.resources import RESOURCES
+from tinykube.api.resources import STORED
 from tinykube.apiserver import discovery, fieldvalidation, openapi
 from tinykube.apiserver.allocators import report
 from tinykube.apiserver.allocators.index import AllocationIndex
@@ -68,7 +68,7 @@ class ApiServer:
     def __init__(self, config: ApiServerConfig) -> None:
         self.config = config
         self.store = EtcdStore(config.etcd_servers, config.prefix)
-        self.caches = {r.plural: WatchCache(self.store, r) for r in RESOURCES}
+        self.caches = {r.plural: WatchCache(self.store, r) for r in STORED}
         self.allocations = AllocationIndex(self.store)
         self.pools = ServicePools(
             [Pool("clusterips", r, self.allocations) for r in parse_service_ranges(config.service_cluster_ip_range)],

@@ -12,6 +12,7 @@ import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tinykube.api.errors import Unauthorized
+from tinykube.apiserver.identity import ADMIN, USER_KEY
 
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
 _UNAUTHORIZED = orjson.dumps(Unauthorized("Unauthorized").status(), option=orjson.OPT_APPEND_NEWLINE)
@@ -28,7 +29,10 @@ class BearerTokenAuth:
             return
         presented = next((v for k, v in scope["headers"] if k == b"authorization"), None)
         authenticated = presented is not None and hmac.compare_digest(presented, self.expected)
-        if authenticated or (presented is None and scope["path"] in PUBLIC_PATHS):
+        if authenticated:
+            scope[USER_KEY] = ADMIN
+            await self.app(scope, receive, send)
+        elif presented is None and scope["path"] in PUBLIC_PATHS:
             await self.app(scope, receive, send)
         else:
             await _refuse(send)

@@ -17,9 +17,15 @@ SUBRESOURCE_VERBS = {
     "binding": ["create"],
     "log": ["get"],
     "scale": ["get", "patch", "update"],
+    "token": ["create"],
+    "approval": ["get", "patch", "update"],
 }
 # What a subresource takes, where it is not the resource's kind: (group, version, kind); "" keeps the resource's.
-SUBRESOURCE_KINDS = {"binding": ("", "", "Binding"), "scale": ("autoscaling", "v1", "Scale")}
+SUBRESOURCE_KINDS = {
+    "binding": ("", "", "Binding"),
+    "scale": ("autoscaling", "v1", "Scale"),
+    "token": ("authentication.k8s.io", "v1", "TokenRequest"),
+}
 # Create-only collections outside the resource table (no storage of their own): upstream's legacy `bindings`.
 EXTRA_CORE_RESOURCES: list[dict[str, Any]] = [
     {"name": "bindings", "singularName": "binding", "namespaced": True, "kind": "Binding"}
@@ -54,12 +60,12 @@ def _group_version(group: str, version: str) -> dict[str, str]:
 
 
 def _groups() -> list[dict[str, Any]]:
-    groups = []
+    """Named groups with their versions, the preferred (first served) one first."""
+    groups: dict[str, list[dict[str, str]]] = {}
     for group, version in group_versions():
         if group:
-            gv = _group_version(group, version)
-            groups.append({"name": group, "versions": [gv], "preferredVersion": gv})
-    return groups
+            groups.setdefault(group, []).append(_group_version(group, version))
+    return [{"name": name, "versions": versions, "preferredVersion": versions[0]} for name, versions in groups.items()]
 
 
 def api_group_list() -> dict[str, Any]:
@@ -144,7 +150,7 @@ def _aggregated_resource(r: ResourceInfo) -> dict[str, Any]:
 @cache
 def aggregated(core: bool, api_version: str) -> dict[str, Any]:
     """`/api` (core=True) or `/apis` as an APIGroupDiscoveryList of `api_version` (v2 or v2beta1)."""
-    items = []
+    items: dict[str, dict[str, Any]] = {}
     for group, version in group_versions():
         if (group == "") != core:
             continue
@@ -160,13 +166,9 @@ def aggregated(core: bool, api_version: str) -> dict[str, Any]:
                 }
                 for extra in EXTRA_CORE_RESOURCES
             ]
-        items.append(
-            {
-                "metadata": {"name": group, "creationTimestamp": None},
-                "versions": [{"version": version, "resources": resources, "freshness": "Current"}],
-            }
-        )
-    return {"kind": "APIGroupDiscoveryList", "apiVersion": api_version, "metadata": {}, "items": items}
+        item = items.setdefault(group, {"metadata": {"name": group, "creationTimestamp": None}, "versions": []})
+        item["versions"].append({"version": version, "resources": resources, "freshness": "Current"})
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": api_version, "metadata": {}, "items": list(items.values())}
 
 
 def aggregated_version(accept: str) -> str | None:

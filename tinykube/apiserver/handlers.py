@@ -15,10 +15,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from tinykube.api import errors
+from tinykube.api.conversion import Converted, converter
 from tinykube.api.patch import apply_patch
-from tinykube.api.resources import SCALE, ResourceInfo, by_path
+from tinykube.api.resources import BINDING, SCALE, ResourceInfo, by_path, stored_of
 from tinykube.apiserver import consistency, listing
 from tinykube.apiserver.fieldvalidation import check_duplicates, field_check
+from tinykube.apiserver.identity import UserInfo, user_of
 from tinykube.apiserver.metrics import RESOURCE_KEY
 from tinykube.apiserver.negotiation import (
     MAX_BODY,
@@ -33,7 +35,7 @@ from tinykube.apiserver.printers import table
 from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.registry import Request as RegistryRequest
 from tinykube.apiserver.registry.apps import to_scale, update_scale
-from tinykube.apiserver.registry.binding import BINDING, bind
+from tinykube.apiserver.registry.binding import bind
 from tinykube.apiserver.watch import watch_response
 
 JSON = "application/json"
@@ -51,9 +53,17 @@ class Target:
     namespace: str = ""
     name: str = ""
     subresource: str = ""
+    converted: Converted | None = None  # a view of another version's objects (`ResourceInfo.view_of`)
 
-    def registry_request(self, dry_run: bool = False) -> RegistryRequest:
-        return RegistryRequest(self.resource, self.namespace, self.name, self.subresource, dry_run)
+    def registry_request(self, dry_run: bool = False, user: UserInfo | None = None) -> RegistryRequest:
+        return RegistryRequest(stored_of(self.resource), self.namespace, self.name, self.subresource, dry_run, user)
+
+    def out(self, stored: dict[str, Any]) -> dict[str, Any]:
+        """A stored object as this request's version serves it."""
+        return self.converted.out(stored) if self.converted else stored
+
+    def into(self, served: dict[str, Any]) -> dict[str, Any]:
+        return self.converted.into(served) if self.converted else served
 
 
 def parse_path(path: str) -> Target:
@@ -75,7 +85,7 @@ def parse_path(path: str) -> Target:
     subresource = rest[2] if len(rest) > 2 else ""
     if subresource and subresource not in resource.subresources:
         raise errors.resource_not_found()
-    return Target(resource, namespace, name, subresource)
+    return Target(resource, namespace, name, subresource, converter(resource))
 
 
 def json_response(body: Any, status: int = 200) -> Response:
@@ -162,7 +172,9 @@ class ResourceHandler:
         params = request.query_params
         view = rendering(request.headers.get("accept", ""), params.get("includeObject"))
         if params.get("watch") in ("true", "1"):
-            return await watch_response(request, self.registry, target.resource, target.namespace, view, target.name)
+            return await watch_response(
+                request, self.registry, target.resource, target.namespace, view, target.name, target.converted
+            )
         if not target.name:
             return await self._list(request, target, view)
         wanted = params.get("resourceVersion", "")
@@ -172,7 +184,7 @@ class ResourceHandler:
             return json_response(table(target.resource, [cached.obj], include_object=view.include_object))
         if view.metadata_only:
             return json_response(partial_metadata(cached.obj))
-        return json_response(cached.raw)
+        return json_response(target.out(cached.obj) if target.converted else cached.raw)
 
     async def _list(self, request: Request, target: Target, view: Rendering) -> Response:
         page = await listing.list_objects(self.registry, target.resource, target.namespace, request.query_params)
@@ -195,9 +207,9 @@ class ResourceHandler:
                 [orjson.dumps(partial_metadata(o.obj)) for o in page.items],
             )
             return json_response(body)
-        return json_response(
-            listing.list_body(target.resource.list_kind, target.resource.api_version, page, [o.raw for o in page.items])
-        )
+        converted = target.converted
+        items = [orjson.dumps(converted.out(o.obj)) for o in page.items] if converted else [o.raw for o in page.items]
+        return json_response(listing.list_body(target.resource.list_kind, target.resource.api_version, page, items))
 
     # ---- writes ----------------------------------------------------------------------------------------------
 
@@ -213,8 +225,9 @@ class ResourceHandler:
         check_duplicates(request, body, content_type)
         self._check_namespace(obj, target)
         warnings = await field_check(request, target.resource)(obj)
-        created = await self.registry.create(target.registry_request(_dry_run(request)), obj)
-        return _with_warnings(json_response(created, 201), warnings)
+        req = target.registry_request(_dry_run(request), user_of(request.scope))
+        created = await self.registry.create(req, target.into(obj))
+        return _with_warnings(json_response(target.out(created), 201), warnings)
 
     async def _update(self, request: Request, target: Target) -> Response:
         body, content_type = await self._body(request), request.headers.get("content-type", JSON)
@@ -222,8 +235,8 @@ class ResourceHandler:
         check_duplicates(request, body, content_type)
         self._check_namespace(obj, target)
         warnings = await field_check(request, target.resource)(obj)
-        updated, created = await self.registry.update(target.registry_request(_dry_run(request)), obj)
-        return _with_warnings(json_response(updated, 201 if created else 200), warnings)
+        updated, created = await self.registry.update(target.registry_request(_dry_run(request)), target.into(obj))
+        return _with_warnings(json_response(target.out(updated), 201 if created else 200), warnings)
 
     async def _patch(self, request: Request, target: Target) -> Response:
         content_type = request.headers.get("content-type", "").split(";")[0].strip()
@@ -235,9 +248,9 @@ class ResourceHandler:
             warnings[:] = await check(obj)
 
         patched = await self.registry.patch(
-            target.registry_request(_dry_run(request)), body, content_type, check=check_patched
+            target.registry_request(_dry_run(request)), body, content_type, check=check_patched, view=target.converted
         )
-        return _with_warnings(json_response(patched), warnings)
+        return _with_warnings(json_response(target.out(patched)), warnings)
 
     async def _delete(self, request: Request, target: Target) -> Response:
         options = decode_options(
@@ -247,7 +260,7 @@ class ResourceHandler:
         obj, gone = await self.registry.delete(req, options)
         strategy = self.registry.strategies[target.resource.plural]
         if not gone or strategy.return_deleted_object:
-            return json_response(obj)
+            return json_response(target.out(obj))
         return json_response(_success_status(target, obj))
 
     async def _delete_collection(self, request: Request, target: Target) -> Response:
@@ -263,7 +276,7 @@ class ResourceHandler:
                 obj, _ = await self.registry.delete(one.registry_request(_dry_run(request)), options)
             except errors.NotFound:
                 continue
-            deleted.append(orjson.dumps(obj))
+            deleted.append(orjson.dumps(target.out(obj)))
         page = listing.Page(page.items, page.revision, "", None)
         return json_response(listing.list_body(target.resource.list_kind, target.resource.api_version, page, deleted))
 

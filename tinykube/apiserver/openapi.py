@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tinykube.api.resources import RESOURCES, SCALE, ResourceInfo, group_versions
+from tinykube.api.resources import BINDING, RESOURCES, SCALE, ResourceInfo, group_versions
 
 Schema = dict[str, Any]
 
@@ -661,11 +661,12 @@ def _build_definitions() -> _Definitions:
             schema["x-kubernetes-group-version-kind"] = [_gvk(info, kind)]
             _describe_top_level(schema, kind, is_list)
             kinds[(info.group_version, kind)] = name
-    if any("scale" in info.subresources for info in RESOURCES):
-        name = builder.add_class(_kind_class(SCALE, SCALE.kind), _package_root(SCALE.group))
-        builder.definitions[name]["x-kubernetes-group-version-kind"] = [_gvk(SCALE, SCALE.kind)]
-        _describe_top_level(builder.definitions[name], SCALE.kind, False)
-        kinds[(SCALE.group_version, SCALE.kind)] = name
+    for info, served in ((SCALE, "scale"), (BINDING, "binding")):  # the kinds only subresources take
+        if any(served in r.subresources for r in RESOURCES):
+            name = builder.add_class(_kind_class(info, info.kind), _package_root(info.group))
+            builder.definitions[name]["x-kubernetes-group-version-kind"] = [_gvk(info, info.kind)]
+            _describe_top_level(builder.definitions[name], info.kind, False)
+            kinds[(info.group_version, info.kind)] = name
     for class_name in ("V1Status", "V1DeleteOptions", "V1APIResourceList", "V1APIVersions", "V1APIGroupList"):
         builder.add_class(class_name, META)
     schemas = builder.definitions
@@ -976,6 +977,52 @@ def _subresource_paths(
             (_replace_op(op, kind_def, f"finalize of the specified {kind}", "Finalize"),),
             kind,
         )
+    if "binding" in info.subresources:
+        binding_def = _definitions().kinds[(BINDING.group_version, BINDING.kind)]
+        create = _create_op(op, binding_def, f"binding of a {kind}", "Binding")
+        yield _PathItem(
+            f"{collection}/{{name}}/binding",
+            params,
+            (dataclasses.replace(create, gvk=_gvk(BINDING, BINDING.kind)),),
+            kind,
+        )
+
+
+def _bindings_paths(group: str, version: str) -> Iterator[_PathItem]:
+    """Upstream's older, create-only `bindings` collection beside `pods/{name}/binding`."""
+    if (group, version) != (BINDING.group, BINDING.version) or not any("binding" in r.subresources for r in RESOURCES):
+        return
+    binding_def = _definitions().kinds[(BINDING.group_version, BINDING.kind)]
+    gv, tag = _gv_id(group, version), _gv_tag(group, version)
+
+    def op(method: str, action: str, verb: str, desc: str, suffix: str = "", **kw: Any) -> _Op:
+        return _Op(
+            method,
+            action,
+            f"{verb}{gv}Namespaced{BINDING.kind}{suffix}",
+            desc,
+            gvk=_gvk(BINDING, BINDING.kind),
+            tag=tag,
+            **kw,
+        )
+
+    create = _create_op(op, binding_def, f"a {BINDING.kind}")
+    yield _PathItem(
+        f"{_gv_prefix(group, version)}/namespaces/{{namespace}}/{BINDING.plural}", ("namespace", "pretty"), (create,)
+    )
+
+
+def _create_op(op: Callable[..., _Op], kind_def: str, what: str, suffix: str = "") -> _Op:
+    return op(
+        "post",
+        "post",
+        "create",
+        f"create {what}",
+        suffix,
+        query=_WRITE_PARAMS,
+        body=kind_def,
+        responses=_ok(kind_def, "201", "202"),
+    )
 
 
 def _replace_op(op: Callable[..., _Op], kind_def: str, what: str, suffix: str = "") -> _Op:
@@ -1039,6 +1086,7 @@ def _gv_paths(group: str, version: str) -> list[_PathItem]:
             kind_def = defs.kinds[(info.group_version, info.kind)]
             list_def = defs.kinds[(info.group_version, info.list_kind)]
             items.extend(_resource_paths(info, kind_def, list_def))
+    items.extend(_bindings_paths(group, version))
     return items
 
 

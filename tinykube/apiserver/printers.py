@@ -30,7 +30,24 @@ from tinykube.api.meta import parse_time
 from tinykube.api.resources import ResourceInfo
 from tinykube.api.selectors import selector_from_label_selector
 
-__all__ = ["PRINTERS", "Column", "Printer", "human_duration", "label_selector_text", "table"]
+__all__ = [
+    "PRINTERS",
+    "Column",
+    "Printer",
+    "age",
+    "as_dict",
+    "as_int",
+    "as_list",
+    "as_str",
+    "dicts_in",
+    "format_labels",
+    "human_duration",
+    "label_selector_text",
+    "meta_of",
+    "name_of",
+    "since",
+    "table",
+]
 
 INCLUDE_OBJECT_POLICIES = ("None", "Object", "Metadata")
 
@@ -384,7 +401,7 @@ def human_duration(seconds: float) -> str:
     return f"{hours // 24 // 365}y"
 
 
-def _since(value: Any, now: datetime) -> str:
+def since(value: Any, now: datetime) -> str:
     """``translateTimestampSince``: ``<unknown>`` for an unset time, else its human age."""
     when = parse_time(value)
     if when is None:
@@ -397,41 +414,41 @@ def _since(value: Any, now: datetime) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _dict(value: Any) -> dict[str, Any]:
+def as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _list(value: Any) -> list[Any]:
+def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _dicts(value: Any) -> list[dict[str, Any]]:
-    return [item for item in _list(value) if isinstance(item, dict)]
+def dicts_in(value: Any) -> list[dict[str, Any]]:
+    return [item for item in as_list(value) if isinstance(item, dict)]
 
 
-def _str(value: Any) -> str:
+def as_str(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _int(value: Any) -> int:
+def as_int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
-    return _dict(obj.get("metadata"))
+def meta_of(obj: Mapping[str, Any]) -> dict[str, Any]:
+    return as_dict(obj.get("metadata"))
 
 
-def _name(obj: Mapping[str, Any]) -> str:
-    return _str(_meta(obj).get("name"))
+def name_of(obj: Mapping[str, Any]) -> str:
+    return as_str(meta_of(obj).get("name"))
 
 
-def _age(obj: Mapping[str, Any], now: datetime) -> str:
-    return _since(_meta(obj).get("creationTimestamp"), now)
+def age(obj: Mapping[str, Any], now: datetime) -> str:
+    return since(meta_of(obj).get("creationTimestamp"), now)
 
 
 def format_labels(labels: Any) -> str:
     """``labels.FormatLabels``: ``k=v`` pairs sorted by key, or ``<none>``."""
-    pairs = _dict(labels)
+    pairs = as_dict(labels)
     if not pairs:
         return "<none>"
     return ",".join(f"{key}={pairs[key]}" for key in sorted(pairs))
@@ -457,8 +474,8 @@ def _list_with_more(items: list[str], count: int, limit: int, empty: str) -> str
 def _load_balancer_ips(status: Mapping[str, Any]) -> str:
     """``loadBalancerStatusStringer`` (wide: no 16-char clipping): sorted unique IPs/hostnames."""
     found: set[str] = set()
-    for ingress in _dicts(_dict(status.get("loadBalancer")).get("ingress")):
-        ip, hostname = _str(ingress.get("ip")), _str(ingress.get("hostname"))
+    for ingress in dicts_in(as_dict(status.get("loadBalancer")).get("ingress")):
+        ip, hostname = as_str(ingress.get("ip")), as_str(ingress.get("hostname"))
         if ip:
             found.add(ip)
         elif hostname:
@@ -468,46 +485,46 @@ def _load_balancer_ips(status: Mapping[str, Any]) -> str:
 
 def service_external_ip(service: Mapping[str, Any]) -> str:
     """``getServiceExternalIP``."""
-    spec = _dict(service.get("spec"))
-    external_ips = [ip for ip in _list(spec.get("externalIPs")) if isinstance(ip, str)]
-    svc_type = _str(spec.get("type")) or "ClusterIP"
+    spec = as_dict(service.get("spec"))
+    external_ips = [ip for ip in as_list(spec.get("externalIPs")) if isinstance(ip, str)]
+    svc_type = as_str(spec.get("type")) or "ClusterIP"
     if svc_type in ("ClusterIP", "NodePort"):
         return ",".join(external_ips) if external_ips else "<none>"
     if svc_type == "LoadBalancer":
-        lb_ips = _load_balancer_ips(_dict(service.get("status")))
+        lb_ips = _load_balancer_ips(as_dict(service.get("status")))
         if external_ips:
             return ",".join([*(lb_ips.split(",") if lb_ips else []), *external_ips])
         return lb_ips or "<pending>"
     if svc_type == "ExternalName":
-        return _str(spec.get("externalName"))
+        return as_str(spec.get("externalName"))
     return "<unknown>"
 
 
 def service_ports(ports: Any) -> str:
     """``makePortString``: ``port/proto`` or ``port:nodePort/proto``, comma-joined; ``<none>``."""
     pieces = []
-    for port in _dicts(ports):
-        protocol = _str(port.get("protocol")) or "TCP"
-        node_port = _int(port.get("nodePort"))
+    for port in dicts_in(ports):
+        protocol = as_str(port.get("protocol")) or "TCP"
+        node_port = as_int(port.get("nodePort"))
         if node_port > 0:
-            pieces.append(f"{_int(port.get('port'))}:{node_port}/{protocol}")
+            pieces.append(f"{as_int(port.get('port'))}:{node_port}/{protocol}")
         else:
-            pieces.append(f"{_int(port.get('port'))}/{protocol}")
+            pieces.append(f"{as_int(port.get('port'))}/{protocol}")
     return ",".join(pieces) or "<none>"
 
 
 def _service_cells(obj: dict[str, Any], now: datetime) -> Cells:
-    spec = _dict(obj.get("spec"))
-    cluster_ips = [ip for ip in _list(spec.get("clusterIPs")) if isinstance(ip, str)]
+    spec = as_dict(obj.get("spec"))
+    cluster_ips = [ip for ip in as_list(spec.get("clusterIPs")) if isinstance(ip, str)]
     # v1 objects from older writers may carry only the singular field.
-    cluster_ip = cluster_ips[0] if cluster_ips else _str(spec.get("clusterIP"))
+    cluster_ip = cluster_ips[0] if cluster_ips else as_str(spec.get("clusterIP"))
     return [
-        _name(obj),
-        _str(spec.get("type")) or "ClusterIP",
+        name_of(obj),
+        as_str(spec.get("type")) or "ClusterIP",
         cluster_ip or "<none>",
         service_external_ip(obj),
         service_ports(spec.get("ports")),
-        _age(obj, now),
+        age(obj, now),
         format_labels(spec.get("selector")),
     ]
 
@@ -521,7 +538,7 @@ _POD_COMPLETED_MESSAGES = {"Succeeded": "The pod has completed successfully.", "
 
 
 def _pod_conditions(obj: dict[str, Any]) -> list[dict[str, str]]:
-    phase = _str(_dict(obj.get("status")).get("phase"))
+    phase = as_str(as_dict(obj.get("status")).get("phase"))
     if phase not in _POD_COMPLETED_MESSAGES:
         return []
     message = _POD_COMPLETED_MESSAGES[phase]
@@ -537,13 +554,13 @@ def _has_condition(conditions: Iterable[dict[str, Any]], kind: str) -> bool:
 
 
 def _terminated_reason(terminated: Mapping[str, Any], prefix: str = "") -> str:
-    reason = _str(terminated.get("reason"))
+    reason = as_str(terminated.get("reason"))
     if reason:
         return prefix + reason
-    signal = _int(terminated.get("signal"))
+    signal = as_int(terminated.get("signal"))
     if signal:
         return f"{prefix}Signal:{signal}"
-    return f"{prefix}ExitCode:{_int(terminated.get('exitCode'))}"
+    return f"{prefix}ExitCode:{as_int(terminated.get('exitCode'))}"
 
 
 class _RestartTally:
@@ -554,8 +571,8 @@ class _RestartTally:
         self.last: datetime | None = None
 
     def add(self, status: Mapping[str, Any]) -> None:
-        self.count += _int(status.get("restartCount"))
-        terminated = _dict(_dict(status.get("lastState")).get("terminated"))
+        self.count += as_int(status.get("restartCount"))
+        terminated = as_dict(as_dict(status.get("lastState")).get("terminated"))
         if terminated:
             finished = parse_time(terminated.get("finishedAt"))
             if finished is not None and (self.last is None or finished > self.last):
@@ -573,7 +590,7 @@ class _PodSummary:
 
 def _state(container: Mapping[str, Any], key: str) -> dict[str, Any] | None:
     """``state.waiting`` / ``running`` / ``terminated`` if set (``{}`` counts, like a non-nil Go pointer)."""
-    part = _dict(container.get("state")).get(key)
+    part = as_dict(container.get("state")).get(key)
     return part if isinstance(part, dict) else None
 
 
@@ -583,28 +600,28 @@ def _is_restartable_init(container: Mapping[str, Any] | None) -> bool:
 
 def _pod_summary(obj: Mapping[str, Any]) -> _PodSummary:
     """READY, STATUS and RESTARTS as computed by upstream ``printPod``."""
-    spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
-    conditions = _dicts(status.get("conditions"))
-    init_specs = _dicts(spec.get("initContainers"))
-    init_containers = {_str(c.get("name")): c for c in init_specs}
-    total = len(_dicts(spec.get("containers"))) + sum(1 for c in init_specs if _is_restartable_init(c))
+    spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
+    conditions = dicts_in(status.get("conditions"))
+    init_specs = dicts_in(spec.get("initContainers"))
+    init_containers = {as_str(c.get("name")): c for c in init_specs}
+    total = len(dicts_in(spec.get("containers"))) + sum(1 for c in init_specs if _is_restartable_init(c))
     ready = 0
-    phase = _str(status.get("phase"))
-    reason = _str(status.get("reason")) or phase
+    phase = as_str(status.get("phase"))
+    reason = as_str(status.get("reason")) or phase
     for condition in conditions:
         if condition.get("type") == "PodScheduled" and condition.get("reason") == "SchedulingGated":
             reason = "SchedulingGated"
 
     all_restarts, sidecar_restarts = _RestartTally(), _RestartTally()
-    init_statuses = _dicts(status.get("initContainerStatuses"))
+    init_statuses = dicts_in(status.get("initContainerStatuses"))
     initializing = False
     for index, container in enumerate(init_statuses):
-        spec_container = init_containers.get(_str(container.get("name")))
+        spec_container = init_containers.get(as_str(container.get("name")))
         all_restarts.add(container)
         if _is_restartable_init(spec_container):
             sidecar_restarts.add(container)
         terminated, waiting = _state(container, "terminated"), _state(container, "waiting")
-        if terminated is not None and _int(terminated.get("exitCode")) == 0:
+        if terminated is not None and as_int(terminated.get("exitCode")) == 0:
             continue
         if _is_restartable_init(spec_container) and container.get("started") is True:
             if container.get("ready") is True:
@@ -612,8 +629,8 @@ def _pod_summary(obj: Mapping[str, Any]) -> _PodSummary:
             continue
         if terminated is not None:
             reason = _terminated_reason(terminated, "Init:")
-        elif waiting is not None and _str(waiting.get("reason")) not in ("", "PodInitializing"):
-            reason = "Init:" + _str(waiting.get("reason"))
+        elif waiting is not None and as_str(waiting.get("reason")) not in ("", "PodInitializing"):
+            reason = "Init:" + as_str(waiting.get("reason"))
         else:
             reason = f"Init:{index}/{len(init_specs)}"
         initializing = True
@@ -623,11 +640,11 @@ def _pod_summary(obj: Mapping[str, Any]) -> _PodSummary:
     if not initializing or _has_condition(conditions, "Initialized"):
         restarts = sidecar_restarts
         has_running = False
-        for container in reversed(_dicts(status.get("containerStatuses"))):
+        for container in reversed(dicts_in(status.get("containerStatuses"))):
             restarts.add(container)
             waiting, terminated = _state(container, "waiting"), _state(container, "terminated")
-            if waiting is not None and _str(waiting.get("reason")):
-                reason = _str(waiting.get("reason"))
+            if waiting is not None and as_str(waiting.get("reason")):
+                reason = as_str(waiting.get("reason"))
             elif terminated is not None:
                 reason = _terminated_reason(terminated)
             elif container.get("ready") is True and _state(container, "running") is not None:
@@ -637,7 +654,7 @@ def _pod_summary(obj: Mapping[str, Any]) -> _PodSummary:
         if reason == "Completed" and has_running:
             reason = "Running" if _has_condition(conditions, "Ready") else "NotReady"
 
-    if _meta(obj).get("deletionTimestamp"):
+    if meta_of(obj).get("deletionTimestamp"):
         if status.get("reason") == "NodeLost":
             reason = "Unknown"
         elif phase not in ("Succeeded", "Failed"):
@@ -646,10 +663,10 @@ def _pod_summary(obj: Mapping[str, Any]) -> _PodSummary:
 
 
 def _pod_readiness_gates(spec: Mapping[str, Any], status: Mapping[str, Any]) -> str:
-    gates = _dicts(spec.get("readinessGates"))
+    gates = dicts_in(spec.get("readinessGates"))
     if not gates:
         return "<none>"
-    conditions = _dicts(status.get("conditions"))
+    conditions = dicts_in(status.get("conditions"))
     true_count = 0
     for gate in gates:
         for condition in conditions:
@@ -661,22 +678,22 @@ def _pod_readiness_gates(spec: Mapping[str, Any], status: Mapping[str, Any]) -> 
 
 
 def _pod_cells(obj: dict[str, Any], now: datetime) -> Cells:
-    spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
+    spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
     summary = _pod_summary(obj)
     restarts = str(summary.restarts)
     if summary.restarts != 0 and summary.last_restart is not None:
         restarts += f" ({human_duration((now - summary.last_restart).total_seconds())} ago)"
-    pod_ips = _dicts(status.get("podIPs"))
-    pod_ip = _str(pod_ips[0].get("ip")) if pod_ips else _str(status.get("podIP"))
+    pod_ips = dicts_in(status.get("podIPs"))
+    pod_ip = as_str(pod_ips[0].get("ip")) if pod_ips else as_str(status.get("podIP"))
     return [
-        _name(obj),
+        name_of(obj),
         f"{summary.ready}/{summary.total}",
         summary.reason,
         restarts,
-        _age(obj, now),
+        age(obj, now),
         pod_ip or "<none>",
-        _str(spec.get("nodeName")) or "<none>",
-        _str(status.get("nominatedNodeName")) or "<none>",
+        as_str(spec.get("nodeName")) or "<none>",
+        as_str(status.get("nominatedNodeName")) or "<none>",
         _pod_readiness_gates(spec, status),
     ]
 
@@ -690,19 +707,19 @@ _MAX_LISTED = 3
 
 def format_endpoints(endpoints: Mapping[str, Any]) -> str:
     """``formatEndpoints``: up to three ``ip:port`` (ready addresses only), then ``+ N more...``."""
-    subsets = _dicts(endpoints.get("subsets"))
+    subsets = dicts_in(endpoints.get("subsets"))
     if not subsets:
         return "<none>"
     shown: list[str] = []
     count = 0
     more = False
     for subset in subsets:
-        ips = [_str(address.get("ip")) for address in _dicts(subset.get("addresses"))]
-        ports = _dicts(subset.get("ports"))
+        ips = [as_str(address.get("ip")) for address in dicts_in(subset.get("addresses"))]
+        ports = dicts_in(subset.get("ports"))
         # Headless services may have no ports: bare IPs. Otherwise each port lists every IP.
         groups = [ips]
         if ports:
-            groups = [[_join_host_port(ip, _int(port.get("port"))) for ip in ips] for port in ports]
+            groups = [[_join_host_port(ip, as_int(port.get("port"))) for ip in ips] for port in ports]
         for group in groups:
             count += len(group)
             for item in group:
@@ -715,13 +732,13 @@ def format_endpoints(endpoints: Mapping[str, Any]) -> str:
 
 
 def _endpoints_cells(obj: dict[str, Any], now: datetime) -> Cells:
-    return [_name(obj), format_endpoints(obj), _age(obj, now)]
+    return [name_of(obj), format_endpoints(obj), age(obj, now)]
 
 
 def format_discovery_ports(ports: Any) -> str:
     """``formatDiscoveryPorts``: port numbers (or name, or ``*``), three at most; ``<unset>``."""
     shown: list[str] = []
-    all_ports = _dicts(ports)
+    all_ports = dicts_in(ports)
     for port in all_ports[:_MAX_LISTED]:
         if isinstance(port.get("port"), int):
             shown.append(str(port["port"]))
@@ -736,8 +753,8 @@ def format_discovery_endpoints(endpoints: Any) -> str:
     """``formatDiscoveryEndpoints``: addresses of all endpoints, three at most; ``<unset>``."""
     addresses = [
         address
-        for endpoint in _dicts(endpoints)
-        for address in _list(endpoint.get("addresses"))
+        for endpoint in dicts_in(endpoints)
+        for address in as_list(endpoint.get("addresses"))
         if isinstance(address, str)
     ]
     return _list_with_more(addresses[:_MAX_LISTED], len(addresses), _MAX_LISTED, "<unset>")
@@ -745,11 +762,11 @@ def format_discovery_endpoints(endpoints: Any) -> str:
 
 def _endpoint_slice_cells(obj: dict[str, Any], now: datetime) -> Cells:
     return [
-        _name(obj),
-        _str(obj.get("addressType")),
+        name_of(obj),
+        as_str(obj.get("addressType")),
         format_discovery_ports(obj.get("ports")),
         format_discovery_endpoints(obj.get("endpoints")),
-        _age(obj, now),
+        age(obj, now),
     ]
 
 
@@ -764,7 +781,7 @@ _NODE_ROLE_LABEL = "kubernetes.io/role"
 def node_roles(labels: Any) -> list[str]:
     """``findNodeRoles``: ``node-role.kubernetes.io/<role>`` keys and ``kubernetes.io/role`` values."""
     roles: set[str] = set()
-    for key, value in _dict(labels).items():
+    for key, value in as_dict(labels).items():
         if key.startswith(_NODE_ROLE_PREFIX):
             if role := key[len(_NODE_ROLE_PREFIX) :]:
                 roles.add(role)
@@ -775,40 +792,40 @@ def node_roles(labels: Any) -> list[str]:
 
 def _node_status(obj: Mapping[str, Any]) -> str:
     ready = None
-    for condition in _dicts(_dict(obj.get("status")).get("conditions")):
+    for condition in dicts_in(as_dict(obj.get("status")).get("conditions")):
         if condition.get("type") == "Ready":
             ready = condition  # the last one wins, as with upstream's map
     parts = ["Unknown"] if ready is None else ["Ready" if ready.get("status") == "True" else "NotReady"]
-    if _dict(obj.get("spec")).get("unschedulable") is True:
+    if as_dict(obj.get("spec")).get("unschedulable") is True:
         parts.append("SchedulingDisabled")
     return ",".join(parts)
 
 
 def _node_address(obj: Mapping[str, Any], kind: str) -> str:
-    for address in _dicts(_dict(obj.get("status")).get("addresses")):
+    for address in dicts_in(as_dict(obj.get("status")).get("addresses")):
         if address.get("type") == kind:
-            return _str(address.get("address"))
+            return as_str(address.get("address"))
     return "<none>"
 
 
 def _node_cells(obj: dict[str, Any], now: datetime) -> Cells:
-    info = _dict(_dict(obj.get("status")).get("nodeInfo"))
+    info = as_dict(as_dict(obj.get("status")).get("nodeInfo"))
     return [
-        _name(obj),
+        name_of(obj),
         _node_status(obj),
-        ",".join(node_roles(_meta(obj).get("labels"))) or "<none>",
-        _age(obj, now),
-        _str(info.get("kubeletVersion")),
+        ",".join(node_roles(meta_of(obj).get("labels"))) or "<none>",
+        age(obj, now),
+        as_str(info.get("kubeletVersion")),
         _node_address(obj, "InternalIP"),
         _node_address(obj, "ExternalIP"),
-        _str(info.get("osImage")) or "<unknown>",
-        _str(info.get("kernelVersion")) or "<unknown>",
-        _str(info.get("containerRuntimeVersion")) or "<unknown>",
+        as_str(info.get("osImage")) or "<unknown>",
+        as_str(info.get("kernelVersion")) or "<unknown>",
+        as_str(info.get("containerRuntimeVersion")) or "<unknown>",
     ]
 
 
 def _namespace_cells(obj: dict[str, Any], now: datetime) -> Cells:
-    return [_name(obj), _str(_dict(obj.get("status")).get("phase")), _age(obj, now)]
+    return [name_of(obj), as_str(as_dict(obj.get("status")).get("phase")), age(obj, now)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -818,40 +835,40 @@ def _namespace_cells(obj: dict[str, Any], now: datetime) -> Cells:
 
 def _event_source(obj: Mapping[str, Any]) -> str:
     """``formatEventSource``: component (or reportingComponent), then ``, host`` if known."""
-    source = _dict(obj.get("source"))
-    component = _str(source.get("component")) or _str(obj.get("reportingComponent"))
-    instance = _str(source.get("host")) or _str(obj.get("reportingInstance"))
+    source = as_dict(obj.get("source"))
+    component = as_str(source.get("component")) or as_str(obj.get("reportingComponent"))
+    instance = as_str(source.get("host")) or as_str(obj.get("reportingInstance"))
     return f"{component}, {instance}" if instance else component
 
 
 def _event_cells(obj: dict[str, Any], now: datetime) -> Cells:
     if parse_time(obj.get("firstTimestamp")) is not None:
-        first_seen = _since(obj.get("firstTimestamp"), now)
+        first_seen = since(obj.get("firstTimestamp"), now)
     else:
-        first_seen = _since(obj.get("eventTime"), now)
-    last_seen = _since(obj.get("lastTimestamp"), now)
+        first_seen = since(obj.get("eventTime"), now)
+    last_seen = since(obj.get("lastTimestamp"), now)
     if parse_time(obj.get("lastTimestamp")) is None:
         last_seen = first_seen
-    count = _int(obj.get("count"))
+    count = as_int(obj.get("count"))
     series = obj.get("series")
     if isinstance(series, dict):
-        last_seen = _since(series.get("lastObservedTime"), now)
-        count = _int(series.get("count"))
+        last_seen = since(series.get("lastObservedTime"), now)
+        count = as_int(series.get("count"))
     elif count == 0:
         count = 1  # singleton events carry no count in the events.k8s.io API
-    involved = _dict(obj.get("involvedObject"))
-    kind, name = _str(involved.get("kind")).lower(), _str(involved.get("name"))
+    involved = as_dict(obj.get("involvedObject"))
+    kind, name = as_str(involved.get("kind")).lower(), as_str(involved.get("name"))
     return [
         last_seen,
-        _str(obj.get("type")),
-        _str(obj.get("reason")),
+        as_str(obj.get("type")),
+        as_str(obj.get("reason")),
         f"{kind}/{name}" if name else kind,
-        _str(involved.get("fieldPath")),
+        as_str(involved.get("fieldPath")),
         _event_source(obj),
-        _str(obj.get("message")).strip(),
+        as_str(obj.get("message")).strip(),
         first_seen,
         count,
-        _name(obj),
+        name_of(obj),
     ]
 
 
@@ -926,13 +943,17 @@ SCALE_COLUMNS = (
 
 def _scale_cells(obj: dict[str, Any], now: datetime) -> Cells:
     """An autoscaling/v1 Scale (`kubectl get deploy NAME --subresource=scale`)."""
-    return [_name(obj), _int(_dict(obj.get("spec")).get("replicas")), _int(_dict(obj.get("status")).get("replicas"))]
+    return [
+        name_of(obj),
+        as_int(as_dict(obj.get("spec")).get("replicas")),
+        as_int(as_dict(obj.get("status")).get("replicas")),
+    ]
 
 
 def _template_containers(spec: Mapping[str, Any]) -> tuple[str, str]:
     """``layoutContainerCells``: container names and images, comma-joined."""
-    containers = _dicts(_dict(_dict(spec.get("template")).get("spec")).get("containers"))
-    return ",".join(_str(c.get("name")) for c in containers), ",".join(_str(c.get("image")) for c in containers)
+    containers = dicts_in(as_dict(as_dict(spec.get("template")).get("spec")).get("containers"))
+    return ",".join(as_str(c.get("name")) for c in containers), ",".join(as_str(c.get("image")) for c in containers)
 
 
 def label_selector_text(selector: Any) -> str:
@@ -942,7 +963,7 @@ def label_selector_text(selector: Any) -> str:
         return ""  # a nil selector selects nothing and prints as nothing
     exprs = [
         {**e, "values": sorted(e.get("values") or [])} if isinstance(e, dict) else e
-        for e in _list(selector.get("matchExpressions"))
+        for e in as_list(selector.get("matchExpressions"))
     ]
     try:
         return str(selector_from_label_selector({**selector, "matchExpressions": exprs}))
@@ -951,14 +972,14 @@ def label_selector_text(selector: Any) -> str:
 
 
 def _deployment_cells(obj: dict[str, Any], now: datetime) -> Cells:
-    spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
+    spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
     containers, images = _template_containers(spec)
     return [
-        _name(obj),
-        f"{_int(status.get('readyReplicas'))}/{_int(spec.get('replicas'))}",
-        _int(status.get("updatedReplicas")),
-        _int(status.get("availableReplicas")),
-        _age(obj, now),
+        name_of(obj),
+        f"{as_int(status.get('readyReplicas'))}/{as_int(spec.get('replicas'))}",
+        as_int(status.get("updatedReplicas")),
+        as_int(status.get("availableReplicas")),
+        age(obj, now),
         containers,
         images,
         label_selector_text(spec.get("selector")),
@@ -966,14 +987,14 @@ def _deployment_cells(obj: dict[str, Any], now: datetime) -> Cells:
 
 
 def _replica_set_cells(obj: dict[str, Any], now: datetime) -> Cells:
-    spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
+    spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
     containers, images = _template_containers(spec)
     return [
-        _name(obj),
-        _int(spec.get("replicas")),
-        _int(status.get("replicas")),
-        _int(status.get("readyReplicas")),
-        _age(obj, now),
+        name_of(obj),
+        as_int(spec.get("replicas")),
+        as_int(status.get("replicas")),
+        as_int(status.get("readyReplicas")),
+        age(obj, now),
         containers,
         images,
         label_selector_text(spec.get("selector")),
@@ -987,9 +1008,9 @@ def _replica_set_cells(obj: dict[str, Any], now: datetime) -> Cells:
 
 def _default_cells(obj: dict[str, Any], now: datetime) -> Cells:
     """``defaultTableConvertor``: name and creationTimestamp in RFC 3339 UTC (Go zero time if unset)."""
-    created = parse_time(_meta(obj).get("creationTimestamp"))
+    created = parse_time(meta_of(obj).get("creationTimestamp"))
     stamp = created.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if created else "0001-01-01T00:00:00Z"
-    return [_name(obj), stamp]
+    return [name_of(obj), stamp]
 
 
 DEFAULT_PRINTER = Printer(DEFAULT_COLUMNS, _default_cells)
@@ -1015,7 +1036,7 @@ def _row_object(resource: ResourceInfo, obj: dict[str, Any], include_object: str
         return {
             "kind": "PartialObjectMetadata",
             "apiVersion": "meta.k8s.io/v1",
-            "metadata": copy.deepcopy(_meta(obj)),
+            "metadata": copy.deepcopy(meta_of(obj)),
         }
     full = copy.deepcopy(obj)
     full.setdefault("kind", resource.kind)
@@ -1071,3 +1092,9 @@ def table(
         "columnDefinitions": [column.to_dict() for column in printer.columns],
         "rows": rows,
     }
+
+
+# The families' printers import this module's columns and accessors, so they are merged in last.
+from tinykube.apiserver.tables import FAMILY_PRINTERS  # noqa: E402
+
+PRINTERS.update(FAMILY_PRINTERS)

@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
 from tinykube.api import errors
+from tinykube.api.conversion import Converted
 from tinykube.api.resources import ResourceInfo
 from tinykube.apiserver.listing import object_filter
 from tinykube.apiserver.negotiation import Rendering, partial_metadata
@@ -41,9 +42,10 @@ def _timeout(request: Request) -> float:
 
 
 class _Encoder:
-    def __init__(self, resource: ResourceInfo, view: Rendering) -> None:
+    def __init__(self, resource: ResourceInfo, view: Rendering, converted: Converted | None) -> None:
         self.resource = resource
         self.view = view
+        self.converted = converted
 
     def event(self, kind: str, obj: CachedObject) -> bytes:
         if self.view.table:
@@ -51,7 +53,8 @@ class _Encoder:
         elif self.view.metadata_only:
             body = partial_metadata(obj.obj)
         else:
-            return b'{"type":"' + kind.encode() + b'","object":' + obj.raw + b"}\n"
+            raw = orjson.dumps(self.converted.out(obj.obj)) if self.converted else obj.raw
+            return b'{"type":"' + kind.encode() + b'","object":' + raw + b"}\n"
         return orjson.dumps({"type": kind, "object": body}) + b"\n"
 
     def bookmark(self, revision: int, initial_end: bool = False) -> bytes:
@@ -63,7 +66,13 @@ class _Encoder:
 
 
 async def watch_response(
-    request: Request, registry: Registry, resource: ResourceInfo, namespace: str, view: Rendering, name: str = ""
+    request: Request,
+    registry: Registry,
+    resource: ResourceInfo,
+    namespace: str,
+    view: Rendering,
+    name: str = "",
+    converted: Converted | None = None,
 ) -> StreamingResponse:
     params = request.query_params
     keep = object_filter(resource, params)
@@ -88,7 +97,7 @@ async def watch_response(
         cache.subscribe(watcher, since)
     except Compacted as err:
         raise errors.Expired(f"too old resource version: {since} ({err.compact_revision})") from None
-    encoder = _Encoder(resource, view)
+    encoder = _Encoder(resource, view, converted)
     bookmarks = params.get("allowWatchBookmarks") == "true"
     end_marker = params.get("sendInitialEvents") == "true" and bookmarks
     stream = _stream(

@@ -16,7 +16,7 @@ import logging
 from typing import Any
 
 from tinykube.api import errors
-from tinykube.api.resources import RESOURCES, ResourceInfo, by_kind
+from tinykube.api.resources import STORED, ResourceInfo, by_kind
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.rest import path_for
 from tinykube.client.workqueue import WorkQueue, run_workers
@@ -31,7 +31,7 @@ OWNER_INDEX = "gc:owner-uid"
 WORKERS = 8
 # Every kind the apiserver serves, as upstream's collector watches every resource it can list: any object may be
 # an owner, a dependent, or deleted with a propagation policy whose finalizer this collector removes.
-WATCHED = RESOURCES
+WATCHED = STORED
 
 
 def owner_uids(obj: Object) -> list[str]:

@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from tinykube.api import errors
-from tinykube.api.resources import RESOURCES, by_path
+from tinykube.api.resources import STORED, ResourceInfo, by_path
 from tinykube.client.rest import RestClient
 
 log = logging.getLogger(__name__)
@@ -82,16 +82,16 @@ class NamespaceController:
 
     async def _empty(self, name: str) -> bool:
         """Delete what is left in the namespace; True once nothing is."""
-        left = 0
-        for resource in RESOURCES:
-            if not resource.namespaced:
-                continue
-            items = (await self.client.list(resource, name))["items"]
-            left += len(items)
-            for item in items:
-                with contextlib.suppress(errors.NotFound):
-                    await self.client.delete(resource, name, item["metadata"]["name"])
-        return left == 0
+        counts = await asyncio.gather(*(self._delete_all(r, name) for r in STORED if r.namespaced))
+        return sum(counts) == 0
+
+    async def _delete_all(self, resource: ResourceInfo, namespace: str) -> int:
+        """Delete every object of `resource` in `namespace`; how many there were."""
+        items = (await self.client.list(resource, namespace))["items"]
+        for item in items:
+            with contextlib.suppress(errors.NotFound):
+                await self.client.delete(resource, namespace, item["metadata"]["name"])
+        return len(items)
 
     async def _remove_finalizer(self, name: str) -> None:
         assert NAMESPACES is not None

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tinykube.api.resources import RESOURCES, by_path
-from tinykube.apiserver.registry import apps, core
+from tinykube.api.resources import STORED, by_path
+from tinykube.apiserver.registry import apps, cluster, config, core, rbac, storage, workloads
 from tinykube.apiserver.registry.generic import Registry, Request, Strategy
 from tinykube.apiserver.registry.service import ServiceStrategy
 
@@ -16,8 +16,16 @@ __all__ = ["Registry", "Request", "Strategy", "strategies"]
 
 
 def strategies(service_pools: ServicePools) -> dict[str, Strategy]:
-    kinds = {**core.STRATEGIES, **apps.STRATEGIES}
-    found = {r.plural: kinds.get(r.plural, Strategy)(r) for r in RESOURCES}
+    kinds = {
+        **core.STRATEGIES,
+        **apps.STRATEGIES,
+        **config.STRATEGIES,
+        **storage.STRATEGIES,
+        **workloads.STRATEGIES,
+        **cluster.STRATEGIES,
+        **rbac.STRATEGIES,
+    }
+    found = {r.plural: kinds.get(r.plural, Strategy)(r) for r in STORED}
     services = by_path("", "v1", "services")
     assert services is not None
     found["services"] = ServiceStrategy(services, service_pools)

@@ -325,12 +325,16 @@ STRATEGIES: dict[str, type[Strategy]] = {"deployments": DeploymentStrategy, "rep
 
 
 def to_scale(obj: dict[str, Any]) -> dict[str, Any]:
-    """The autoscaling/v1 Scale of a Deployment or ReplicaSet (`spec.replicas` is omitted when 0, as in Go)."""
+    """The autoscaling/v1 Scale of a Deployment, ReplicaSet, StatefulSet or ReplicationController (`spec.replicas`
+    is omitted when 0, as in Go)."""
     meta, spec, status = obj["metadata"], _dict(obj.get("spec")), _dict(obj.get("status"))
     fields = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
     replicas = _int(spec.get("replicas")) or 0
     scale_status: dict[str, Any] = {"replicas": _int(status.get("replicas")) or 0}
-    selector = label_selector_text(spec.get("selector"))
+    selector = spec.get("selector")
+    if obj.get("kind") == "ReplicationController":  # a plain label map, not a LabelSelector
+        selector = {"matchLabels": selector} if isinstance(selector, dict) else None
+    selector = label_selector_text(selector)
     if selector:
         scale_status["selector"] = selector
     return {

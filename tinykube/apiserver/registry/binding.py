@@ -8,10 +8,9 @@ from typing import Any
 from tinykube.api import errors
 from tinykube.api.errors import FieldError, not_supported, required
 from tinykube.api.meta import now
-from tinykube.api.resources import ResourceInfo, builtin
+from tinykube.api.resources import builtin
 from tinykube.apiserver.registry.generic import Registry, Request
 
-BINDING = ResourceInfo("", "v1", "Binding", "bindings", "binding", True)
 PODS = builtin("", "v1", "pods")
 
 

@@ -3,18 +3,27 @@ stored objects well-formed. Services have their own module (`service.py`): they 
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
+from tinykube.api import errors
 from tinykube.api.errors import FieldError, not_supported, required
 from tinykube.api.meta import dns1123_label, now
 from tinykube.apiserver.registry.generic import Strategy
 from tinykube.apiserver.registry.podvalidation import validate_pod_spec
+
+IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")  # upstream's NamespaceLifecycle admission
 
 
 class NamespaceStrategy(Strategy):
     name_rule = staticmethod(dns1123_label)
     has_status = True
     return_deleted_object = True
+
+    def check_delete(self, obj: dict[str, Any]) -> None:
+        name = obj["metadata"].get("name", "")
+        if name in IMMORTAL_NAMESPACES:
+            raise errors.forbidden_request("namespaces", name, "this namespace may not be deleted")
 
     def default(self, obj: dict[str, Any]) -> None:
         spec = obj.setdefault("spec", {})
@@ -29,6 +38,15 @@ class NamespaceStrategy(Strategy):
     def mark_deleting(self, obj: dict[str, Any]) -> None:
         super().mark_deleting(obj)
         obj.setdefault("status", {})["phase"] = "Terminating"
+
+    def prepare_subresource_update(self, subresource: str, new: dict[str, Any], old: dict[str, Any]) -> None:
+        """`finalize` writes spec.finalizers alone."""
+        if subresource != "finalize":
+            raise errors.resource_not_found()
+        finalizers = (new.get("spec") or {}).get("finalizers") or []
+        new.clear()
+        new.update(copy.deepcopy(old))
+        new.setdefault("spec", {})["finalizers"] = finalizers
 
 
 class PodStrategy(Strategy):

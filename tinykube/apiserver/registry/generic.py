@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from tinykube.api import errors
+from tinykube.api.conversion import Converted
 from tinykube.api.errors import FieldError, invalid
 from tinykube.api.meta import (
     NameValidator,
@@ -27,6 +28,7 @@ from tinykube.api.meta import (
 from tinykube.api.patch import apply_patch
 from tinykube.api.resources import ResourceInfo
 from tinykube.apiserver.consistency import RevisionReader
+from tinykube.apiserver.identity import UserInfo
 from tinykube.apiserver.watchcache import CachedObject, WatchCache
 from tinykube.store.errors import KeyExists, KeyNotFound, RevisionConflict, StoreUnavailable
 from tinykube.store.etcd import NO_CLAIMS, Claims, EtcdStore
@@ -81,6 +83,19 @@ class Strategy:
             _copy_field(old, new, "status")
         self.default(new)
 
+    def record_requester(self, obj: dict[str, Any], user: UserInfo | None) -> None:
+        """After `prepare_create`: for kinds that record who created them (CertificateSigningRequests)."""
+
+    def prepare_subresource_update(self, subresource: str, new: dict[str, Any], old: dict[str, Any]) -> None:
+        """A write through a subresource other than `status` (which has `prepare_status_update`)."""
+        raise errors.resource_not_found()
+
+    def validate_subresource_update(
+        self, subresource: str, obj: dict[str, Any], old: dict[str, Any]
+    ) -> list[FieldError]:
+        """Validation of a write through a subresource (`status` included); by default the kind's own."""
+        return self.validate(obj, old)
+
     def prepare_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
         """Status writes change status only: spec and metadata come from the stored object."""
         status = new.get("status")
@@ -112,6 +127,9 @@ class Strategy:
     def too_many_claims(self, obj: dict[str, Any], excess: int) -> list[FieldError]:
         """The field errors for a write whose claims exceed etcd's transaction limit by `excess` operations."""
         return [errors.FieldError(errors.ErrorType.TOO_MANY, "spec", detail=f"{excess} allocations too many")]
+
+    def check_delete(self, obj: dict[str, Any]) -> None:
+        """Raise to refuse a delete outright (an ApiError), before anything is written."""
 
     def finalizing(self, obj: dict[str, Any]) -> bool:
         """True while something must happen before a deleted object may go away."""
@@ -155,6 +173,7 @@ class Request:
     name: str = ""
     subresource: str = ""
     dry_run: bool = False
+    user: UserInfo | None = None
 
 
 class Registry:
@@ -227,7 +246,10 @@ class Registry:
         errs = validate_object_meta(obj["metadata"], namespaced=req.resource.namespaced, name_rule=strategy.name_rule)
         if old is not None:
             errs += _immutable_meta(obj, old)
-        errs += strategy.validate(obj, old)
+        if req.subresource and old is not None:
+            errs += strategy.validate_subresource_update(req.subresource, obj, old)
+        else:
+            errs += strategy.validate(obj, old)
         if errs:
             raise self._invalid(req, obj, errs)
 
@@ -249,15 +271,17 @@ class Registry:
         generated = not meta.get("name") and bool(meta.get("generateName"))
         for field_name in ("resourceVersion", *SYSTEM_FIELDS):
             meta.pop(field_name, None)
+        # system fields first, as upstream's store fills them before the strategy runs (a Job's selector names its uid)
+        meta["uid"] = new_uid()
+        meta["creationTimestamp"] = now()
+        if strategy.tracks_generation:
+            meta["generation"] = 1
         strategy.prepare_create(obj)
+        strategy.record_requester(obj, req.user)
         for _attempt in range(_CREATE_ATTEMPTS):
             if generated:
                 meta["name"] = generate_name(meta["generateName"])
             self._check_namespace(req, meta.get("name", ""))
-            meta["uid"] = new_uid()
-            meta["creationTimestamp"] = now()
-            if strategy.tracks_generation:
-                meta["generation"] = 1
             key = self.key(Request(req.resource, req.namespace, meta.get("name", "")))
             candidate = _clone(obj) if strategy.allocates else obj
             allocation = strategy.allocate(candidate, None, req.dry_run)
@@ -309,11 +333,13 @@ class Registry:
         content_type: str,
         *,
         check: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
+        view: Converted | None = None,
     ) -> dict[str, Any]:
-        """PATCH: apply to the latest stored object; retry when someone else wrote in between."""
+        """PATCH: apply to the latest stored object (as the `view` version serves it, when the request is for one);
+        retry when someone else wrote in between."""
         for _attempt in range(_UPDATE_ATTEMPTS):
             old, revision = await self._read(req)
-            new = apply_patch(old, patch, content_type, kind=req.resource.kind)
+            new = apply_patch(view.out(old) if view else old, patch, content_type, kind=req.resource.kind)
             if not isinstance(new.get("metadata"), dict):
                 raise errors.BadRequest("metadata must be an object")
             if check is not None:
@@ -321,6 +347,8 @@ class Registry:
             wanted = new["metadata"].get("resourceVersion")
             if wanted and wanted != old["metadata"]["resourceVersion"]:
                 raise errors.conflict(req.resource.plural, req.name, req.resource.group)
+            if view is not None:
+                new = view.into(new)
             try:
                 return await self._write(req, new, old, revision, retry_on_conflict=True)
             except RevisionConflict:
@@ -341,7 +369,7 @@ class Registry:
         if req.subresource == "status":
             strategy.prepare_status_update(new, old)
         elif req.subresource:
-            self.prepare_subresource(req, new, old)
+            strategy.prepare_subresource_update(req.subresource, new, old)
         else:
             strategy.prepare_update(new, old)
             _keep_system_meta(new, old, strategy)
@@ -411,15 +439,6 @@ class Registry:
                 continue
         raise errors.conflict(req.resource.plural, req.name, req.resource.group)
 
-    def prepare_subresource(self, req: Request, new: dict[str, Any], old: dict[str, Any]) -> None:
-        """Subresources other than status: only namespaces' `finalize` (it writes spec.finalizers alone)."""
-        if req.subresource != "finalize":
-            raise errors.resource_not_found()
-        finalizers = (new.get("spec") or {}).get("finalizers") or []
-        new.clear()
-        new.update(copy.deepcopy(old))
-        new.setdefault("spec", {})["finalizers"] = finalizers
-
     def _keep_identity(self, req: Request, new: dict[str, Any], old: dict[str, Any]) -> None:
         meta = new.setdefault("metadata", {})
         body_name = meta.get("name")
@@ -441,6 +460,7 @@ class Registry:
         for _attempt in range(_UPDATE_ATTEMPTS):
             old, revision = await self._read(req)
             _check_preconditions(req, old, options.get("preconditions") or {})
+            strategy.check_delete(old)
             pending = copy.deepcopy(old)
             strategy.mark_deleting(pending)
             _add_gc_finalizer(pending, options)

@@ -1,0 +1,989 @@
+"""Strategies for the storage kinds — PersistentVolumes and PersistentVolumeClaims (core/v1), StorageClasses,
+CSIDrivers, CSINodes, CSIStorageCapacities and VolumeAttachments (storage.k8s.io/v1) — with upstream's v1 defaulting
+and validation (`pkg/apis/core/validation`, `pkg/apis/storage/validation`) and the strategies' preparation of writes.
+
+Feature gates are as a default kube-apiserver 1.32 has them: VolumeAttributesClass is off (so
+`volumeAttributesClassName` is dropped from volumes and claims that do not already carry one, as upstream drops
+disabled fields), CrossNamespaceVolumeDataSource is off, AnyVolumeDataSource, RecoverVolumeExpansionFailure,
+PersistentVolumeLastPhaseTransitionTime and SELinuxMountReadWriteOncePod are on.
+
+Nothing here binds, provisions or attaches: a claim stays Pending until something writes its status.
+"""
+
+from __future__ import annotations
+
+import copy
+import posixpath
+from fractions import Fraction
+from typing import Any
+
+from tinykube.api.errors import ErrorType, FieldError, duplicate, forbidden, go_value, invalid, not_supported, required
+from tinykube.api.meta import dns1123_label, dns1123_subdomain, label_value, now, qualified_name, validate_labels
+from tinykube.apiserver.registry.apps import _go_selector, _validate_requirement
+from tinykube.apiserver.registry.config import (
+    IMMUTABLE,
+    NONNEGATIVE,
+    QuantityError,
+    canonical_quantities,
+    go_resource_list,
+    parse_quantity,
+)
+from tinykube.apiserver.registry.generic import Strategy
+from tinykube.apiserver.registry.service_validation import GoSyntaxError, go_slice
+
+ACCESS_MODES = ["ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"]
+VOLUME_MODES = ["Block", "Filesystem"]
+BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
+_POINTER = "0xc000000000"  # Go prints a pointer's address; any will do
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _set_default(obj: dict[str, Any], field: str, value: Any) -> None:
+    """Defaulting of a Go pointer field: absent and null are both nil."""
+    if obj.get(field) is None:
+        obj[field] = value
+
+
+def _semantic(value: Any) -> Any:
+    """A value as `apiequality.Semantic.DeepEqual` compares it: nil and empty maps and lists are the same."""
+    if isinstance(value, dict):
+        items = ((key, _semantic(item)) for key, item in value.items())
+        return {key: item for key, item in items if item is not None and item != [] and item != {}}
+    if isinstance(value, list):
+        return [_semantic(item) for item in value]
+    return value
+
+
+def _quantity(raw: Any) -> Fraction | None:
+    try:
+        return parse_quantity(raw).value
+    except QuantityError:
+        return None
+
+
+def _go_pointer(value: Any, type_name: str) -> str:
+    """Go's `%#v` of a pointer field inside a struct."""
+    return f"(*{type_name})(nil)" if value is None else f"(*{type_name})({_POINTER})"
+
+
+# ---- pieces shared by volumes and claims -------------------------------------------------------------------------
+
+
+def _access_mode_errors(modes: Any, path: str, missing: str) -> list[FieldError]:
+    """At least one supported access mode; ReadWriteOncePod only alone."""
+    errs = [] if modes else [required(path, missing)]
+    strings = [mode for mode in _list(modes) if isinstance(mode, str)]
+    errs += [not_supported(path, mode, ACCESS_MODES) for mode in _list(modes) if mode not in ACCESS_MODES]
+    if "ReadWriteOncePod" in strings and any(m in ACCESS_MODES and m != "ReadWriteOncePod" for m in strings):
+        errs.append(forbidden(path, "may not use ReadWriteOncePod with other access modes"))
+    return errs
+
+
+def _volume_mode_errors(mode: Any, path: str) -> list[FieldError]:
+    return [] if mode is None or mode in VOLUME_MODES else [not_supported(path, mode, VOLUME_MODES)]
+
+
+def _class_name_errors(name: Any, path: str) -> list[FieldError]:
+    return [invalid(path, name, msg) for msg in dns1123_subdomain(str(name))] if name else []
+
+
+def _positive_storage_errors(raw: Any, path: str, *, whole_units: bool) -> list[FieldError]:
+    """`ValidatePositiveQuantityValue`, after `validateBasicResource` (whole units not negative) for volumes."""
+    try:
+        quantity = parse_quantity(raw)
+    except QuantityError as err:
+        return [invalid(path, raw, str(err))]
+    errs = []
+    if whole_units and quantity.whole() < 0:
+        errs.append(invalid(path, quantity.whole(), "must be a valid resource quantity"))
+    return errs + ([invalid(path, str(quantity), "must be greater than zero")] if quantity.value <= 0 else [])
+
+
+def _selector_errors(selector: Any, path: str) -> list[FieldError]:
+    """`ValidateLabelSelector` (nil is no selector); label values of expressions are labels' values."""
+    if selector is None:
+        return []
+    selector = _dict(selector)
+    errs = validate_labels(selector.get("matchLabels") or {}, f"{path}.matchLabels")
+    for i, expr in enumerate(_list(selector.get("matchExpressions"))):
+        here = f"{path}.matchExpressions[{i}]"
+        errs += _validate_requirement(_dict(expr), here)
+        for j, value in enumerate(_list(_dict(expr).get("values"))):
+            errs += [invalid(f"{here}.values[{j}]", value, msg) for msg in label_value(str(value))]
+    return errs
+
+
+def _go_string(value: Any) -> str:
+    return go_value(value if isinstance(value, str) else "")
+
+
+# ---- PersistentVolume ---------------------------------------------------------------------------------------------
+
+# PersistentVolumeSource's members in upstream's order, with the name its "more than 1" error uses (flexVolume has
+# none: it is counted, never refused).
+_PV_SOURCES = (
+    ("hostPath", "hostPath"),
+    ("gcePersistentDisk", "gcePersistentDisk"),
+    ("awsElasticBlockStore", "awsElasticBlockStore"),
+    ("glusterfs", "glusterfs"),
+    ("flocker", "flocker"),
+    ("nfs", "nfs"),
+    ("rbd", "rbd"),
+    ("quobyte", "quobyte"),
+    ("cephfs", "cephFS"),
+    ("iscsi", "iscsi"),
+    ("cinder", "cinder"),
+    ("fc", "fc"),
+    ("flexVolume", ""),
+    ("azureFile", "azureFile"),
+    ("vsphereVolume", "vsphereVolume"),
+    ("photonPersistentDisk", "photonPersistentDisk"),
+    ("portworxVolume", "portworxVolume"),
+    ("azureDisk", "azureDisk"),
+    ("scaleIO", "scaleIO"),
+    ("local", "local"),
+    ("storageos", "storageos"),
+    ("csi", "csi"),
+)
+SOURCE_FIELDS = frozenset(key for key, _ in _PV_SOURCES)
+
+# The fields each in-tree source requires, and the path its errors use (gcePersistentDisk's say "persistentDisk").
+_REQUIRED_SOURCE_FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "gcePersistentDisk": ("persistentDisk", ("pdName",)),
+    "awsElasticBlockStore": ("awsElasticBlockStore", ("volumeID",)),
+    "glusterfs": ("glusterfs", ("endpoints", "path")),
+    "rbd": ("rbd", ("monitors", "image")),
+    "quobyte": ("quobyte", ("registry", "volume")),
+    "cephfs": ("cephfs", ("monitors",)),
+    "cinder": ("cinder", ("volumeID",)),
+    "flexVolume": ("flexVolume", ("driver",)),
+    "azureFile": ("azureFile", ("secretName", "shareName")),
+    "vsphereVolume": ("vsphereVolume", ("volumePath",)),
+    "photonPersistentDisk": ("photonPersistentDisk", ("pdID",)),
+    "portworxVolume": ("portworxVolume", ("volumeID",)),
+    "azureDisk": ("azureDisk", ("diskName", "diskURI")),
+    "scaleIO": ("scaleIO", ("gateway", "system", "volumeName")),
+    "storageos": ("storageos", ("volumeName",)),
+}
+_HOST_PATH_TYPES = [
+    "",
+    "BlockDevice",
+    "CharDevice",
+    "Directory",
+    "DirectoryOrCreate",
+    "File",
+    "FileOrCreate",
+    "Socket",
+]
+_RECLAIM_POLICIES = ["Delete", "Recycle", "Retain"]
+
+
+class PersistentVolumeStrategy(Strategy):
+    has_status = True
+
+    def default(self, obj: dict[str, Any]) -> None:
+        spec = obj.setdefault("spec", {})
+        if isinstance(spec, dict):
+            if not spec.get("persistentVolumeReclaimPolicy"):
+                spec["persistentVolumeReclaimPolicy"] = "Retain"
+            _set_default(spec, "volumeMode", "Filesystem")
+            if isinstance(spec.get("hostPath"), dict):
+                spec["hostPath"].setdefault("type", "")
+            canonical_quantities(self.resource, spec.get("capacity"))
+        status = obj.setdefault("status", {})
+        if isinstance(status, dict) and not status.get("phase"):
+            status["phase"] = "Pending"
+
+    def prepare_create(self, obj: dict[str, Any]) -> None:
+        super().prepare_create(obj)
+        obj["status"]["lastPhaseTransitionTime"] = now()
+        _drop_attributes_class(obj.get("spec"), None)
+
+    def prepare_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        super().prepare_update(new, old)
+        _drop_attributes_class(new.get("spec"), old.get("spec"))
+
+    def prepare_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        """A phase change is stamped with its time unless the writer stamped it; no change keeps the old stamp."""
+        super().prepare_status_update(new, old)
+        status, old_status = _dict(new.get("status")), _dict(old.get("status"))
+        stamp, old_stamp = status.get("lastPhaseTransitionTime"), old_status.get("lastPhaseTransitionTime")
+        if status.get("phase") == old_status.get("phase"):
+            if stamp is None and old_stamp is not None:
+                status["lastPhaseTransitionTime"] = old_stamp
+        elif stamp is None or stamp == old_stamp:
+            status["lastPhaseTransitionTime"] = now()
+
+    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return [invalid("spec", spec, "must be an object")]
+        errs = _pv_spec_errors(spec)
+        return errs + (_pv_update_errors(spec, _dict(old.get("spec"))) if old is not None else [])
+
+
+def _drop_attributes_class(spec: Any, old_spec: Any) -> None:
+    """VolumeAttributesClass is off by default in 1.32: the field is dropped unless the stored object uses it."""
+    if isinstance(spec, dict) and _dict(old_spec).get("volumeAttributesClassName") is None:
+        spec.pop("volumeAttributesClassName", None)
+
+
+def _pv_spec_errors(spec: dict[str, Any]) -> list[FieldError]:
+    errs = _access_mode_errors(spec.get("accessModes"), "spec.accessModes", "")
+    errs += _capacity_errors(spec.get("capacity"))
+    policy = spec.get("persistentVolumeReclaimPolicy")
+    if policy and policy not in _RECLAIM_POLICIES:
+        errs.append(not_supported("spec.persistentVolumeReclaimPolicy", policy, _RECLAIM_POLICIES))
+    affinity = spec.get("nodeAffinity")
+    if affinity is not None:
+        errs += _volume_node_affinity_errors(_dict(affinity), "spec.nodeAffinity")
+    errs += _pv_source_errors(spec, node_affinity=affinity is not None)
+    host_path = _dict(spec.get("hostPath"))
+    if host_path and posixpath.normpath(str(host_path.get("path"))) == "/" and policy == "Recycle":
+        errs.append(forbidden("spec.persistentVolumeReclaimPolicy", "may not be 'recycle' for a hostPath mount of '/'"))
+    errs += _class_name_errors(spec.get("storageClassName"), "spec.storageClassName")
+    return errs + _volume_mode_errors(spec.get("volumeMode"), "spec.volumeMode")
+
+
+def _capacity_errors(capacity: Any) -> list[FieldError]:
+    """A capacity of storage, and nothing else, greater than zero."""
+    errs = [] if capacity else [required("spec.capacity")]
+    if not isinstance(capacity, dict) or "storage" not in capacity or len(capacity) > 1:
+        rendered = go_resource_list(capacity if isinstance(capacity, dict) else None)
+        errs.append(GoSyntaxError(ErrorType.NOT_SUPPORTED, "spec.capacity", rendered, 'supported values: "storage"'))
+    for name, raw in _dict(capacity).items():
+        errs += _positive_storage_errors(raw, f"spec.capacity[{name}]", whole_units=True)
+    return errs
+
+
+def _pv_source_errors(spec: dict[str, Any], *, node_affinity: bool) -> list[FieldError]:
+    """Exactly one volume source, each checked as upstream checks it."""
+    errs: list[FieldError] = []
+    count = 0
+    for key, name in _PV_SOURCES:
+        if spec.get(key) is None:
+            continue
+        if count and name:
+            errs.append(forbidden(f"spec.{name}", "may not specify more than 1 volume type"))
+            continue
+        count += 1
+        errs += _source_errors(key, _dict(spec[key]), node_affinity=node_affinity)
+    return errs + ([] if count else [required("spec", "must specify a volume type")])
+
+
+def _source_errors(key: str, source: dict[str, Any], *, node_affinity: bool) -> list[FieldError]:
+    if key == "hostPath":
+        return _host_path_errors(source, "spec.hostPath")
+    if key == "nfs":
+        return _nfs_errors(source, "spec.nfs")
+    if key == "local":
+        errs = _path_errors(source.get("path"), "spec.local.path")
+        return errs + ([] if node_affinity else [required("spec.nodeAffinity", "Local volume requires node affinity")])
+    if key == "csi":
+        return _csi_source_errors(source, "spec.csi")
+    path, fields = _REQUIRED_SOURCE_FIELDS.get(key, (key, ()))
+    return [required(f"spec.{path}.{field}") for field in fields if not source.get(field)]
+
+
+def _path_errors(path: Any, field: str) -> list[FieldError]:
+    """A required path without '..' elements (`validatePathNoBacksteps`)."""
+    if not path:
+        return [required(field)]
+    if ".." in str(path).split("/"):
+        return [invalid(field, path, "must not contain '..'")]
+    return []
+
+
+def _host_path_errors(source: dict[str, Any], path: str) -> list[FieldError]:
+    errs = _path_errors(source.get("path"), f"{path}.path")
+    kind = source.get("type")
+    if not errs and kind is not None and kind not in _HOST_PATH_TYPES:
+        errs.append(not_supported(f"{path}.type", kind, _HOST_PATH_TYPES))
+    return errs
+
+
+def _nfs_errors(source: dict[str, Any], path: str) -> list[FieldError]:
+    errs = [required(f"{path}.{field}") for field in ("server", "path") if not source.get(field)]
+    if not str(source.get("path") or "").startswith("/"):
+        errs.append(invalid(f"{path}.path", source.get("path") or "", "must be an absolute path"))
+    return errs
+
+
+def csi_driver_name_errors(name: Any, path: str) -> list[FieldError]:
+    """`ValidateCSIDriverName`: required, at most 63 characters, a DNS subdomain once lowercased."""
+    text = name if isinstance(name, str) else ""
+    errs = [] if text else [required(path)]
+    if len(text) > 63:
+        errs.append(FieldError(ErrorType.TOO_LONG, path, detail="may not be more than 63 bytes"))
+    return errs + [invalid(path, text, msg) for msg in dns1123_subdomain(text.lower())]
+
+
+_CSI_SECRET_REFS = (
+    "controllerPublishSecretRef",
+    "controllerExpandSecretRef",
+    "nodePublishSecretRef",
+    "nodeExpandSecretRef",
+)
+
+
+def _csi_source_errors(source: dict[str, Any], path: str) -> list[FieldError]:
+    errs = csi_driver_name_errors(source.get("driver"), f"{path}.driver")
+    if not source.get("volumeHandle"):
+        errs.append(required(f"{path}.volumeHandle"))
+    for ref in _CSI_SECRET_REFS:
+        if source.get(ref) is not None:
+            errs += _secret_reference_errors(_dict(source[ref]), f"{path}.{ref}")
+    return errs
+
+
+def _secret_reference_errors(ref: dict[str, Any], path: str) -> list[FieldError]:
+    name, namespace = str(ref.get("name") or ""), str(ref.get("namespace") or "")
+    errs = (
+        [invalid(f"{path}.name", name, msg) for msg in dns1123_subdomain(name)] if name else [required(f"{path}.name")]
+    )
+    if not namespace:
+        return [*errs, required(f"{path}.namespace")]
+    return errs + [invalid(f"{path}.namespace", namespace, msg) for msg in dns1123_label(namespace)]
+
+
+def _volume_node_affinity_errors(affinity: dict[str, Any], path: str) -> list[FieldError]:
+    selector = affinity.get("required")
+    if selector is None:
+        return [required(f"{path}.required", "must specify required node constraints")]
+    terms = _list(_dict(selector).get("nodeSelectorTerms"))
+    if not terms:
+        return [required(f"{path}.required.nodeSelectorTerms", "must have at least one node selector term")]
+    errs: list[FieldError] = []
+    for i, term in enumerate(terms):
+        for j, expr in enumerate(_list(_dict(term).get("matchExpressions"))):
+            errs += _node_requirement_errors(
+                _dict(expr), f"{path}.required.nodeSelectorTerms[{i}].matchExpressions[{j}]"
+            )
+    return errs
+
+
+def _node_requirement_errors(expr: dict[str, Any], path: str) -> list[FieldError]:
+    """`ValidateNodeSelectorRequirement`."""
+    operator, values = expr.get("operator"), _list(expr.get("values"))
+    errs: list[FieldError] = []
+    if operator in ("In", "NotIn") and not values:
+        errs.append(required(f"{path}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
+    elif operator in ("Exists", "DoesNotExist") and values:
+        errs.append(forbidden(f"{path}.values", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+    elif operator in ("Gt", "Lt") and len(values) != 1:
+        errs.append(required(f"{path}.values", "must be specified single value when `operator` is 'Lt' or 'Gt'"))
+    elif operator not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
+        errs.append(invalid(f"{path}.operator", operator, "not a valid selector operator"))
+    key = str(expr.get("key") or "")
+    errs += [invalid(f"{path}.key", key, msg) for msg in qualified_name(key)]
+    for i, value in enumerate(values):
+        errs += [invalid(f"{path}.values[{i}]", value, msg) for msg in label_value(str(value))]
+    return errs
+
+
+def _pv_update_errors(spec: dict[str, Any], old_spec: dict[str, Any]) -> list[FieldError]:
+    """The volume source cannot change (a CSI volume may gain an expansion secret), nor the volume mode, nor set
+    node affinity."""
+    sources = {key: copy.deepcopy(spec[key]) for key in SOURCE_FIELDS if key in spec}
+    old_sources = {key: old_spec[key] for key in SOURCE_FIELDS if key in old_spec}
+    csi, old_csi = _dict(sources.get("csi")), _dict(old_sources.get("csi"))
+    if csi and old_csi and old_csi.get("controllerExpandSecretRef") is None:
+        csi.pop("controllerExpandSecretRef", None)
+    errs: list[FieldError] = []
+    if _semantic(sources) != _semantic(old_sources):
+        message = "spec.persistentvolumesource is immutable after creation"
+        errs.append(forbidden("spec.persistentvolumesource", message))
+    errs += _immutable_mode(spec.get("volumeMode"), old_spec.get("volumeMode"))
+    affinity, old_affinity = spec.get("nodeAffinity"), old_spec.get("nodeAffinity")
+    if old_affinity is not None and _semantic(affinity) != _semantic(old_affinity):
+        rendered = "null" if affinity is None else _go_node_affinity(_dict(affinity))
+        detail = f"{IMMUTABLE}, except for updating from beta label to GA"
+        errs.append(GoSyntaxError(ErrorType.INVALID, "nodeAffinity", rendered, detail))
+    return errs
+
+
+def _immutable_mode(mode: Any, old_mode: Any) -> list[FieldError]:
+    # upstream's path is "volumeMode", not "spec.volumeMode"
+    return [] if mode == old_mode else [invalid("volumeMode", mode, IMMUTABLE)]
+
+
+def _go_node_affinity(affinity: dict[str, Any]) -> str:
+    return f"core.VolumeNodeAffinity{{Required:{_go_pointer(affinity.get('required'), 'core.NodeSelector')}}}"
+
+
+# ---- PersistentVolumeClaim ----------------------------------------------------------------------------------------
+
+_IMMUTABLE_CLAIM = (
+    "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"
+)
+_SNAPSHOT_GROUP = "snapshot.storage.k8s.io"
+
+
+class PersistentVolumeClaimStrategy(Strategy):
+    has_status = True
+
+    def default(self, obj: dict[str, Any]) -> None:
+        spec = obj.setdefault("spec", {})
+        if isinstance(spec, dict):
+            _set_default(spec, "volumeMode", "Filesystem")
+            resources = _dict(spec.get("resources"))
+            for field in ("requests", "limits"):
+                canonical_quantities(self.resource, resources.get(field))
+        status = obj.setdefault("status", {})
+        if isinstance(status, dict):
+            if not status.get("phase"):
+                status["phase"] = "Pending"
+            canonical_quantities(self.resource, status.get("capacity"))
+
+    def prepare_create(self, obj: dict[str, Any]) -> None:
+        super().prepare_create(obj)
+        _prepare_claim_spec(obj.get("spec"), None)
+
+    def prepare_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        super().prepare_update(new, old)
+        _prepare_claim_spec(new.get("spec"), old.get("spec"))
+
+    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return [invalid("spec", spec, "must be an object")]
+        errs = _claim_spec_errors(spec) + _claim_status_errors(_dict(obj.get("status")))
+        return errs + (_claim_update_errors(obj, old) if old is not None else [])
+
+
+def _prepare_claim_spec(spec: Any, old_spec: Any) -> None:
+    """Disabled fields dropped, a data source that is neither a claim nor a snapshot dropped (unless the stored
+    claim had one), and `dataSource` and `dataSourceRef` each filled in from the other."""
+    if not isinstance(spec, dict):
+        return
+    _drop_attributes_class(spec, old_spec)
+    ref = spec.get("dataSourceRef")
+    if isinstance(ref, dict) and not _dict(_dict(old_spec).get("dataSourceRef")).get("namespace"):
+        ref.pop("namespace", None)  # CrossNamespaceVolumeDataSource is off
+    if _dict(old_spec).get("dataSource") is None and not _known_data_source(spec.get("dataSource")):
+        spec.pop("dataSource", None)
+    normalize_data_sources(spec)
+
+
+def _known_data_source(source: Any) -> bool:
+    source = _dict(source)
+    group, kind = source.get("apiGroup") or "", source.get("kind")
+    return (kind == "PersistentVolumeClaim" and not group) or (kind == "VolumeSnapshot" and group == _SNAPSHOT_GROUP)
+
+
+def normalize_data_sources(spec: dict[str, Any]) -> None:
+    """`NormalizeDataSources`: whichever of the two is missing is copied from the other."""
+    source, ref = spec.get("dataSource"), spec.get("dataSourceRef")
+    if isinstance(source, dict) and ref is None:
+        spec["dataSourceRef"] = {k: source[k] for k in ("apiGroup", "kind", "name") if k in source}
+    elif isinstance(ref, dict) and source is None and not ref.get("namespace"):
+        spec["dataSource"] = {k: ref[k] for k in ("apiGroup", "kind", "name") if k in ref}
+
+
+def _claim_spec_errors(spec: dict[str, Any]) -> list[FieldError]:
+    errs = _access_mode_errors(spec.get("accessModes"), "spec.accessModes", "at least 1 access mode is required")
+    errs += _selector_errors(spec.get("selector"), "spec.selector")
+    requests = _dict(_dict(spec.get("resources")).get("requests"))
+    if "storage" not in requests:
+        errs.append(required("spec.resources[storage]"))  # upstream's path, without "requests"
+    else:
+        errs += _positive_storage_errors(requests["storage"], "spec.resources[storage]", whole_units=False)
+    errs += _class_name_errors(spec.get("storageClassName"), "spec.storageClassName")
+    errs += _volume_mode_errors(spec.get("volumeMode"), "spec.volumeMode")
+    return errs + _data_source_errors(spec)
+
+
+def _data_source_errors(spec: dict[str, Any]) -> list[FieldError]:
+    source, ref = spec.get("dataSource"), spec.get("dataSourceRef")
+    errs: list[FieldError] = []
+    if source is not None:
+        errs += _reference_errors(_dict(source), "spec.dataSource")
+    if ref is not None:
+        errs += _reference_errors(_dict(ref), "spec.dataSourceRef")
+        namespace = str(_dict(ref).get("namespace") or "")
+        messages = dns1123_label(namespace) if namespace else []
+        errs += [invalid("spec.dataSourceRef.namespace", namespace, msg) for msg in messages]
+    if _sources_differ(source, ref):
+        # upstream reports the *field.Path of dataSource as the value
+        path = f'field.Path{{name:"dataSource", index:"", parent:(*field.Path)({_POINTER})}}'
+        errs.append(GoSyntaxError(ErrorType.INVALID, "spec", path, "must match dataSourceRef"))
+    return errs
+
+
+def _sources_differ(source: Any, ref: Any) -> bool:
+    if not isinstance(source, dict) or not isinstance(ref, dict) or ref.get("namespace"):
+        return False
+    return any(source.get(key) != ref.get(key) for key in ("apiGroup", "kind", "name"))
+
+
+def _reference_errors(ref: dict[str, Any], path: str) -> list[FieldError]:
+    errs = [required(f"{path}.{field}") for field in ("name", "kind") if not ref.get(field)]
+    group, kind = str(ref.get("apiGroup") or ""), ref.get("kind") or ""
+    if not group and kind != "PersistentVolumeClaim":
+        errs.append(invalid(path, kind, "must be 'PersistentVolumeClaim' when referencing the default apiGroup"))
+    if group:
+        errs += [invalid(f"{path}.apiGroup", group, msg) for msg in dns1123_subdomain(group)]
+    return errs
+
+
+def _claim_status_errors(status: dict[str, Any]) -> list[FieldError]:
+    """What a status write may not say: a negative capacity or allocation."""
+    errs: list[FieldError] = []
+    for field in ("capacity", "allocatedResources"):
+        for name, raw in _dict(status.get(field)).items():
+            quantity = _quantity(raw)
+            if quantity is not None and quantity < 0:
+                errs.append(
+                    invalid(f"status.{field}[{name}]", parse_quantity(raw).whole(), "must be a valid resource quantity")
+                )
+    return errs
+
+
+def _claim_update_errors(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+    """Claims are immutable, so that quota and limits cannot be gamed: a volume name may be set once, a storage
+    class given by the beta annotation (or none) may be set, and a bound claim may grow."""
+    spec, old_spec = _comparable_claim(new.get("spec")), _comparable_claim(old.get("spec"))
+    normalize_data_sources(old_spec)
+    if not old_spec.get("volumeName"):
+        old_spec["volumeName"] = spec.get("volumeName")
+    errs = _storage_class_change(new, old, spec, old_spec)
+    if _dict(new.get("status")).get("phase") == "Bound":
+        requests = _dict(spec.get("resources")).get("requests")
+        if isinstance(requests, dict):
+            requests["storage"] = _dict(_dict(old_spec.get("resources")).get("requests")).get("storage")
+        if spec.get("volumeAttributesClassName") is not None:
+            spec["volumeAttributesClassName"] = old_spec.get("volumeAttributesClassName")
+    if _semantic(spec) != _semantic(old_spec):
+        errs.append(forbidden("spec", _IMMUTABLE_CLAIM))
+    errs += _shrink_errors(new, old)
+    return errs + _immutable_mode(_dict(new.get("spec")).get("volumeMode"), _dict(old.get("spec")).get("volumeMode"))
+
+
+def _comparable_claim(spec: Any) -> dict[str, Any]:
+    """A claim spec for `Semantic.DeepEqual`: a copy whose quantities are numbers."""
+    comparable = copy.deepcopy(_dict(spec))
+    for field in ("requests", "limits"):
+        quantities = _dict(_dict(comparable.get("resources")).get(field))
+        for name, raw in quantities.items():
+            quantities[name] = _quantity(raw)
+    return comparable
+
+
+def _storage_class_change(
+    new: dict[str, Any], old: dict[str, Any], spec: dict[str, Any], old_spec: dict[str, Any]
+) -> list[FieldError]:
+    """The upgrade paths upstream allows: from the beta annotation to the field, and from no class to one."""
+    annotations, old_annotations = _dict(new["metadata"].get("annotations")), _dict(old["metadata"].get("annotations"))
+    old_class, new_class = old_spec.get("storageClassName"), spec.get("storageClassName")
+    if BETA_STORAGE_CLASS in old_annotations and old_class is None:
+        annotated = old_annotations[BETA_STORAGE_CLASS]
+        if new_class == annotated and annotations.get(BETA_STORAGE_CLASS, annotated) == annotated:
+            spec.pop("storageClassName", None)
+            return []
+    errs: list[FieldError] = []
+    value, old_value = annotations.get(BETA_STORAGE_CLASS, ""), old_annotations.get(BETA_STORAGE_CLASS, "")
+    if value != old_value:
+        errs.append(invalid(f"metadata.annotations.{BETA_STORAGE_CLASS}", value, IMMUTABLE))
+    annotated = old_annotations.get(BETA_STORAGE_CLASS, new_class)
+    if new_class is not None and old_class is None and new_class == annotated:
+        spec.pop("storageClassName", None)
+    return errs
+
+
+def _shrink_errors(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+    """A request may go down again (to recover from a failed expansion), but not to the capacity or below."""
+
+    def size(obj: dict[str, Any], *path: str) -> Fraction:
+        value: Any = obj
+        for key in path:
+            value = _dict(value).get(key)
+        return _quantity(value) or Fraction(0)
+
+    requested, before = (
+        size(new, "spec", "resources", "requests", "storage"),
+        size(old, "spec", "resources", "requests", "storage"),
+    )
+    if requested < before and requested <= size(old, "status", "capacity", "storage"):
+        return [forbidden("spec.resources.requests.storage", "field can not be less than status.capacity")]
+    return []
+
+
+# ---- StorageClass -------------------------------------------------------------------------------------------------
+
+_CLASS_RECLAIM_POLICIES = ["Delete", "Retain"]
+_BINDING_MODES = ["Immediate", "WaitForFirstConsumer"]
+_MAX_PARAMETERS, _MAX_PARAMETERS_SIZE = 512, 256 * 1024
+
+
+class StorageClassStrategy(Strategy):
+    def default(self, obj: dict[str, Any]) -> None:
+        _set_default(obj, "reclaimPolicy", "Delete")
+        _set_default(obj, "volumeBindingMode", "Immediate")
+
+    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+        errs = _provisioner_errors(obj.get("provisioner"), "provisioner")
+        errs += _parameter_errors(obj.get("parameters"))
+        policy = obj.get("reclaimPolicy")
+        if policy and policy not in _CLASS_RECLAIM_POLICIES:
+            errs.append(not_supported("reclaimPolicy", policy, _CLASS_RECLAIM_POLICIES))
+        mode = obj.get("volumeBindingMode")
+        if mode not in _BINDING_MODES:
+            errs.append(
+                required("volumeBindingMode")
+                if mode is None
+                else not_supported("volumeBindingMode", mode, _BINDING_MODES)
+            )
+        errs += _topology_errors(obj.get("allowedTopologies"), "allowedTopologies")
+        return errs + (_storage_class_update_errors(obj, old) if old is not None else [])
+
+
+def _provisioner_errors(provisioner: Any, path: str) -> list[FieldError]:
+    """Required, and a qualified name once lowercased (the lowercased name is what errors show)."""
+    if not provisioner:
+        return [required(path)]
+    lowered = str(provisioner).lower()
+    return [invalid(path, lowered, msg) for msg in qualified_name(lowered)]
+
+
+def _parameter_errors(parameters: Any) -> list[FieldError]:
+    parameters = _dict(parameters)
+    if len(parameters) > _MAX_PARAMETERS:
+        return [FieldError(ErrorType.TOO_LONG, "parameters", detail=f"may not be more than {_MAX_PARAMETERS} bytes")]
+    errs = [invalid("parameters", key, "field can not be empty.") for key in parameters if not key]
+    size = sum(len(str(key)) + len(str(value)) for key, value in parameters.items())
+    if size > _MAX_PARAMETERS_SIZE:
+        errs.append(
+            FieldError(ErrorType.TOO_LONG, "parameters", detail=f"may not be more than {_MAX_PARAMETERS_SIZE} bytes")
+        )
+    return errs
+
+
+def _topology_errors(terms: Any, path: str) -> list[FieldError]:
+    """Each term's label requirements: values required and unique, keys unique label names; terms unique."""
+    errs: list[FieldError] = []
+    seen: list[dict[str, set[str]]] = []
+    for i, term in enumerate(_list(terms)):
+        expressions: dict[str, set[str]] = {}
+        for j, req in enumerate(_list(_dict(term).get("matchLabelExpressions"))):
+            here = f"{path}[{i}].matchLabelExpressions[{j}]"
+            key, values = str(_dict(req).get("key") or ""), [str(v) for v in _list(_dict(req).get("values"))]
+            errs += [] if values else [required(f"{here}.values")]
+            errs += [duplicate(f"{here}.values[{k}]", v) for k, v in enumerate(values) if v in values[:k]]
+            errs += [invalid(f"{here}.key", key, msg) for msg in qualified_name(key)]
+            if key in expressions:
+                errs.append(duplicate(f"{here}.key", key))
+            expressions[key] = set(values)
+        if expressions in seen:
+            errs.append(duplicate(f"{path}[{i}].matchLabelExpressions", ""))
+        seen.append(expressions)
+    return errs
+
+
+def _storage_class_update_errors(obj: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+    errs: list[FieldError] = []
+    if (obj.get("parameters") or None) != (old.get("parameters") or None):
+        errs.append(forbidden("parameters", "updates to parameters are forbidden."))
+    for field in ("provisioner", "reclaimPolicy"):
+        if obj.get(field) != old.get(field):
+            errs.append(forbidden(field, f"updates to {field} are forbidden."))
+    if obj.get("volumeBindingMode") != old.get("volumeBindingMode"):
+        errs.append(invalid("volumeBindingMode", obj.get("volumeBindingMode"), IMMUTABLE))
+    return errs
+
+
+# ---- CSIDriver ----------------------------------------------------------------------------------------------------
+
+_FS_GROUP_POLICIES = ["File", "None", "ReadWriteOnceWithFSType"]
+_LIFECYCLE_MODES = ["Persistent", "Ephemeral"]
+_CSI_DRIVER_DEFAULTS = (
+    ("attachRequired", True),
+    ("podInfoOnMount", False),
+    ("storageCapacity", False),
+    ("fsGroupPolicy", "ReadWriteOnceWithFSType"),
+    ("requiresRepublish", False),
+    ("seLinuxMount", False),
+)
+
+
+# (field, path of its error): upstream's path for attachRequired is "spec.attachedRequired"
+_CSI_DRIVER_REQUIRED = (
+    ("attachRequired", "spec.attachedRequired"),
+    ("podInfoOnMount", "spec.podInfoOnMount"),
+    ("storageCapacity", "spec.storageCapacity"),
+    ("seLinuxMount", "spec.seLinuxMount"),
+)
+
+
+class CSIDriverStrategy(Strategy):
+    tracks_generation = True  # any change of the spec is a new generation
+
+    def default(self, obj: dict[str, Any]) -> None:
+        spec = obj.setdefault("spec", {})
+        if not isinstance(spec, dict):
+            return
+        for field, value in _CSI_DRIVER_DEFAULTS:
+            _set_default(spec, field, value)
+        if not spec.get("volumeLifecycleModes"):
+            spec["volumeLifecycleModes"] = ["Persistent"]
+
+    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return [invalid("spec", spec, "must be an object")]
+        errs = _csi_driver_spec_errors(spec)
+        return errs + (_csi_driver_update_errors(spec, _dict(old.get("spec"))) if old is not None else [])
+
+
+def _csi_driver_spec_errors(spec: dict[str, Any]) -> list[FieldError]:
+    errs = [required(path) for field, path in _CSI_DRIVER_REQUIRED if spec.get(field) is None]
+    policy = spec.get("fsGroupPolicy")
+    if policy is not None and policy not in _FS_GROUP_POLICIES:
+        errs.append(not_supported("spec.fsGroupPolicy", policy, _FS_GROUP_POLICIES))
+    errs += _token_request_errors(spec.get("tokenRequests"))
+    modes = _list(spec.get("volumeLifecycleModes"))
+    return errs + [
+        not_supported("spec.volumeLifecycleModes", m, _LIFECYCLE_MODES) for m in modes if m not in _LIFECYCLE_MODES
+    ]
+
+
+def _token_request_errors(requests: Any) -> list[FieldError]:
+    """Audiences unique (one may be empty); expiry between 10 minutes and 2^32 seconds."""
+    errs: list[FieldError] = []
+    audiences: set[str] = set()
+    for i, request in enumerate(_list(requests)):
+        audience, seconds = str(_dict(request).get("audience") or ""), _dict(request).get("expirationSeconds")
+        if audience in audiences:
+            errs.append(duplicate(f"spec.tokenRequests[{i}].audience", audience))
+            continue
+        audiences.add(audience)
+        if isinstance(seconds, int) and seconds < 600:
+            errs.append(
+                invalid(
+                    f"spec.tokenRequests[{i}].expirationSeconds",
+                    seconds,
+                    "may not specify a duration less than 10 minutes",
+                )
+            )
+        if isinstance(seconds, int) and seconds > 1 << 32:
+            errs.append(
+                invalid(
+                    f"spec.tokenRequests[{i}].expirationSeconds",
+                    seconds,
+                    "may not specify a duration larger than 2^32 seconds",
+                )
+            )
+    return errs
+
+
+def _csi_driver_update_errors(spec: dict[str, Any], old_spec: dict[str, Any]) -> list[FieldError]:
+    """attachRequired and volumeLifecycleModes are immutable (the others became mutable in 1.29)."""
+    errs: list[FieldError] = []
+    if spec.get("attachRequired") != old_spec.get("attachRequired"):
+        errs.append(invalid("spec.attachedRequired", spec.get("attachRequired"), IMMUTABLE))
+    modes = spec.get("volumeLifecycleModes")
+    if modes != old_spec.get("volumeLifecycleModes"):
+        rendered = go_slice([str(m) for m in modes] if isinstance(modes, list) else None, "storage.VolumeLifecycleMode")
+        errs.append(GoSyntaxError(ErrorType.INVALID, "spec.volumeLifecycleModes", rendered, IMMUTABLE))
+    return errs
+
+
+# ---- CSINode ------------------------------------------------------------------------------------------------------
+
+_NODE_ID_MAX, _NODE_ID_LONG_MAX = 192, 256
+
+
+class CSINodeStrategy(Strategy):
+    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+        drivers = _list(_dict(obj.get("spec")).get("drivers"))
+        old_drivers = _list(_dict((old or {}).get("spec")).get("drivers"))
+        longest = _longest_node_id(old_drivers)
+        errs: list[FieldError] = []
+        names: set[str] = set()
+        for i, driver in enumerate(drivers):
+            errs += _csi_node_driver_errors(_dict(driver), f"spec.drivers[{i}]", names, longest)
+        return errs + (_csi_node_update_errors(drivers, old_drivers) if old is not None else [])
+
+
+def _longest_node_id(old_drivers: list[Any]) -> int:
+    """Node IDs up to 256 characters stay allowed where the stored object already has one longer than 192."""
+    long_ids = any(len(str(_dict(driver).get("nodeID") or "")) > _NODE_ID_MAX for driver in old_drivers)
+    return _NODE_ID_LONG_MAX if long_ids else _NODE_ID_MAX
+
+
+def _csi_node_driver_errors(driver: dict[str, Any], path: str, names: set[str], longest: int) -> list[FieldError]:
+    name, node_id = driver.get("name"), str(driver.get("nodeID") or "")
+    errs = csi_driver_name_errors(name, f"{path}.name")
+    if not node_id:
+        errs.append(required(f"{path}.nodeID"))
+    if len(node_id) > longest:
+        errs.append(invalid(f"{path}.nodeID", node_id, f"must be {longest} characters or less"))
+    count = _dict(driver.get("allocatable")).get("count")
+    if isinstance(count, int) and count < 0:
+        errs.append(invalid(f"{path}.allocatable.count", count, NONNEGATIVE))
+    if name in names:
+        errs.append(duplicate(f"{path}.name", name))
+    names.add(str(name))
+    keys: set[str] = set()
+    for key in [str(k) for k in _list(driver.get("topologyKeys"))]:  # errors name the driver, not the key
+        errs += [required(path)] if not key else []
+        errs += [duplicate(path, key)] if key in keys else []
+        keys.add(key)
+        errs += [invalid(path, key, msg) for msg in qualified_name(key)]
+    return errs
+
+
+def _csi_node_update_errors(drivers: list[Any], old_drivers: list[Any]) -> list[FieldError]:
+    """A registered driver does not change: only drivers may come and go."""
+    errs: list[FieldError] = []
+    for old in map(_dict, old_drivers):
+        for new in map(_dict, drivers):
+            if new.get("name") == old.get("name") and _semantic(new) != _semantic(old):
+                errs.append(GoSyntaxError(ErrorType.INVALID, "spec.drivers", _go_csi_node_driver(new), IMMUTABLE))
+    return errs
+
+
+def _go_csi_node_driver(driver: dict[str, Any]) -> str:
+    keys = driver.get("topologyKeys")
+    return (
+        f"storage.CSINodeDriver{{Name:{_go_string(driver.get('name'))}, NodeID:{_go_string(driver.get('nodeID'))}, "
+        f"TopologyKeys:{go_slice([str(k) for k in keys] if isinstance(keys, list) else None, 'string')}, "
+        f"Allocatable:{_go_pointer(driver.get('allocatable'), 'storage.VolumeNodeResources')}}}"
+    )
+
+
+# ---- CSIStorageCapacity -------------------------------------------------------------------------------------------
+
+
+class CSIStorageCapacityStrategy(Strategy):
+    def default(self, obj: dict[str, Any]) -> None:
+        for field in ("capacity", "maximumVolumeSize"):
+            if obj.get(field) is None:
+                obj.pop(field, None)  # nil: no quantity, not the zero one
+        quantities = {field: obj[field] for field in ("capacity", "maximumVolumeSize") if field in obj}
+        canonical_quantities(self.resource, quantities)
+        obj.update(quantities)
+
+    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+        errs = _selector_errors(obj.get("nodeTopology"), "nodeTopology")
+        name = obj.get("storageClassName")
+        errs += [invalid("storageClassName", name, msg) for msg in dns1123_subdomain(str(name or ""))]
+        capacity = _quantity(obj.get("capacity")) if obj.get("capacity") is not None else None
+        if capacity is not None and capacity < 0:
+            errs.append(invalid("capacity", str(parse_quantity(obj["capacity"])), NONNEGATIVE))
+        if old is None:
+            return errs
+        topology = obj.get("nodeTopology")
+        if _semantic(topology) != _semantic(old.get("nodeTopology")):
+            errs.append(
+                GoSyntaxError(
+                    ErrorType.INVALID, "nodeTopology", "null" if topology is None else _go_selector(topology), IMMUTABLE
+                )
+            )
+        if name != old.get("storageClassName"):
+            errs.append(invalid("storageClassName", name, IMMUTABLE))
+        return errs
+
+
+# ---- VolumeAttachment ---------------------------------------------------------------------------------------------
+
+_MAX_ATTACH_METADATA = 256 * 1024
+_MAX_VOLUME_ERROR = 1024
+
+
+class VolumeAttachmentStrategy(Strategy):
+    has_status = True
+
+    def default(self, obj: dict[str, Any]) -> None:
+        status = obj.setdefault("status", {})
+        if isinstance(status, dict):
+            status.setdefault("attached", False)  # not omitted when false, as upstream serializes it
+
+    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+        spec = _dict(obj.get("spec"))
+        errs = _attachment_spec_errors(spec) + _attachment_status_errors(_dict(obj.get("status")))
+        if old is None:  # v1's stricter checks of new attachments
+            errs += csi_driver_name_errors(spec.get("attacher"), "spec.attacher")
+            pv = _dict(spec.get("source")).get("persistentVolumeName")
+            if pv is not None:
+                errs += [invalid("spec.source.persistentVolumeName", pv, msg) for msg in dns1123_subdomain(str(pv))]
+        elif _semantic(obj.get("spec")) != _semantic(old.get("spec")):
+            errs.append(GoSyntaxError(ErrorType.INVALID, "spec", _go_attachment_spec(spec), IMMUTABLE))
+        return errs
+
+
+def _attachment_spec_errors(spec: dict[str, Any]) -> list[FieldError]:
+    errs = [] if spec.get("attacher") else [required("spec.attacher")]
+    source = _dict(spec.get("source"))
+    inline, pv = source.get("inlineVolumeSpec"), source.get("persistentVolumeName")
+    exactly_one = "must specify exactly one of inlineVolumeSpec and persistentVolumeName"
+    if inline is None and pv is None:
+        errs.append(required("spec.source", exactly_one))
+    elif inline is not None and pv is not None:
+        errs.append(forbidden("spec.source", exactly_one))
+    elif pv is not None and not pv:
+        errs.append(required("spec.source.persistentVolumeName", "must specify non empty persistentVolumeName"))
+    elif inline is not None and _dict(inline).get("csi") is None:
+        errs.append(
+            required("spec.source.inlineVolumeSpec.csi", "has to be specified in the context of inline volumes")
+        )
+    node = str(spec.get("nodeName") or "")
+    return errs + [invalid("spec.nodeName", node, msg) for msg in dns1123_subdomain(node)]
+
+
+def _attachment_status_errors(status: dict[str, Any]) -> list[FieldError]:
+    metadata = _dict(status.get("attachmentMetadata"))
+    errs: list[FieldError] = []
+    if sum(len(str(k)) + len(str(v)) for k, v in metadata.items()) > _MAX_ATTACH_METADATA:
+        errs.append(
+            FieldError(
+                ErrorType.TOO_LONG,
+                "status.attachmentMetadata",
+                detail=f"may not be more than {_MAX_ATTACH_METADATA} bytes",
+            )
+        )
+    for field in ("attachError", "detachError"):
+        error = _dict(status.get(field))
+        if len(str(error.get("message") or "")) > _MAX_VOLUME_ERROR:
+            # upstream states the metadata's limit here
+            errs.append(
+                FieldError(
+                    ErrorType.TOO_LONG,
+                    f"status.{field}.message",
+                    detail=f"may not be more than {_MAX_ATTACH_METADATA} bytes",
+                )
+            )
+        code = error.get("errorCode")
+        if isinstance(code, int) and code < 0:
+            errs.append(invalid(f"status.{field}.errorCode", code, "must be between 0 and 2147483647, inclusive"))
+    return errs
+
+
+def _go_attachment_spec(spec: dict[str, Any]) -> str:
+    source = _dict(spec.get("source"))
+    pv, inline = source.get("persistentVolumeName"), source.get("inlineVolumeSpec")
+    rendered_source = (
+        f"storage.VolumeAttachmentSource{{PersistentVolumeName:{_go_pointer(pv, 'string')}, "
+        f"InlineVolumeSpec:{_go_pointer(inline, 'core.PersistentVolumeSpec')}}}"
+    )
+    return (
+        f"storage.VolumeAttachmentSpec{{Attacher:{_go_string(spec.get('attacher'))}, Source:{rendered_source}, "
+        f"NodeName:{_go_string(spec.get('nodeName'))}}}"
+    )
+
+
+STRATEGIES: dict[str, type[Strategy]] = {
+    "persistentvolumes": PersistentVolumeStrategy,
+    "persistentvolumeclaims": PersistentVolumeClaimStrategy,
+    "storageclasses": StorageClassStrategy,
+    "csidrivers": CSIDriverStrategy,
+    "csinodes": CSINodeStrategy,
+    "csistoragecapacities": CSIStorageCapacityStrategy,
+    "volumeattachments": VolumeAttachmentStrategy,
+}
