@@ -66,6 +66,8 @@ def _up(args: argparse.Namespace) -> int:
         return _fail(f"--proxy-mode {args.proxy_mode} programs node namespaces: it needs --dataplane netns")
     if args.repair_interval <= 0:
         return _fail(f"--repair-interval must be positive, not {args.repair_interval}")
+    if args.event_ttl < 1:
+        return _fail(f"--event-ttl must be at least 1 second, not {args.event_ttl}")
     if not 1 <= args.etcd_members <= 7:
         return _fail(f"--etcd-members must be between 1 and 7, not {args.etcd_members}")
     if args.etcd_servers and (args.etcd_members != 1 or args.etcd_election_timeout):
@@ -94,6 +96,7 @@ def _up(args: argparse.Namespace) -> int:
         service_node_port_range=args.service_node_port_range,
         load_balancer_ip_range=args.loadbalancer_ip_range,
         repair_interval=args.repair_interval,
+        event_ttl=args.event_ttl,
         limits=limits,
         controllers=controllers,
         dns=dns,

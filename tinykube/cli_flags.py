@@ -89,6 +89,13 @@ def _up_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="SECONDS",
         help="how often the ClusterIP/NodePort repair loops run (default: 180, as upstream)",
     )
+    up.add_argument(
+        "--event-ttl",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
+        help="how long an Event is kept after its last change (default: 3600, upstream's 1h)",
+    )
     _limits_arguments(up)
     _controllers_argument(up)
     up.add_argument(

@@ -76,6 +76,7 @@ class UpOptions:
     service_node_port_range: str = DEFAULT_NODE_PORT_RANGE
     load_balancer_ip_range: str = DEFAULT_LOAD_BALANCER_RANGE
     repair_interval: float = 180.0
+    event_ttl: float = 3600.0
     limits: Limits = field(default_factory=Limits)  # the apiserver's limits before work (apiserver/limits.py)
     controllers: list[str] = field(default_factory=known_controllers)  # names, as `select_controllers` returns
     dns: DnsOptions | None = field(default_factory=DnsOptions)  # None: no DNS server
@@ -189,6 +190,7 @@ class Cluster:
             opts.service_node_port_range,
             opts.load_balancer_ip_range,
             opts.repair_interval,
+            opts.event_ttl,
             opts.limits,
         )
         apiserver = ApiServer(config)

@@ -55,6 +55,7 @@ class ApiServerConfig:
     service_node_port_range: str = DEFAULT_NODE_PORT_RANGE
     load_balancer_ip_range: str = DEFAULT_LOAD_BALANCER_RANGE  # empty: no built-in load balancer
     repair_interval: float = 180.0
+    event_ttl: float = 3600.0  # --event-ttl: how long an Event is kept after its last write
     limits: Limits = field(default_factory=Limits)
 
     @property
@@ -77,7 +78,7 @@ class ApiServer:
             if config.load_balancer_ip_range
             else None,
         )
-        self.registry = Registry(self.store, self.caches, strategies(self.pools))
+        self.registry = Registry(self.store, self.caches, strategies(self.pools, config.event_ttl))
         self.events = EventRecorder(self.registry)
         self.pools.warn = lambda svc, reason, message: self.events.warn(svc, reason, message, "service-controller")
         self.pools.load_balancer_ip_freed = self._serve_pending_load_balancers_soon

@@ -240,8 +240,8 @@ class EtcdStore:
         result = rpc_pb2.Compare.GREATER if exists else rpc_pb2.Compare.EQUAL
         return rpc_pb2.Compare(key=self._key(key), target=rpc_pb2.Compare.VERSION, result=result, version=0)
 
-    def _put(self, key: str, value: bytes) -> Any:
-        return rpc_pb2.RequestOp(request_put=rpc_pb2.PutRequest(key=self._key(key), value=value))
+    def _put(self, key: str, value: bytes, lease: int = 0) -> Any:
+        return rpc_pb2.RequestOp(request_put=rpc_pb2.PutRequest(key=self._key(key), value=value, lease=lease))
 
     def _get_op(self, key: str) -> Any:
         return rpc_pb2.RequestOp(request_range=rpc_pb2.RangeRequest(key=self._key(key)))
@@ -255,13 +255,14 @@ class EtcdStore:
     def _delete_op(self, key: str, prev_kv: bool = False) -> Any:
         return rpc_pb2.RequestOp(request_delete_range=rpc_pb2.DeleteRangeRequest(key=self._key(key), prev_kv=prev_kv))
 
-    async def create(self, key: str, value: bytes, claims: Claims = NO_CLAIMS) -> int:
-        """Write `key` (and `claims`) only if it and every claimed key are absent; returns the new revision."""
+    async def create(self, key: str, value: bytes, claims: Claims = NO_CLAIMS, *, lease: int = 0) -> int:
+        """Write `key` (and `claims`) only if it and every claimed key are absent; returns the new revision. With a
+        `lease` (from `grant_lease`), etcd deletes the key when the lease expires."""
         compares, ops = self._claim_ops(claims)
         response, lost, retried = await self._write(
             key,
             [self._compare_exists(key, False), *compares],
-            [self._put(key, value), *ops],
+            [self._put(key, value, lease), *ops],
             [self._get_op(k) for k in (key, *claims.take)],
             lambda c: c.put(value) and c.after.version == 1,  # created, to exactly this
         )
@@ -277,8 +278,11 @@ class EtcdStore:
             raise KeyExists(key)  # it was there at compare time and went away since
         return int(response.header.revision)
 
-    async def update(self, key: str, value: bytes, *, expected_revision: int | None, claims: Claims = NO_CLAIMS) -> int:
-        """Overwrite an existing key, only at `expected_revision` when given; returns the new revision."""
+    async def update(
+        self, key: str, value: bytes, *, expected_revision: int | None, claims: Claims = NO_CLAIMS, lease: int = 0
+    ) -> int:
+        """Overwrite an existing key, only at `expected_revision` when given; returns the new revision. The key
+        takes `lease` (0: none), as a put does."""
         compares, ops = self._claim_ops(claims)
 
         def ours(change: Change) -> bool:
@@ -289,7 +293,7 @@ class EtcdStore:
         response, lost, retried = await self._write(
             key,
             [self._guard(key, expected_revision), *compares],
-            [self._put(key, value), *ops],
+            [self._put(key, value, lease), *ops],
             [self._get_op(k) for k in (key, *claims.take)],
             ours,
         )
@@ -346,6 +350,13 @@ class EtcdStore:
             if result.response_range.kvs:
                 raise KeyExists(k)
         raise RevisionConflict(key)  # something changed between the compare and the read: the caller retries
+
+    async def grant_lease(self, ttl: int) -> int:
+        """A new etcd lease of `ttl` seconds; its keys go when it expires (nothing keeps it alive)."""
+        response = await self._call(
+            "/etcdserverpb.Lease/LeaseGrant", rpc_pb2.LeaseGrantRequest(TTL=ttl), rpc_pb2.LeaseGrantResponse
+        )
+        return int(response.ID)
 
     async def compact(self, revision: int) -> None:
         await self._call(

@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # the allocators build on the registry's Allocation, so they 
 __all__ = ["Registry", "Request", "Strategy", "strategies"]
 
 
-def strategies(service_pools: ServicePools) -> dict[str, Strategy]:
+def strategies(service_pools: ServicePools, event_ttl: float = 3600.0) -> dict[str, Strategy]:
     kinds = {
         **core.STRATEGIES,
         **apps.STRATEGIES,
@@ -29,4 +29,5 @@ def strategies(service_pools: ServicePools) -> dict[str, Strategy]:
     services = by_path("", "v1", "services")
     assert services is not None
     found["services"] = ServiceStrategy(services, service_pools)
+    found["events"].ttl = event_ttl  # upstream's --event-ttl
     return found

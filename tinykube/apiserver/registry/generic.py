@@ -29,6 +29,7 @@ from tinykube.api.patch import apply_patch
 from tinykube.api.resources import ResourceInfo
 from tinykube.apiserver.consistency import RevisionReader
 from tinykube.apiserver.identity import UserInfo
+from tinykube.apiserver.leases import LeaseReuse
 from tinykube.apiserver.watchcache import CachedObject, WatchCache
 from tinykube.store.errors import KeyExists, KeyNotFound, RevisionConflict, StoreUnavailable
 from tinykube.store.etcd import NO_CLAIMS, Claims, EtcdStore
@@ -68,6 +69,7 @@ class Strategy:
     clears_status_on_create = True
     tracks_generation = False
     allocates = False  # `allocate` fills in values (picks), so a retry must start from the request as sent
+    ttl = 0.0  # seconds an object lives after each write (etcd deletes it then); 0: for ever
 
     def __init__(self, resource: ResourceInfo) -> None:
         self.resource = resource
@@ -182,6 +184,7 @@ class Registry:
         self.caches = caches
         self.revisions = RevisionReader(store)  # etcd's current revision, for consistent reads
         self.strategies = strategies
+        self.leases = LeaseReuse(store)
 
     # ---- keys and reads -------------------------------------------------------------------------------------
 
@@ -221,6 +224,11 @@ class Registry:
             return await awaitable
         except StoreUnavailable as err:
             raise errors.ServiceUnavailable(f"etcd is unavailable: {err}") from err
+
+    async def _lease(self, req: Request) -> int:
+        """The etcd lease a write of this resource takes (0: none): its TTL starts again with every write."""
+        ttl = self.strategies[req.resource.plural].ttl
+        return await self._store_call(self.leases.lease_for(ttl)) if ttl > 0 else 0
 
     async def _settle(self, req: Request, revision: int) -> None:
         """Let the watch cache catch up with our own write, so the client can read it back at once."""
@@ -291,7 +299,8 @@ class Registry:
                 if req.dry_run:
                     return candidate
                 value = _strip_for_storage(candidate)
-                revision = await self._store_call(self.store.create(key, value, allocation.claims))
+                lease = await self._lease(req)
+                revision = await self._store_call(self.store.create(key, value, allocation.claims, lease=lease))
                 allocation.committed(revision)
             except KeyExists as err:
                 if err.key != key:
@@ -404,10 +413,11 @@ class Registry:
         self, req: Request, new: dict[str, Any], revision: int, allocation: Allocation | None = None
     ) -> dict[str, Any]:
         allocation = allocation or Allocation()
+        value, lease = _strip_for_storage(new), await self._lease(req)
         try:
             written = await self._store_call(
                 self.store.update(
-                    self.key(req), _strip_for_storage(new), expected_revision=revision, claims=allocation.claims
+                    self.key(req), value, expected_revision=revision, claims=allocation.claims, lease=lease
                 )
             )
         except KeyNotFound:
