@@ -285,7 +285,9 @@ async def writes(bench: Bench) -> int:
 def start_controllers(bench: Bench, log: Path) -> subprocess.Popen[bytes]:
     command = [sys.executable, "-m", "tinykube.cli", "controllers", "--kubeconfig", str(bench.data_dir / "kubeconfig")]
     with log.open("ab") as out:
-        return subprocess.Popen([*command, "--controllers", "endpoints,endpointslice"], stdout=out, stderr=out)
+        # Beside `up`'s namespace controller, not a replica of it: no leader election between them.
+        flags = ["--controllers", "endpoints,endpointslice", "--leader-elect=false"]
+        return subprocess.Popen([*command, *flags], stdout=out, stderr=out)
 
 
 async def quiet(pid: int, at_least: float, timeout: float) -> float:

@@ -23,6 +23,7 @@ from tinykube.dns.options import host_resolver_hint
 from tinykube.proxy.modes import DEFAULT_MODE
 
 if TYPE_CHECKING:
+    from tinykube.client.leaderelection import ElectionConfig
     from tinykube.client.rest import RestClient
 
 MAX_NODES = 250  # simulated nodes get 172.20.0.2-251
@@ -76,6 +77,7 @@ def _up(args: argparse.Namespace) -> int:
         return _fail(f"--etcd-election-timeout must be between 50 and 50000 ms, not {args.etcd_election_timeout}")
     try:
         limits = cli_flags.limits(args)
+        election = _election(args, identity="")  # `up` keeps its identity in the data dir
     except ValueError as err:
         return _fail(str(err))
     opts = UpOptions(
@@ -99,6 +101,7 @@ def _up(args: argparse.Namespace) -> int:
         event_ttl=args.event_ttl,
         limits=limits,
         controllers=controllers,
+        leader_election=election,
         dns=dns,
         cluster_cidr=args.cluster_cidr,
         nodes=args.nodes,
@@ -176,9 +179,27 @@ def _flags(args: argparse.Namespace) -> str:
     return "".join(f" --{flag} {value}" for flag, value in (("name", args.name), ("data-dir", args.data_dir)) if value)
 
 
+def _election(args: argparse.Namespace, identity: str) -> ElectionConfig | None:
+    """The leader-election flags, checked as client-go checks them (ValueError); None with --leader-elect=false."""
+    from tinykube.client.leaderelection import ElectionConfig
+
+    settings = cli_flags.election_settings(args)
+    if settings is None:
+        return None
+    config = ElectionConfig(identity=identity, **settings)
+    try:
+        config.check()
+    except ValueError as err:
+        raise ValueError(f"--leader-elect: {err}") from None
+    return config
+
+
 def _with_client(args: argparse.Namespace, what: str, serve: Callable[[RestClient], Awaitable[None]]) -> int:
     """The shape `controllers`, `dns` and `node` share: connect with `--kubeconfig`, run `serve(client)` until
-    Ctrl-C, close the client."""
+    Ctrl-C or SIGTERM (which stop it as cleanly: a leader releases its Lease), close the client."""
+    import asyncio
+    import signal
+
     import uvloop
 
     from tinykube.client.rest import RestClient
@@ -191,8 +212,21 @@ def _with_client(args: argparse.Namespace, what: str, serve: Callable[[RestClien
 
     async def main() -> None:
         tune_gc_for_caches()  # their informers' caches
+        terminated = False
+
+        def terminate(task: asyncio.Task[Any]) -> None:
+            nonlocal terminated
+            terminated = True
+            task.cancel()
+
+        current = asyncio.current_task()
+        assert current is not None
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, terminate, current)
         try:
             await serve(client)
+        except asyncio.CancelledError:
+            if not terminated:
+                raise  # Ctrl-C: asyncio turns it back into KeyboardInterrupt
         finally:
             await client.close()
 
@@ -201,6 +235,8 @@ def _with_client(args: argparse.Namespace, what: str, serve: Callable[[RestClien
 
 
 def _controllers(args: argparse.Namespace) -> int:
+    from tinykube.client.leaderelection import LeadershipLost
+    from tinykube.controllers.leader import new_identity, run_elected_controllers
     from tinykube.controllers.manager import run_controllers
     from tinykube.controllers.nodeipam import CidrAllocator
 
@@ -213,9 +249,21 @@ def _controllers(args: argparse.Namespace) -> int:
         CidrAllocator(args.cluster_cidr)
     except ValueError as err:
         return _fail(f"--cluster-cidr: {err}")
-    return _with_client(
-        args, "controllers", lambda client: run_controllers(client, names, cluster_cidr=args.cluster_cidr)
-    )
+    try:
+        election = _election(args, new_identity())
+    except ValueError as err:
+        return _fail(str(err))
+
+    async def serve(client: RestClient) -> None:
+        if election is None:
+            await run_controllers(client, names, cluster_cidr=args.cluster_cidr)
+            return
+        try:
+            await run_elected_controllers(client, names, election, step_down=False, cluster_cidr=args.cluster_cidr)
+        except LeadershipLost as err:  # as kube-controller-manager: its supervisor starts a fresh one
+            raise SystemExit(f"tinykube: leaderelection lost ({err})") from None
+
+    return _with_client(args, "controllers", serve)
 
 
 def _dns(args: argparse.Namespace) -> int:

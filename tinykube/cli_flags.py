@@ -4,7 +4,9 @@ make (the DNS server's, the apiserver's limits). What each subcommand does with 
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
+from typing import Any
 
 # Only light modules here: every subcommand pays for these imports; the components load in their subcommand.
 from tinykube.api.defaults import CLUSTER_CIDR, LOAD_BALANCER_RANGE, NODE_PORT_RANGE, SERVICE_RANGE
@@ -98,6 +100,7 @@ def _up_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     _limits_arguments(up)
     _controllers_argument(up)
+    _leader_election_arguments(up)
     up.add_argument(
         "--nodes",
         type=int,
@@ -156,6 +159,74 @@ def _controllers_argument(parser: argparse.ArgumentParser) -> None:
         help="controllers to run: '*' for all, a name to add, '-name' to leave one out, e.g. '*,-endpointslice' "
         f"(known: {', '.join(known_controllers())})",
     )
+
+
+_GO_BOOLS = {"1": True, "t": True, "true": True, "0": False, "f": False, "false": False}
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|ms|s|m|h)")
+
+
+def go_bool(text: str) -> bool:
+    """A boolean flag's value as Go's strconv.ParseBool reads it (`--leader-elect=false`)."""
+    value = _GO_BOOLS.get(text.lower())
+    if value is None:
+        raise argparse.ArgumentTypeError(f'strconv.ParseBool: parsing "{text}": invalid syntax')
+    return value
+
+
+def go_duration(text: str) -> float:
+    """A Go duration (`15s`, `500ms`, `1m30s`) in seconds, as upstream's duration flags take them."""
+    parts = _DURATION_PART.findall(text)
+    if text != "0" and (not parts or "".join(n + u for n, u in parts) != text):
+        raise argparse.ArgumentTypeError(f'time: invalid duration "{text}"')
+    return sum(float(number) * _DURATION_UNITS[unit] for number, unit in parts)
+
+
+def _leader_election_arguments(parser: argparse.ArgumentParser) -> None:
+    """kube-controller-manager's leader-election flags, with its defaults."""
+    parser.add_argument(
+        "--leader-elect",
+        type=go_bool,
+        nargs="?",
+        const=True,
+        default=True,
+        metavar="BOOL",
+        help="run the controllers only while holding the leader-election Lease, so that of several controller "
+        "managers against one cluster one acts (default: true; --leader-elect=false to turn it off)",
+    )
+    for flag, default, what in (
+        ("lease-duration", "15s", "how long a candidate waits after the leader's last renewal before taking over"),
+        ("renew-deadline", "10s", "how long the leader tries to renew before it stops its controllers"),
+        ("retry-period", "2s", "how often candidates try to acquire and the leader renews"),
+    ):
+        parser.add_argument(
+            f"--leader-elect-{flag}",
+            type=go_duration,
+            default=go_duration(default),
+            metavar="DURATION",
+            help=f"{what} (default: {default})",
+        )
+    parser.add_argument(
+        "--leader-elect-resource-name",
+        default="kube-controller-manager",
+        help="the Lease (default: kube-controller-manager)",
+    )
+    parser.add_argument(
+        "--leader-elect-resource-namespace", default="kube-system", help="the Lease's namespace (default: kube-system)"
+    )
+
+
+def election_settings(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The leader-election flags as `ElectionConfig` fields (tinykube.client.leaderelection); None when off."""
+    if not args.leader_elect:
+        return None
+    return {
+        "namespace": args.leader_elect_resource_namespace,
+        "name": args.leader_elect_resource_name,
+        "lease_duration": args.leader_elect_lease_duration,
+        "renew_deadline": args.leader_elect_renew_deadline,
+        "retry_period": args.leader_elect_retry_period,
+    }
 
 
 def _dns_arguments(parser: argparse.ArgumentParser, prefix: str) -> None:
@@ -238,6 +309,7 @@ def _controllers_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     ctl.add_argument("--kubeconfig", type=Path, required=True, help="the cluster to control")
     ctl.add_argument("--context", help="kubeconfig context (default: its current context)")
     _controllers_argument(ctl)
+    _leader_election_arguments(ctl)
     ctl.add_argument(
         "--cluster-cidr",
         default=CLUSTER_CIDR,

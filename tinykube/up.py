@@ -2,8 +2,8 @@
 a proxy per node) of one cluster in one process, until SIGINT/SIGTERM.
 
 Everything a cluster keeps lives in its data dir: `etcd/` (unless an external etcd is used; with `--etcd-members N`,
-`etcd-cluster/`), `pki/`, `token`, `kubeconfig`, `cluster.json` (what `tinykube kubeconfig` reads), `etcd.log` and, with
-netns pods, `pods/` (their logs).
+`etcd-cluster/`), `pki/`, `token`, `kubeconfig`, `cluster.json` (what `tinykube kubeconfig` reads), `etcd.log`,
+`controller-manager-id` (its controllers' leader-election identity) and, with netns pods, `pods/` (their logs).
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ import signal
 import socket
 import sys
 import time
-from dataclasses import dataclass, field
+from collections.abc import Coroutine, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
@@ -31,12 +33,15 @@ from tinykube.apiserver.app import (
     ApiServer,
     ApiServerConfig,
 )
+from tinykube.apiserver.componentstatus import Health
 from tinykube.apiserver.limits import Limits, limited_protocol, raise_fd_limit
-from tinykube.apiserver.pki import ensure_pki
+from tinykube.apiserver.pki import ensure_pki, ensure_service_account_key
 from tinykube.apiserver.upgrade import WebSocketProtocol
 from tinykube.client.informer import SharedInformers
 from tinykube.client.kubeconfig import Credentials, merge_kubeconfig, write_kubeconfig
+from tinykube.client.leaderelection import ElectionConfig
 from tinykube.client.rest import RestClient
+from tinykube.controllers.leader import lasting_identity, run_elected_controllers
 from tinykube.controllers.manager import known_controllers, run_controllers
 from tinykube.dns.options import DnsOptions, host_resolver_hint
 from tinykube.dns.run import DnsService
@@ -55,6 +60,15 @@ log = logging.getLogger(__name__)
 
 def _simulated(_pod_cidr: str) -> Runtime:
     return SimulatedRuntime()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server without its own SIGINT/SIGTERM handlers, which would stop the apiserver before `stop()` runs:
+    the components stop first, while it still serves their last writes (a leader releasing its Lease)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
 
 
 @dataclass
@@ -79,6 +93,7 @@ class UpOptions:
     event_ttl: float = 3600.0
     limits: Limits = field(default_factory=Limits)  # the apiserver's limits before work (apiserver/limits.py)
     controllers: list[str] = field(default_factory=known_controllers)  # names, as `select_controllers` returns
+    leader_election: ElectionConfig | None = field(default_factory=ElectionConfig)  # None: --leader-elect=false
     dns: DnsOptions | None = field(default_factory=DnsOptions)  # None: no DNS server
     cluster_cidr: str = CLUSTER_CIDR
     nodes: int = 1  # node agents, named node-1, node-2, ...
@@ -176,6 +191,8 @@ class Cluster:
         raise_fd_limit()  # as Go's runtime does: connections are bounded by --max-connections, not by a soft limit
         sock = _listen(opts.bind_address, opts.api_port)
         port = sock.getsockname()[1]
+        # A new cluster's token-signing key is generated while etcd starts (RSA key generation takes a while).
+        sa_key = asyncio.get_running_loop().run_in_executor(None, ensure_service_account_key, opts.dir / "pki")
         # Started from the main thread on purpose: etcd's parent-death signal follows the thread that forked it.
         self.etcd_servers, self.etcd = _start_etcd(opts)
         etcd_servers = self.etcd_servers
@@ -192,8 +209,10 @@ class Cluster:
             opts.repair_interval,
             opts.event_ttl,
             opts.limits,
+            service_account_key_file=await sa_key,
         )
         apiserver = ApiServer(config)
+        self._register_health(apiserver)
         cert = key = None
         ca = None
         if not opts.insecure:
@@ -214,7 +233,7 @@ class Cluster:
             timeout_graceful_shutdown=2,  # open watches are closed after this
             proxy_headers=False,  # no proxy in front: one ASGI layer less per request
         )
-        self.server = uvicorn.Server(uv_config)
+        self.server = _Server(uv_config)
         self.tasks.append(asyncio.create_task(self.server.serve(sockets=[sock]), name="apiserver"))
         while not self.server.started:
             if self.tasks[0].done():
@@ -232,16 +251,46 @@ class Cluster:
         self.informers = SharedInformers(self.client)
         if opts.dns is not None:
             await self._start_dns(opts.dns)
-        controllers = run_controllers(
-            self.client, opts.controllers, cluster_cidr=opts.cluster_cidr, informers=self.informers
-        )
-        self.tasks.append(asyncio.create_task(controllers, name="controllers"))
+        self.tasks.append(asyncio.create_task(self._controllers(), name="controllers"))
         if opts.dataplane == "netns":
             await self._start_sandbox()
         elif opts.proxy_mode == "userspace":
             self._start_loopback_proxy()
         await self._start_nodes(opts.nodes)
         self._record(creds)  # last: tests and tools wait for this file to use the cluster
+
+    def _register_health(self, apiserver: ApiServer) -> None:
+        """`kubectl get cs`: the controller manager (and the scheduler, one of its controllers here) are healthy
+        while this process runs them."""
+
+        async def controllers() -> Health:
+            task = next((t for t in self.tasks if t.get_name() == "controllers"), None)
+            if task is None or task.done():
+                return Health(False, error="the controllers of this tinykube process are not running")
+            return Health(True, "ok")
+
+        if self.opts.controllers:
+            apiserver.components.register("controller-manager", controllers)
+        if "scheduler" in self.opts.controllers:
+            apiserver.components.register("scheduler", controllers)
+
+    def _controllers(self) -> Coroutine[Any, Any, None]:
+        """The controllers, under leader election unless it is off or there are none to run."""
+        opts, client = self.opts, self.client
+        assert client is not None
+        if opts.leader_election is None or not opts.controllers:
+            return run_controllers(client, opts.controllers, cluster_cidr=opts.cluster_cidr, informers=self.informers)
+        election = opts.leader_election
+        if not election.identity:
+            election = replace(election, identity=lasting_identity(opts.dir / "controller-manager-id"))
+        return run_elected_controllers(
+            client,
+            opts.controllers,
+            election,
+            step_down=True,  # exiting, as kube-controller-manager does, would stop the whole cluster
+            cluster_cidr=opts.cluster_cidr,
+            informers=self.informers,
+        )
 
     async def _start_sandbox(self) -> None:
         assert self.client is not None

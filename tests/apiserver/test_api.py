@@ -317,7 +317,7 @@ def test_discovery_documents(api: httpx.Client) -> None:
     assert any(g["name"] == "discovery.k8s.io" for g in groups)
     apps = api.get("/apis/apps").json()
     assert (apps["kind"], apps["name"], apps["preferredVersion"]["groupVersion"]) == ("APIGroup", "apps", "apps/v1")
-    missing = api.get("/apis/batch")
+    missing = api.get("/apis/example.com")
     assert missing.status_code == 404 and missing.json()["reason"] == "NotFound"
     resources = {r["name"]: r for r in api.get("/api/v1").json()["resources"]}
     assert resources["services"]["shortNames"] == ["svc"] and "services/status" in resources

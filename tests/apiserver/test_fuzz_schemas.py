@@ -10,26 +10,29 @@ required one) dropped, a value of the wrong type.
 
 What must hold, whatever is sent: never a 5xx; a 4xx is a Kubernetes Status whose code is the HTTP status; after a
 4xx nothing stored under the object's name has changed (and nothing new is stored). The same bodies go through
-create, update and all four patch types, in under wrong, unknown and malformed Content-Types, and a stream of them
-must not grow the apiserver's memory without bound.
+create, update and all four patch types; bodies are sent under wrong, unknown and malformed Content-Types; and a
+stream of them must not grow the apiserver's memory without bound.
 
-Each kind is written in a namespace of its own: the controllers answer some writes by writing other kinds (a
+The fuzzers write each kind in a namespace of its own: the controllers answer some writes by writing other kinds (a
 Service's Endpoints, a Deployment's ReplicaSet, Events), and those must not land among the objects another kind's
-examples count. Examples are few and derandomized, so the module runs in well under a minute;
-TINYKUBE_FUZZ_EXAMPLES=<n> runs n examples per case instead, to hunt. Every case found is kept as a plain test in
-test_hostile_input.py.
+examples count. Examples are few (shared out among the kinds) and derandomized, so the module runs in well under a
+minute; TINYKUBE_FUZZ_EXAMPLES=<n> runs n examples per kind and case instead, to hunt. Every case found is kept as
+a plain test in test_hostile_input.py.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import copy
 import dataclasses
+import functools
 import json
 import os
 import re
+import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +40,10 @@ import httpx
 import psutil
 import pytest
 import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -234,6 +241,11 @@ class Kind:
     def stored(self) -> Kind:
         return self.stores or self
 
+    @property
+    def answered_only(self) -> bool:
+        """Created and answered, never stored (the reviews): nothing to read back or remove."""
+        return "get" not in self.verbs and self.stores is None
+
     def collection(self, namespace: str) -> str:
         prefix = f"/api/{self.group_version}" if "/" not in self.group_version else f"/apis/{self.group_version}"
         return f"{prefix}/namespaces/{namespace}/{self.plural}" if self.namespaced else f"{prefix}/{self.plural}"
@@ -266,7 +278,7 @@ def kinds(cluster: RunningCluster, openapi: dict[str, Any]) -> list[Kind]:
         for group_version in group_versions:
             prefix = "/api" if "/" not in group_version else "/apis"
             group, _, version = group_version.rpartition("/")
-            for resource in client.get(f"{prefix}/{group_version}").json()["resources"]:
+            for resource in client.get(f"{prefix}/{group_version}").raise_for_status().json()["resources"]:
                 if "/" in resource["name"] or "create" not in resource["verbs"]:
                     continue
                 definition = by_gvk.get((group, version, resource["kind"]))
@@ -277,38 +289,116 @@ def kinds(cluster: RunningCluster, openapi: dict[str, Any]) -> list[Kind]:
                 )
     by_plural = {k.plural: k for k in found}
     for i, kind in enumerate(found):
-        if "get" not in kind.verbs:
-            assert kind.kind in STORED_AS, f"{kind.plural} can only be created: say in STORED_AS what it writes"
+        if "get" not in kind.verbs and kind.kind in STORED_AS:
             found[i] = dataclasses.replace(kind, stores=by_plural[STORED_AS[kind.kind]])
     assert found
     return found
 
 
-# What a write of a create-only kind (nothing of its own to read back) changes: a Binding sets its pod's nodeName.
+# What a write of a create-only kind changes, to be read back instead: a Binding sets its pod's nodeName. Any other
+# create-only kind (the reviews) is answered and never stored.
 STORED_AS = {"Binding": "pods"}
 
 
 def valid(kind: Kind, namespace: str, name: str) -> dict[str, Any]:
-    """A small object of `kind` that create accepts: what the schema's required fields do not say."""
+    """A small object of `kind` that create accepts: what the schema's required fields do not say. (A kind missing
+    here is tried as {}; test_fuzz_create_every_kind says which kinds never took a body.)"""
     app = {"app": f"fz-{kind.plural}"}  # one selector per kind: no controller adopts another kind's objects
     containers = [{"name": "c", "image": "busybox"}]
     template = {"metadata": {"labels": app}, "spec": {"containers": containers}}
+    workload = {"replicas": 0, "selector": {"matchLabels": app}, "template": template}
+    job = {"template": {"spec": {"containers": containers, "restartPolicy": "Never"}}}
+    scale_target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "fz"}
+    rule = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
+    review = {"verb": "get", "resource": "pods", "namespace": namespace}
     specs: dict[str, dict[str, Any]] = {
         "Service": {"spec": {"ports": [{"port": 80}]}},
         "Endpoints": {"subsets": [{"addresses": [{"ip": "10.1.2.3"}], "ports": [{"port": 80}]}]},
         "Pod": {"spec": {"containers": containers}},
         "Event": {"involvedObject": {"kind": "Pod", "name": "x", "namespace": namespace}},
         "EndpointSlice": {"addressType": "IPv4", "endpoints": [{"addresses": ["10.1.2.3"]}]},
-        "Deployment": {"spec": {"replicas": 0, "selector": {"matchLabels": app}, "template": template}},
-        "ReplicaSet": {"spec": {"replicas": 0, "selector": {"matchLabels": app}, "template": template}},
+        "Deployment": {"spec": workload},
+        "ReplicaSet": {"spec": workload},
+        "StatefulSet": {"spec": {**workload, "serviceName": "fz"}},
+        "DaemonSet": {"spec": {"selector": {"matchLabels": app}, "template": template}},
+        "ReplicationController": {"spec": {"replicas": 0, "selector": app, "template": template}},
+        "PodTemplate": {"template": template},
+        "ControllerRevision": {"data": {"fz": 1}, "revision": 1},
+        "Job": {"spec": {**job, "suspend": True}},
+        "CronJob": {"spec": {"schedule": "*/5 * * * *", "suspend": True, "jobTemplate": {"spec": job}}},
+        "HorizontalPodAutoscaler": {"spec": {"scaleTargetRef": scale_target, "minReplicas": 1, "maxReplicas": 2}},
+        "PersistentVolume": {
+            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/fz"}}
+        },
+        "PersistentVolumeClaim": {
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+        },
         "Binding": {"target": {"kind": "Node", "name": "fz-node"}},  # of the pod `prepare` makes
+        "ValidatingAdmissionPolicy": {
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {"resourceRules": [rule]},
+                "validations": [{"expression": "true"}],
+            }
+        },
+        "ValidatingAdmissionPolicyBinding": {"spec": {"policyName": "fz", "validationActions": ["Deny"]}},
+        "APIService": {
+            "spec": {
+                "group": "fz.example.com",
+                "version": "v1",
+                "groupPriorityMinimum": 100,
+                "versionPriority": 100,
+                "service": {"namespace": "default", "name": "fz"},
+            }
+        },
+        "CertificateSigningRequest": {
+            "spec": {
+                "request": certificate_request(),
+                "signerName": "kubernetes.io/kube-apiserver-client",
+                "usages": ["digital signature", "client auth"],
+            }
+        },
+        "FlowSchema": {"spec": {"priorityLevelConfiguration": {"name": "fz"}, "matchingPrecedence": 1000}},
+        "PriorityLevelConfiguration": {
+            "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 1, "limitResponse": {"type": "Reject"}}}
+        },
+        "IngressClass": {"spec": {"controller": "example.com/fz"}},
+        "Ingress": {"spec": {"defaultBackend": {"service": {"name": "fz", "port": {"number": 80}}}}},
+        "RuntimeClass": {"handler": "fz"},
+        "ClusterRoleBinding": {
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "fz"}
+        },
+        "RoleBinding": {"roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "fz"}},
+        "CSIStorageCapacity": {"storageClassName": "fz"},
+        "StorageClass": {"provisioner": "example.com/fz"},
+        "VolumeAttachment": {
+            "spec": {"attacher": "fz.example.com", "source": {"persistentVolumeName": "fz"}, "nodeName": "fz"}
+        },
+        "TokenReview": {"spec": {"token": "fz"}},
+        "SubjectAccessReview": {"spec": {"user": "fz", "resourceAttributes": review}},
+        "LocalSubjectAccessReview": {"spec": {"user": "fz", "resourceAttributes": review}},
+        "SelfSubjectAccessReview": {"spec": {"resourceAttributes": review}},
+        "SelfSubjectRulesReview": {"spec": {"namespace": namespace}},
     }
     return {
         "apiVersion": kind.group_version,
         "kind": kind.kind,
-        "metadata": {"name": name},
+        "metadata": {"name": NAMES.get(kind.kind, name)},
         **copy.deepcopy(specs.get(kind.kind, {})),
     }
+
+
+# Kinds whose name is not the client's to choose: an APIService is named after its version and group.
+NAMES = {"APIService": "v1.fz.example.com"}
+
+
+@functools.cache
+def certificate_request() -> str:
+    """A PEM certificate signing request, base64-encoded as a CertificateSigningRequest carries it."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fz")])
+    request = x509.CertificateSigningRequestBuilder().subject_name(subject).sign(key, hashes.SHA256())
+    return base64.b64encode(request.public_bytes(serialization.Encoding.PEM)).decode()
 
 
 @st.composite
@@ -337,9 +427,12 @@ def stable_schemas(openapi: dict[str, Any]) -> Schemas:
 
 
 def answered(response: httpx.Response, what: Any = None) -> None:
-    """Never a 5xx; a 4xx is a Status with a reason and the response's code."""
+    """Never a 5xx (but upstream's own); a 4xx is a Status with a reason and the response's code."""
     request = response.request
     context = f"{request.method} {request.url} {str(what)[:600]}: {response.status_code} {response.text[:600]}"
+    if upstream_500(response):
+        assert response.json()["kind"] == "Status" and response.json()["code"] == 500, context
+        return
     assert response.status_code < 500, context
     if response.status_code >= 400:
         assert response.headers.get("content-type", "").startswith("application/json"), context
@@ -347,6 +440,15 @@ def answered(response: httpx.Response, what: Any = None) -> None:
         assert status["kind"] == "Status" and status["apiVersion"] == "v1", context
         assert status["status"] == "Failure" and status["reason"] and status["message"], context
         assert status["code"] == response.status_code, context
+
+
+def upstream_500(response: httpx.Response) -> bool:
+    """The one 500 kube-apiserver answers a client's mistake with, kept as upstream has it: BindingREST returns a
+    Binding's validation errors as a plain aggregate, a 500 Status without a reason (test_pod_subresources.py)."""
+    if response.status_code != 500 or not response.request.url.path.endswith(("/bindings", "/binding")):
+        return False
+    status = response.json()
+    return "reason" not in status and str(status.get("message")).startswith(("target.", "[target."))
 
 
 def url_safe(name: Any) -> bool:
@@ -368,6 +470,8 @@ class Stored:
 
     @classmethod
     def take(cls, api: httpx.Client, kind: Kind, namespace: str, name: Any) -> Stored:
+        if kind.answered_only:
+            return cls(frozenset(), (0, None))
         kind = kind.stored
         items = api.get(kind.collection(namespace)).raise_for_status().json()["items"]
         names = frozenset(i["metadata"]["name"] for i in items if not i["metadata"].get("ownerReferences"))
@@ -403,6 +507,8 @@ def prepare(api: httpx.Client, kind: Kind, namespace: str, name: Any) -> None:
 def remove(api: httpx.Client, kind: Kind, namespace: str, name: str) -> None:
     """Delete an object a fuzzed body created (or, for a create-only kind, wrote to), finalizers or not, and wait
     until it is gone."""
+    if kind.answered_only:
+        return
     kind = kind.stored
     url = kind.item(namespace, name)
     api.patch(url, json={"metadata": {"finalizers": None}}, headers={"Content-Type": "application/merge-patch+json"})
@@ -432,19 +538,54 @@ CREATE_PARAMS = st.sampled_from(
 # ---- create, update, patch ---------------------------------------------------------------------------------------
 
 
-def create_cases(api: httpx.Client, schemas: Schemas, kind: Kind, namespace: str, tally: Counter[int]) -> None:
-    @fuzz(25)
+def refusal_writes_nothing(
+    write: Callable[[Any], httpx.Response],
+    read: Callable[[], Any],
+    same: Callable[[Any, Any], bool],
+    what: Any,
+) -> httpx.Response:
+    """`write(before)`, answered as every answer must be; when it is refused, `read()` must show what it showed
+    before. A controller may write meanwhile (the node IPAM controller fills in a new Node's podCIDR, the deployment
+    controller a Deployment's revision): a change is tried again after a pause, and only one every try shows fails."""
+    for _ in range(3):
+        before = read()
+        response = write(before)
+        answered(response, what)
+        if response.is_success:
+            return response
+        after = read()
+        if same(before, after):
+            return response
+        time.sleep(0.2)
+    raise AssertionError(f"a refused {response.request.method} changed what is stored: {before} -> {after}; {what}")
+
+
+def examples(total: int, kinds: list[Kind]) -> int:
+    """Examples per kind: `total` shared out, a few each however many kinds there are."""
+    return max(4, total // len(kinds))
+
+
+def create_cases(
+    api: httpx.Client, schemas: Schemas, kind: Kind, namespace: str, count: int, tally: Counter[int]
+) -> None:
+    @fuzz(count)
     @given(bodies(schemas, kind, namespace), CREATE_PARAMS)
     def case(body: Any, params: dict[str, str]) -> None:
-        prepare(api, kind, namespace, name_of(body))
-        before = Stored.take(api, kind, namespace, name_of(body))
-        response = api.post(kind.collection(namespace), content=json.dumps(body), headers=JSON, params=params)
-        answered(response, body)
+        name = name_of(body)
+        prepare(api, kind, namespace, name)
+        response = refusal_writes_nothing(
+            lambda _: api.post(kind.collection(namespace), content=json.dumps(body), headers=JSON, params=params),
+            lambda: Stored.take(api, kind, namespace, name),
+            Stored.unchanged,
+            body,
+        )
         tally[response.status_code] += 1
-        if response.is_success and "dryRun" not in params:
-            remove(api, kind, namespace, name_of(body) if kind.stores else response.json()["metadata"]["name"])
-        else:
-            assert before.unchanged(Stored.take(api, kind, namespace, name_of(body))), body
+        if not response.is_success or kind.answered_only:
+            return
+        if "dryRun" not in params:
+            remove(api, kind, namespace, name if kind.stores else response.json()["metadata"]["name"])
+        elif not kind.stores and url_safe(name):  # a dry run stores nothing
+            assert api.get(kind.item(namespace, name)).status_code == 404, body
 
     case()
 
@@ -455,7 +596,8 @@ def test_fuzz_create_every_kind(
     outcomes: dict[str, Counter[int]] = {}
     for kind in kinds:
         with scope(api, request, kind) as namespace:
-            create_cases(api, schemas, kind, namespace, outcomes.setdefault(kind.plural, Counter()))
+            count = examples(250, kinds)
+            create_cases(api, schemas, kind, namespace, count, outcomes.setdefault(kind.plural, Counter()))
     # the bodies are not all refused: fuzzing reaches defaulting, allocation and storage of every kind
     assert all(tally[201] for tally in outcomes.values()), outcomes
     assert {k.plural for k in kinds} == set(outcomes)
@@ -464,9 +606,10 @@ def test_fuzz_create_every_kind(
 @contextlib.contextmanager
 def existing(api: httpx.Client, kind: Kind, namespace: str) -> Iterator[str]:
     """One object of `kind` to update and patch, removed afterwards."""
-    name = f"fz-base-{kind.plural}"
-    created = api.post(kind.collection(namespace), json=valid(kind, namespace, name))
+    body = valid(kind, namespace, f"fz-base-{kind.plural}")
+    created = api.post(kind.collection(namespace), json=body)
     assert created.status_code == 201, created.text
+    name = body["metadata"]["name"]
     try:
         yield name
     finally:
@@ -483,23 +626,27 @@ def current(api: httpx.Client, kind: Kind, namespace: str, name: str) -> dict[st
     return found
 
 
-def update_cases(api: httpx.Client, schemas: Schemas, kind: Kind, namespace: str, name: str) -> None:
+def update_cases(api: httpx.Client, schemas: Schemas, kind: Kind, namespace: str, name: str, count: int) -> None:
     versions = st.sampled_from(["current", "current", None, "1", "x", ""])
 
-    @fuzz(20)
+    @fuzz(count)
     @given(bodies(schemas, kind, namespace, name), versions, st.sampled_from(["", "Strict"]))
     def case(body: Any, version: str | None, validation: str) -> None:
-        before = current(api, kind, namespace, name)
-        meta = body.get("metadata") if isinstance(body, dict) else None
-        if isinstance(meta, dict) and version is not None:
-            meta["resourceVersion"] = before["metadata"]["resourceVersion"] if version == "current" else version
         params = {"fieldValidation": validation} if validation else {}
-        response = api.put(kind.item(namespace, name), content=json.dumps(body), headers=JSON, params=params)
-        answered(response, body)
-        if not response.is_success:
-            assert written(api.get(kind.item(namespace, name)).json()) == written(before), body
+
+        def put(before: dict[str, Any]) -> httpx.Response:
+            meta = body.get("metadata") if isinstance(body, dict) else None
+            if isinstance(meta, dict) and version is not None:
+                meta["resourceVersion"] = before["metadata"]["resourceVersion"] if version == "current" else version
+            return api.put(kind.item(namespace, name), content=json.dumps(body), headers=JSON, params=params)
+
+        refusal_writes_nothing(put, lambda: current(api, kind, namespace, name), same_writes, body)
 
     case()
+
+
+def same_writes(before: dict[str, Any], after: dict[str, Any]) -> bool:
+    return written(before) == written(after)
 
 
 def test_fuzz_update_every_kind(
@@ -507,7 +654,7 @@ def test_fuzz_update_every_kind(
 ) -> None:
     for kind in (k for k in kinds if "update" in k.verbs):
         with scope(api, request, kind) as namespace, existing(api, kind, namespace) as name:
-            update_cases(api, stable_schemas, kind, namespace, name)
+            update_cases(api, stable_schemas, kind, namespace, name, examples(150, kinds))
 
 
 def pointer(path: Path) -> str:
@@ -588,20 +735,22 @@ def patches(
 
 
 def patch_cases(
-    api: httpx.Client, schemas: Schemas, kind: Kind, namespace: str, name: str, tally: Counter[tuple[str, int]]
+    api: httpx.Client, schemas: Schemas, kind: Kind, namespace: str, name: str, count: int, tally: Counter[Any]
 ) -> None:
-    @fuzz(25)
+    @fuzz(count)
     @given(patches(schemas, kind, namespace, name))
     def case(patch: tuple[str, Any, dict[str, str]]) -> None:
         content_type, body, params = patch
-        before = current(api, kind, namespace, name)
         content = body if isinstance(body, str) else json.dumps(body)
-        headers = {"Content-Type": content_type}
-        response = api.patch(kind.item(namespace, name), content=content, headers=headers, params=params)
-        answered(response, patch)
+        response = refusal_writes_nothing(
+            lambda _: api.patch(
+                kind.item(namespace, name), content=content, headers={"Content-Type": content_type}, params=params
+            ),
+            lambda: current(api, kind, namespace, name),
+            same_writes,
+            patch,
+        )
         tally[content_type, response.status_code] += 1
-        if not response.is_success:
-            assert written(api.get(kind.item(namespace, name)).json()) == written(before), patch
 
     case()
 
@@ -612,7 +761,7 @@ def test_fuzz_patch_every_kind(
     tally: Counter[tuple[str, int]] = Counter()
     for kind in (k for k in kinds if "patch" in k.verbs):
         with scope(api, request, kind) as namespace, existing(api, kind, namespace) as name:
-            patch_cases(api, stable_schemas, kind, namespace, name, tally)
+            patch_cases(api, stable_schemas, kind, namespace, name, examples(200, kinds), tally)
     applied = {content_type for content_type, code in tally if code == 200}
     assert {"application/json-patch+json", "application/merge-patch+json"} <= applied, tally
 
@@ -654,6 +803,13 @@ CREATE_CONTENT_TYPES = [
 ]
 
 
+def samples(kinds: list[Kind]) -> list[Kind]:
+    """Kinds that stand for all where the kind makes no difference: the first namespaced and the first cluster-scoped
+    kind of the core group and of the named groups, and the create-only kinds that write another's objects."""
+    firsts = {(k.namespaced, "/" in k.group_version): k for k in reversed(kinds) if "get" in k.verbs}
+    return [k for k in kinds if k in firsts.values() or k.stores is not None]
+
+
 def encoded(obj: dict[str, Any], how: str) -> bytes:
     return {
         "json": json.dumps(obj).encode(),
@@ -668,7 +824,7 @@ def send(
 ) -> httpx.Response:
     request = api.build_request(method, url, content=content, **kw)
     if content_type is None:
-        del request.headers["Content-Type"]
+        request.headers.pop("Content-Type", None)
     else:
         request.headers["Content-Type"] = content_type
     return api.send(request)
@@ -678,8 +834,9 @@ def send(
 def test_create_content_types(
     api: httpx.Client, namespace: str, kinds: list[Kind], content_type: str | None, how: str, code: int
 ) -> None:
-    for kind in kinds:
-        name = f"fz-ct-{kind.plural}"
+    """How a body is decoded does not depend on its kind: a few kinds stand for all."""
+    for kind in samples(kinds):
+        name = NAMES.get(kind.kind, f"fz-ct-{kind.plural}")
         prepare(api, kind, namespace, name)
         before = Stored.take(api, kind, namespace, name)
         response = send(
@@ -718,20 +875,28 @@ PATCH_FORMAT = (
 def test_update_and_patch_content_types(
     api: httpx.Client, namespace: str, kinds: list[Kind], content_type: str | None, code: int
 ) -> None:
-    for kind in (k for k in kinds if {"update", "patch"} <= k.verbs):
+    patch = json.dumps({"metadata": {"labels": {"fz": "patched"}}}).encode()
+    for kind in (k for k in samples(kinds) if {"update", "patch"} <= k.verbs):
         with existing(api, kind, namespace) as name:
-            before = api.get(kind.item(namespace, name)).json()
-            patch = json.dumps({"metadata": {"labels": {"fz": "patched"}}}).encode()
-            response = send(api, "PATCH", kind.item(namespace, name), patch, content_type)
-            answered(response, (kind.plural, content_type))
+            url = kind.item(namespace, name)
+            read = functools.partial(current, api, kind, namespace, name)
+            response = refusal_writes_nothing(
+                lambda _, url=url: send(api, "PATCH", url, patch, content_type),
+                read,
+                same_writes,
+                (kind.plural, content_type),
+            )
             assert response.status_code == code, (kind.plural, response.text)
             if code == 415:
-                assert response.json()["message"] == PATCH_FORMAT
-                assert written(api.get(kind.item(namespace, name)).json()) == written(before)
+                assert response.json()["message"].startswith(PATCH_FORMAT)
             if content_type is not None and content_type.startswith("application/"):
                 continue  # a patch type or a body type: PUT below takes only the latter
-            response = send(api, "PUT", kind.item(namespace, name), json.dumps(before).encode(), content_type)
-            answered(response, (kind.plural, content_type))
+            response = refusal_writes_nothing(
+                lambda before, url=url: send(api, "PUT", url, json.dumps(before).encode(), content_type),
+                read,
+                same_writes,
+                (kind.plural, content_type),
+            )
             assert response.status_code == (200 if content_type in ("", None) else 415), response.text
 
 
@@ -745,12 +910,13 @@ def test_fuzz_content_types(api: httpx.Client, namespace: str, kinds: list[Kind]
         ["application/json", "application/yaml", "application/vnd.kubernetes.protobuf", "text/plain",
          "application/merge-patch+json", "application/apply-patch+yaml", ""]
     )  # fmt: skip
-    content_types = header_values | st.tuples(media, header_values).map(lambda t: f"{t[0]};{t[1]}")
+    # (a value with whitespace around it is not sent: the client refuses it, and servers strip it)
+    content_types = (header_values | st.tuples(media, header_values).map(lambda t: f"{t[0]};{t[1]}")).map(str.strip)
 
     @fuzz(40)
     @given(st.sampled_from(kinds), content_types, st.sampled_from(["POST", "PUT", "PATCH"]), st.booleans(), st.data())
     def case(kind: Kind, content_type: str, method: str, junk: bool, data: st.DataObject) -> None:
-        name = f"fz-ctf-{kind.plural}"
+        name = NAMES.get(kind.kind, f"fz-ctf-{kind.plural}")
         body = data.draw(bodies(schemas, kind, namespace, name))
         content = encoded(body, "json") if not junk else data.draw(st.binary(max_size=64))
         url = kind.collection(namespace) if method == "POST" else kind.item(namespace, name)
@@ -770,37 +936,39 @@ def test_fuzz_content_types(api: httpx.Client, namespace: str, kinds: list[Kind]
 # ---- bounded memory ----------------------------------------------------------------------------------------------
 
 MEMORY_GROWTH_MB = 150
+BIG_BODY = 4 * 720 * 1024  # bytes of annotations in a big body: 2.8 MiB, under the 3 MiB limit on a body
 
 
 def test_fuzzed_stream_keeps_memory_bounded(
     api: httpx.Client, cluster: RunningCluster, namespace: str, kinds: list[Kind], schemas: Schemas
 ) -> None:
-    """A stream of fuzzed writes, a fifth of them with a body near the size limit, leaves the apiserver's resident
-    memory within a bound: nothing a request brings is kept once it is answered."""
+    """A stream of fuzzed writes, most of them with a body near the size limit, leaves the apiserver's resident
+    memory within a bound: nothing a request brings is kept once it is answered. The big bodies add up to twice the
+    bound, so keeping each one (or a decoded copy of it) would fail."""
     process = psutil.Process(cluster.proc.pid)
-    namespaced = [k for k in kinds if k.namespaced]
-    padding = "x" * (512 * 1024)
+    namespaced = [k for k in kinds if k.namespaced and k.stores is None]
+    padding = "x" * (BIG_BODY // 4)
+    big_ones = 2 * MEMORY_GROWTH_MB * 2**20 // BIG_BODY
 
     def stream(examples: int) -> None:
         @fuzz(examples)
-        @given(st.sampled_from(namespaced), st.data(), st.integers(0, 4), st.sampled_from(["POST", "PATCH"]))
-        def case(kind: Kind, data: st.DataObject, big: int, method: str) -> None:
-            body = data.draw(bodies(schemas, kind, namespace, f"fz-mem-{kind.plural}"))
-            if big == 0 and isinstance(body, dict) and isinstance(body.get("metadata"), dict):
-                body["metadata"]["annotations"] = {f"fz/{i}": padding for i in range(4)}  # ~2 MiB, under the limit
+        @given(st.sampled_from(namespaced), st.data(), st.integers(0, 3).map(bool), st.sampled_from(["POST", "PATCH"]))
+        def case(kind: Kind, data: st.DataObject, big: bool, method: str) -> None:
+            name = NAMES.get(kind.kind, f"fz-mem-{kind.plural}")
+            body = data.draw(bodies(schemas, kind, namespace, name))
+            if big and isinstance(body, dict) and isinstance(body.get("metadata"), dict):
+                body["metadata"]["annotations"] = {f"fz/{i}": padding for i in range(4)}  # too long: 422
             if method == "POST":
                 response = api.post(kind.collection(namespace), content=json.dumps(body), headers=JSON)
             else:
                 headers = {"Content-Type": "application/merge-patch+json"}
-                response = api.patch(
-                    kind.item(namespace, f"fz-mem-{kind.plural}"), content=json.dumps(body), headers=headers
-                )
+                response = api.patch(kind.item(namespace, name), content=json.dumps(body), headers=headers)
             answered(response, kind.plural)
 
         case()
 
-    stream(30)  # warm up: imports, caches, the first objects of each kind
+    stream(20)  # warm up: imports, caches, the first objects of each kind
     baseline = process.memory_info().rss
-    stream(HUNT or 200)
+    stream(HUNT or big_ones * 4 // 3)
     grown = (process.memory_info().rss - baseline) / 2**20
     assert grown < MEMORY_GROWTH_MB, f"the apiserver grew by {grown:.0f} MB"

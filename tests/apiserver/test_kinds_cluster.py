@@ -24,15 +24,23 @@ from tinykube.api.meta import validate_object_meta
 from tinykube.api.resources import RESOURCES
 from tinykube.apiserver.identity import UserInfo
 from tinykube.apiserver.printers import table
-from tinykube.apiserver.registry import cluster
+from tinykube.apiserver.registry import admissionregistration, certificates, cluster, flowcontrol, networking
 from tinykube.apiserver.registry.generic import Strategy
 
 # ---- helpers -----------------------------------------------------------------------------------------------------
 
+STRATEGIES = {
+    **cluster.STRATEGIES,
+    **certificates.STRATEGIES,
+    **networking.STRATEGIES,
+    **admissionregistration.STRATEGIES,
+    **flowcontrol.STRATEGIES,
+}
+
 
 def strategy(plural: str) -> Strategy:
     info = next(r for r in RESOURCES if r.plural == plural and r.stored)
-    return cluster.STRATEGIES[plural](info)
+    return STRATEGIES[plural](info)
 
 
 def created(plural: str, obj: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -235,7 +243,7 @@ def csr(**spec: Any) -> dict[str, Any]:
 
 def test_csr_records_the_requester_and_starts_without_conditions() -> None:
     s = strategy("certificatesigningrequests")
-    assert isinstance(s, cluster.CertificateSigningRequestStrategy)
+    assert isinstance(s, certificates.CertificateSigningRequestStrategy)
     obj = csr(username="mallory", groups=["system:masters"])
     obj["status"] = {"conditions": [{"type": "Approved", "status": "True"}]}
     user = UserInfo("alice", uid="u-1", groups=("dev", "system:authenticated"), extra={"scope": ("a",)})
@@ -338,7 +346,7 @@ def test_csr_update_keeps_spec_and_status() -> None:
 
 def approve(old: dict[str, Any], conditions: list[dict[str, Any]], subresource: str) -> list[str]:
     s = strategy("certificatesigningrequests")
-    assert isinstance(s, cluster.CertificateSigningRequestStrategy)
+    assert isinstance(s, certificates.CertificateSigningRequestStrategy)
     new = copy.deepcopy(old)
     new["status"] = {"conditions": conditions}
     s.prepare_subresource_update(subresource, new, old)
@@ -356,7 +364,7 @@ def test_csr_approval_only_through_the_approval_subresource() -> None:
 
 def test_csr_approval_writes_only_conditions_and_stamps_them() -> None:
     s = strategy("certificatesigningrequests")
-    assert isinstance(s, cluster.CertificateSigningRequestStrategy)
+    assert isinstance(s, certificates.CertificateSigningRequestStrategy)
     old = stored("certificatesigningrequests", csr())
     new = copy.deepcopy(old)
     new["spec"]["usages"] = ["server auth"]
@@ -379,7 +387,7 @@ def test_csr_approval_rules() -> None:
         'status.conditions[0].status: Unsupported value: "False": supported values: "True"'
     ]
     s = strategy("certificatesigningrequests")
-    assert isinstance(s, cluster.CertificateSigningRequestStrategy)
+    assert isinstance(s, certificates.CertificateSigningRequestStrategy)
     approved = copy.deepcopy(old)
     s.prepare_subresource_update("approval", approved, old)
     approved["status"] = {"conditions": [{"type": "Approved", "status": "True", "lastTransitionTime": "t"}]}

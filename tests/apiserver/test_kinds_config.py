@@ -22,7 +22,7 @@ import kubernetes.client as k8s
 import pytest
 
 from tests.conftest import RunningCluster
-from tinykube.api import errors
+from tinykube.api import errors, quantity
 from tinykube.api.resources import by_path
 from tinykube.apiserver import printers
 from tinykube.apiserver.registry import config
@@ -96,7 +96,7 @@ def bad_request(plural: str, body: dict[str, Any]) -> str:
     ],
 )
 def test_quantity_canonical_form(raw: Any, canonical: str) -> None:
-    assert str(config.parse_quantity(raw)) == canonical
+    assert str(quantity.parse_quantity(raw)) == canonical
 
 
 FORMAT_WRONG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
@@ -115,22 +115,22 @@ FORMAT_WRONG = "quantities must match the regular expression '^([+-]?[0-9.]+)([e
     ],
 )
 def test_quantity_errors_are_upstreams(raw: Any, message: str) -> None:
-    with pytest.raises(config.QuantityError) as caught:
-        config.parse_quantity(raw)
+    with pytest.raises(quantity.QuantityError) as caught:
+        quantity.parse_quantity(raw)
     assert str(caught.value) == message
 
 
 def test_quantity_go_rendering_follows_the_parse() -> None:
     """Field errors show a parsed Quantity as Go's %#v: the int64 fast path, and the input kept when canonical."""
-    assert config.parse_quantity("500m").go == (
+    assert quantity.parse_quantity("500m").go == (
         "resource.Quantity{i:resource.int64Amount{value:500, scale:-3}, d:resource.infDecAmount{Dec:(*inf.Dec)(nil)}, "
         's:"500m", Format:"DecimalSI"}'
     )
-    assert config.parse_quantity("1.5").go == (
+    assert quantity.parse_quantity("1.5").go == (
         "resource.Quantity{i:resource.int64Amount{value:15, scale:-1}, d:resource.infDecAmount{Dec:(*inf.Dec)(nil)}, "
         's:"", Format:"DecimalSI"}'
     )
-    assert "Dec:(*inf.Dec)(0xc000000000)" in config.parse_quantity("0.5Gi").go
+    assert "Dec:(*inf.Dec)(0xc000000000)" in quantity.parse_quantity("0.5Gi").go
 
 
 # ---- base64 as Go decodes it ---------------------------------------------------------------------------------------
@@ -391,6 +391,8 @@ def test_secret_errors_aggregate_as_upstream() -> None:
 def test_service_account_secret_references_keep_their_names_only() -> None:
     body, errs = created("serviceaccounts", obj(secrets=[{"name": "tok", "namespace": "elsewhere", "uid": "1"}, {}]))
     assert (body["secrets"], errs) == ([{"name": "tok"}, {}], [])
+    body, errs = updated("serviceaccounts", {**body, "secrets": [{"name": "tok", "kind": "Secret"}]}, body)
+    assert (body["secrets"], errs) == ([{"name": "tok"}], [])
 
 
 def test_pod_template_is_defaulted_as_a_pod() -> None:
@@ -551,8 +553,24 @@ def test_quota_scope_selector() -> None:
     assert errs == [
         "spec.scopeSelector.matchExpressions.values: Required value: must be at least one value when `operator` is "
         "'In' or 'NotIn' for scope selector",
-        f'spec.scopeSelector.matchExpressions.operator: Invalid value: "In": {config._EXISTS_ONLY}',
+        "spec.scopeSelector.matchExpressions.operator: Invalid value: \"In\": must be 'Exists' when scope is any of "
+        "ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, "
+        "ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity",
     ]
+
+
+def test_quota_status_writes_are_decoded_too() -> None:
+    chosen = strategy("resourcequotas")
+    old, _ = created("resourcequotas", quota({"pods": "10", "requests.cpu": "2"}))
+    new = {
+        **old,
+        "status": {"hard": {"pods": "10", "requests.cpu": "2000m"}, "used": {"pods": 3, "requests.cpu": "0.5"}},
+    }
+    chosen.prepare_status_update(new, old)
+    assert new["status"] == {"hard": {"pods": "10", "requests.cpu": "2"}, "used": {"pods": "3", "requests.cpu": "500m"}}
+    assert chosen.validate(new, old) == []
+    with pytest.raises(errors.BadRequest):
+        chosen.prepare_status_update({**old, "status": {"used": {"pods": "three"}}}, old)
 
 
 def test_quota_scopes_are_immutable() -> None:
@@ -661,8 +679,29 @@ def test_secret_over_http(api: httpx.Client, namespace: str) -> None:
 def test_kubectl_generators_and_jsonpath(cluster: RunningCluster, namespace: str) -> None:
     cluster.kubectl("create", "configmap", "game", "--from-literal=lives=3", "-n", namespace)
     cluster.kubectl("create", "secret", "generic", "db", "--from-literal=password=s3cret", "-n", namespace)
+    registry = ["--docker-server=registry.example", "--docker-username=u", "--docker-password=p"]
+    cluster.kubectl("create", "secret", "docker-registry", "pull", *registry, "-n", namespace)
+    pulled = cluster.kubectl_json("get", "secret", "pull", "-n", namespace)
+    assert pulled["type"] == "kubernetes.io/dockerconfigjson"
+    assert (
+        json.loads(base64.b64decode(pulled["data"][".dockerconfigjson"]))["auths"]["registry.example"]["username"]
+        == "u"
+    )
     lives = cluster.kubectl("get", "configmap", "game", "-n", namespace, "-o", "jsonpath={.data.lives}").stdout
     password = cluster.kubectl("get", "secret", "db", "-n", namespace, "-o", "jsonpath={.data.password}").stdout
     assert (lives, base64.b64decode(password).decode()) == ("3", "s3cret")
     table = cluster.kubectl("get", "secret", "db", "-n", namespace).stdout.split()
     assert table[:6] == ["NAME", "TYPE", "DATA", "AGE", "db", "Opaque"]
+
+
+def test_quota_table_over_kubectl(cluster: RunningCluster, namespace: str) -> None:
+    manifest = "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: q\nspec:\n  hard:\n    pods: '10'\n"
+    cluster.kubectl("apply", "-n", namespace, "-f", "-", input=manifest)
+    assert cluster.kubectl("get", "quota", "q", "-n", namespace).stdout.split()[:4] == [
+        "NAME",
+        "AGE",
+        "REQUEST",
+        "LIMIT",
+    ]
+    hard = cluster.kubectl("get", "quota", "q", "-n", namespace, "-o", "jsonpath={.spec.hard.pods}").stdout
+    assert hard == "10"

@@ -317,6 +317,15 @@ def test_bound_claim_may_grow_but_not_below_its_capacity() -> None:
     assert errs == ["spec.resources.requests.storage: Forbidden: field can not be less than status.capacity"]
 
 
+def test_claim_status_writes_are_decoded_too() -> None:
+    chosen = strategy("persistentvolumeclaims")
+    old, _ = created("persistentvolumeclaims", claim())
+    new = {**old, "status": {"phase": "Bound", "capacity": {"storage": "1024Mi"}}}
+    chosen.prepare_status_update(new, old)
+    assert (new["spec"], new["status"]) == (old["spec"], {"phase": "Bound", "capacity": {"storage": "1Gi"}})
+    assert chosen.validate(new, old) == []
+
+
 def test_claim_storage_class_annotation_is_immutable() -> None:
     old, _ = created("persistentvolumeclaims", claim())
     new = copy.deepcopy(old)
@@ -681,3 +690,16 @@ def test_storage_class_over_kubectl(cluster: RunningCluster) -> None:
         assert "provisioner: Forbidden: updates to provisioner are forbidden." in patched.stderr
     finally:
         cluster.kubectl("delete", "storageclass", "tinykube-test-default")
+
+
+def test_claim_table_over_kubectl(cluster: RunningCluster, namespace: str) -> None:
+    manifest = (
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\nspec:\n  accessModes: [ReadWriteOnce]\n"
+        "  resources:\n    requests:\n      storage: 1Gi\n"
+    )
+    cluster.kubectl("apply", "-n", namespace, "-f", "-", input=manifest)
+    lines = cluster.kubectl("get", "pvc", "-n", namespace, "-o", "wide").stdout.splitlines()
+    header = ["NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS", "MODES", "STORAGECLASS", "VOLUMEATTRIBUTESCLASS", "AGE"]
+    assert lines[0].split() == [*header, "VOLUMEMODE"]
+    assert lines[1].split()[:2] == ["data", "Pending"]
+    assert lines[1].split()[-1] == "Filesystem"

@@ -22,7 +22,7 @@ import pytest
 from tests.conftest import RunningCluster, running_cluster
 
 IDLE, HEADER, BODY = 2, 2, 4  # seconds: --idle-timeout, --read-header-timeout, --read-body-timeout
-MAX_CONNECTIONS = 48
+MAX_CONNECTIONS = 128  # above the cluster's own watches (the garbage collector alone watches every stored kind)
 EXTRA = (
     "--max-requests-inflight", "50",
     "--max-mutating-requests-inflight", "1",
@@ -30,6 +30,11 @@ EXTRA = (
     "--read-header-timeout", str(HEADER),
     "--read-body-timeout", str(BODY),
     "--max-connections", str(MAX_CONNECTIONS),
+    # The serviceaccount controller writes as each test's namespace appears: it would take the one mutating slot
+    # from under the raw-socket requests, which (unlike client-go) do not retry a 429.
+    "--controllers", "*,-scheduler,-serviceaccount",
+    # Nor may the controllers' leader-election renewals (every 2 s) take it.
+    "--leader-elect=false",
 )  # fmt: skip
 LIMIT = 3 * 1024 * 1024
 NAMESPACES = "/api/v1/namespaces"  # the simplest kind served: a name and free-form annotations

@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import RunningCluster, start_cluster, stop_cluster
 from tinykube.api import errors
 from tinykube.api.resources import ResourceInfo, by_path
-from tinykube.client.informer import Informer, Object, SharedInformers, object_key
+from tinykube.client.informer import HandlerScope, Informer, Object, SharedInformers, object_key
 from tinykube.client.rest import RestClient
 
 pytestmark = pytest.mark.anyio
@@ -160,6 +160,44 @@ async def test_custom_index_follows_changes(
     await eventually(lambda: names("web") == [])
     with pytest.raises(KeyError):
         informer.store.by_index("nope", "x")
+
+
+async def test_handlers_added_in_a_scope_leave_with_it(
+    client: RestClient, namespace: str, running: Callable[[Informer], Awaitable[None]]
+) -> None:
+    """A component that stops while the informers it shared run on (a controller manager that lost its Lease) takes
+    its handlers and nothing else; started again, it adds its index again without error and sees each event once."""
+    await client.create(PODS, namespace, pod("a"))
+    informer = Informer(client, PODS, namespace=namespace)
+    stays = Recorder()
+    stays.attach(informer)
+    await running(informer)
+
+    def app(obj: Object) -> list[str]:
+        return [obj["metadata"].get("labels", {}).get("app", "")]
+
+    async def join(recorder: Recorder) -> None:
+        informer.store.add_index("app", app)
+        recorder.attach(informer)
+
+    async def term(recorder: Recorder, new: str) -> None:
+        with HandlerScope() as scope:
+            await asyncio.create_task(join(recorder))  # started inside, as the manager starts controllers
+        cached = len(informer.store)
+        await eventually(lambda: len(recorder.events) == cached)  # joined late: the cache first
+        await client.create(PODS, namespace, pod(new))
+        await eventually(lambda: ("add", f"{namespace}/{new}") in recorder.events)
+        scope.close()
+
+    first, second = Recorder(), Recorder()
+    await term(first, "one")
+    await term(second, "two")
+    await client.create(PODS, namespace, pod("after"))
+    await eventually(lambda: ("add", f"{namespace}/after") in stays.events)
+    assert first.events == [("add", f"{namespace}/a"), ("add", f"{namespace}/one")]
+    assert sorted(second.events) == [("add", f"{namespace}/{name}") for name in ("a", "one", "two")]
+    with pytest.raises(ValueError, match="already exists"):
+        informer.store.add_index("app", lambda obj: [])  # the same name for another index is still refused
 
 
 async def test_label_selector_filters_and_objects_leaving_it_are_deleted(

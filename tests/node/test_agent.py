@@ -251,7 +251,8 @@ def test_standalone_controllers_cut_node_cidrs_from_their_cluster_cidr(tmp_path:
         command = [sys.executable, "-m", "tinykube.cli", "controllers", "--kubeconfig", str(running.kubeconfig)]
         with (tmp_path / "controllers.log").open("wb") as log:
             controllers = subprocess.Popen(
-                [*command, "--controllers", "nodeipam", "--cluster-cidr", "10.251.0.0/16"],
+                # A piece of the control plane beside `up`'s controllers, not a replica of them: no election.
+                [*command, "--controllers", "nodeipam", "--cluster-cidr", "10.251.0.0/16", "--leader-elect=false"],
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )

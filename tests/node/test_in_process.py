@@ -41,7 +41,9 @@ def test_heartbeats_renew_the_ready_condition(cluster: RunningCluster, api: http
 
     async def scenario() -> None:
         client = RestClient(load_credentials(cluster.kubeconfig))
-        agent = NodeAgent(client, NodeConfig(name, "172.20.0.98", heartbeat=0.3), simulated)
+        # Reported at every heartbeat (not only on a change, as by default), so the heartbeat time moves.
+        config = NodeConfig(name, "172.20.0.98", heartbeat=0.3, status_report_frequency=0.3)
+        agent = NodeAgent(client, config, simulated)
         task = asyncio.create_task(agent.run())
         try:
             await asyncio.wait_for(agent.registered.wait(), 30)  # the control plane gave it a pod CIDR

@@ -99,7 +99,7 @@ def test_reset_returns_to_the_initial_state(tinykube_cluster: Cluster) -> None:
     c.apply([WEB, _pod("web-1")], namespace="scratch")
     c.apply([WEB, _pod("web-1")], namespace="default")  # added to an initial namespace
     c.kubectl("label", "namespace", "default", "touched=yes")  # an initial object changed
-    c.kubectl("delete", "namespace", "kube-public", "--wait=false")  # ... and one deleted
+    c.kubectl("delete", "namespace", "kube-node-lease", "--wait=false")  # ... and one deleted
     c.wait_for("endpointslice", None, lambda items: len(items) == 1, namespace="scratch")
 
     c.reset()
@@ -107,7 +107,7 @@ def test_reset_returns_to_the_initial_state(tinykube_cluster: Cluster) -> None:
     after = {kind: _names(c.list(kind)) for kind in ("namespaces", "services", "pods", "endpointslices")}
     assert after == before
     assert "touched" not in c.get("namespace", "default")["metadata"]["labels"]
-    assert c.get("namespace", "kube-public")["status"]["phase"] == "Active"
+    assert c.get("namespace", "kube-node-lease")["status"]["phase"] == "Active"
     assert c.dns_query("web.scratch.svc.cluster.local").rcode == "NXDOMAIN"
     # the cluster still works afterwards, and the freed ClusterIPs and names can be used again
     c.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "scratch"}})

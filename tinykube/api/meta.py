@@ -27,6 +27,11 @@ def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def micro_now() -> str:
+    """Now as a `metav1.MicroTime` (Lease renewals, Event series): `2006-01-02T15:04:05.000000Z`."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def parse_time(value: Any) -> datetime | None:
     """An RFC 3339 `metav1.Time`/`MicroTime` string as an aware datetime; None if unset or malformed."""
     if not isinstance(value, str) or not value:

@@ -101,7 +101,7 @@ def _decode(body: bytes, prefix: str) -> Any:
     return decoded
 
 
-def _go_json_type(value: Any) -> str:
+def go_json_type(value: Any) -> str:
     """The JSON type name Go's ``encoding/json`` uses in "cannot unmarshal X" errors."""
     if isinstance(value, dict):
         return "object"
@@ -115,7 +115,7 @@ def _go_json_type(value: Any) -> str:
 
 
 def _wrong_shape(prefix: str, value: Any, go_type: str) -> BadRequest:
-    found = _go_json_type(value)
+    found = go_json_type(value)
     return BadRequest(f"{prefix}json: cannot unmarshal {found} into Go value of type {go_type}")
 
 
@@ -240,7 +240,7 @@ def _member(op: JSONMap, kind: str, member: str) -> str:
     cause = (
         f"{missing}: {_MISSING_VALUE}"
         if value is None
-        else (f"json: cannot unmarshal {_go_json_type(value)} into Go value of type string")
+        else (f"json: cannot unmarshal {go_json_type(value)} into Go value of type string")
     )
     raise _OperationFailed(f"{kind} operation failed to decode {member}: {cause}")
 
@@ -377,7 +377,7 @@ def _json_patch(original: JSONMap, body: bytes, _kind: str) -> JSONMap:
                 )
         doc = _apply_operation(doc, op)
     if not isinstance(doc, dict):
-        raise _rejected(f"the patched document is a JSON {_go_json_type(doc)}, not an object")
+        raise _rejected(f"the patched document is a JSON {go_json_type(doc)}, not an object")
     return doc
 
 

@@ -161,6 +161,8 @@ STORED: tuple[ResourceInfo, ...] = tuple(r for r in RESOURCES if r.stored)
 SCALE = ResourceInfo("autoscaling", "v1", "Scale", "scale", "scale", True)
 # The kind `pods/binding` and the create-only `bindings` collection take; nothing of it is stored.
 BINDING = ResourceInfo("", "v1", "Binding", "bindings", "binding", True)
+# The kind `serviceaccounts/token` takes and answers with; nothing of it is stored.
+TOKEN_REQUEST = ResourceInfo("authentication.k8s.io", "v1", "TokenRequest", "tokenrequests", "tokenrequest", True)
 
 _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 _BY_KIND = {(r.group_version, r.kind): r for r in RESOURCES}

@@ -408,11 +408,16 @@ def parse_label_selector(text: str) -> LabelSelector:
 _METAV1_OPERATORS: Final = {"In": IN, "NotIn": NOT_IN, "Exists": EXISTS, "DoesNotExist": DOES_NOT_EXIST}
 
 
-def _expression_requirement(expr: Mapping[str, Any]) -> Requirement:
-    operator = _METAV1_OPERATORS.get(expr.get("operator", ""))
+def _expression_requirement(expr: Any) -> Requirement:
+    if not isinstance(expr, Mapping):
+        raise SelectorError(f"a label selector requirement must be an object, not {expr!r}")
+    operator = _METAV1_OPERATORS.get(str(expr.get("operator", "")))
     if operator is None:
         raise SelectorError(f'"{expr.get("operator", "")}" is not a valid label selector operator')
-    return new_requirement(str(expr.get("key", "")), operator, list(expr.get("values") or ()))
+    values = expr.get("values") or []
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise SelectorError(f"label selector values must be a list of strings, not {values!r}")
+    return new_requirement(str(expr.get("key", "")), operator, values)
 
 
 def selector_from_label_selector(obj: Mapping[str, Any] | None) -> LabelSelector:
@@ -422,10 +427,16 @@ def selector_from_label_selector(obj: Mapping[str, Any] | None) -> LabelSelector
     """
     if obj is None:
         return NOTHING
-    match_labels: Mapping[str, str] = obj.get("matchLabels") or {}
-    expressions: list[Mapping[str, Any]] = obj.get("matchExpressions") or []
+    if not isinstance(obj, Mapping):
+        raise BadRequest(f"a label selector must be an object, not {obj!r}")
+    match_labels: Any = obj.get("matchLabels") or {}
+    expressions: Any = obj.get("matchExpressions") or []
+    if not isinstance(match_labels, Mapping) or not all(isinstance(v, str) for v in match_labels.values()):
+        raise BadRequest(f"matchLabels must be a map of strings, not {match_labels!r}")
+    if not isinstance(expressions, list):
+        raise BadRequest(f"matchExpressions must be a list, not {expressions!r}")
     try:
-        requirements = [new_requirement(k, EQUALS, [v]) for k, v in match_labels.items()]
+        requirements = [new_requirement(str(k), EQUALS, [v]) for k, v in match_labels.items()]
         requirements += [_expression_requirement(expr) for expr in expressions]
     except SelectorError as err:
         raise BadRequest(str(err)) from None

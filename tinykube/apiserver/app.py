@@ -9,30 +9,44 @@ import copy
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import orjson
+from cryptography.hazmat.primitives.asymmetric import rsa
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from tinykube.api import defaults, errors
 from tinykube.api.resources import STORED
-from tinykube.apiserver import discovery, fieldvalidation, openapi
+from tinykube.apiserver import admission, discovery, fieldvalidation, openapi
 from tinykube.apiserver.allocators import report
 from tinykube.apiserver.allocators.index import AllocationIndex
 from tinykube.apiserver.allocators.pool import Pool
 from tinykube.apiserver.allocators.ranges import IPRange, PortRange, parse_service_ranges
 from tinykube.apiserver.allocators.repair import Repair
 from tinykube.apiserver.allocators.services import ServicePools
-from tinykube.apiserver.auth import BearerTokenAuth
-from tinykube.apiserver.bootstrap import ensure_namespaces, ensure_system_services
+from tinykube.apiserver.answered import Answered
+from tinykube.apiserver.auth import BearerTokenAuth, TokenAuthenticator
+from tinykube.apiserver.authorizer import AlwaysAllow
+from tinykube.apiserver.bootstrap import (
+    ensure_bootstrap_policy,
+    ensure_default_service_accounts,
+    ensure_namespaces,
+    ensure_priority_classes,
+    ensure_system_services,
+)
+from tinykube.apiserver.componentstatus import ComponentStatuses, Health
 from tinykube.apiserver.events import EventRecorder
 from tinykube.apiserver.handlers import ResourceHandler, json_response, raw_json_response
 from tinykube.apiserver.limits import Limits, RequestLimits
 from tinykube.apiserver.metrics import Metrics
+from tinykube.apiserver.pki import load_service_account_key
 from tinykube.apiserver.podlogs import PodLogs
 from tinykube.apiserver.registry import Registry, strategies
 from tinykube.apiserver.registry import Request as RegistryRequest
+from tinykube.apiserver.satokens import ISSUER, ServiceAccountTokens
 from tinykube.apiserver.upgrade import WebSocketAsHttp
 from tinykube.apiserver.watchcache import WatchCache
 from tinykube.store.etcd import EtcdStore
@@ -42,6 +56,7 @@ log = logging.getLogger(__name__)
 DEFAULT_SERVICE_RANGE = defaults.SERVICE_RANGE
 DEFAULT_NODE_PORT_RANGE = defaults.NODE_PORT_RANGE
 DEFAULT_LOAD_BALANCER_RANGE = defaults.LOAD_BALANCER_RANGE
+_DISCOVERY_CACHE = {"Cache-Control": "public, max-age=3600"}
 
 
 @dataclass
@@ -57,6 +72,9 @@ class ApiServerConfig:
     repair_interval: float = 180.0
     event_ttl: float = 3600.0  # --event-ttl: how long an Event is kept after its last write
     limits: Limits = field(default_factory=Limits)
+    # --service-account-signing-key-file; None: a key of this process only (its tokens die with it)
+    service_account_key_file: Path | None = None
+    service_account_issuer: str = ISSUER  # also the API audience, as upstream's --api-audiences defaults to it
 
     @property
     def api_port(self) -> int:
@@ -79,6 +97,7 @@ class ApiServer:
             else None,
         )
         self.registry = Registry(self.store, self.caches, strategies(self.pools, config.event_ttl))
+        self.registry.admission = admission.standard(self.registry)
         self.events = EventRecorder(self.registry)
         self.pools.warn = lambda svc, reason, message: self.events.warn(svc, reason, message, "service-controller")
         self.pools.load_balancer_ip_freed = self._serve_pending_load_balancers_soon
@@ -86,6 +105,12 @@ class ApiServer:
         self._pending_load_balancers: asyncio.Task[None] | None = None
         self.metrics = Metrics()
         self.pod_logs = PodLogs(self.registry)
+        issuer = config.service_account_issuer
+        self.tokens = ServiceAccountTokens(
+            self._service_account_key(), self._cached_object, issuer=issuer, audiences=(issuer,)
+        )
+        self.authenticator = TokenAuthenticator(config.token, self.tokens)
+        self.components = ComponentStatuses(self._etcd_health)
         self.ready = asyncio.Event()
         # outermost: a WebSocket handshake is served by the HTTP application, its errors included
         self.app = WebSocketAsHttp(self._build_app())
@@ -96,6 +121,8 @@ class ApiServer:
         await self.store.connect()
         await asyncio.gather(*(c.start() for c in self.caches.values()), self.allocations.start())
         await ensure_namespaces(self.registry)
+        await asyncio.gather(ensure_bootstrap_policy(self.registry), ensure_default_service_accounts(self.registry))
+        await ensure_priority_classes(self.registry)
         await self._repair_pass()
         tasks = [
             asyncio.create_task(self._compact_forever(), name="compactor"),
@@ -110,6 +137,20 @@ class ApiServer:
             await asyncio.gather(*(c.stop() for c in self.caches.values()), self.allocations.stop())
             await self.pod_logs.close()
             await self.store.close()
+
+    def _service_account_key(self) -> rsa.RSAPrivateKey:
+        path = self.config.service_account_key_file
+        return load_service_account_key(path) if path else rsa.generate_private_key(65537, 2048)
+
+    def _cached_object(self, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """An object as the watch cache has it: what token authentication checks, with no etcd round trip."""
+        cached = self.caches[plural].get(self.registry.cache_key(namespace, name))
+        return cached.obj if cached is not None else None
+
+    async def _etcd_health(self) -> Health:
+        if await self.store.healthy(2):
+            return Health(True, "ok")
+        return Health(False, error="etcd cluster is unavailable or misconfigured")
 
     async def _repair_pass(self) -> None:
         """Upstream's repair controllers and bootstrap controller in one pass: allocations rebuilt from the
@@ -163,7 +204,14 @@ class ApiServer:
         app = Starlette(lifespan=self.lifespan)
         app.add_exception_handler(errors.ApiError, self._api_error)  # type: ignore[arg-type]
         app.add_exception_handler(Exception, self._internal_error)
-        resources = ResourceHandler(self.registry, self.pod_logs)
+        answered = Answered(
+            self.registry,
+            authorizer=AlwaysAllow(),
+            authenticator=self.authenticator,
+            tokens=self.tokens,
+            components=self.components,
+        )
+        resources = ResourceHandler(self.registry, self.pod_logs, answered)
         counted = self.metrics.counting(resources)
         routes = [
             ("/version", self._version),
@@ -180,6 +228,8 @@ class ApiServer:
             ("/openapi/v2", self._openapi_v2),
             ("/openapi/v3", self._openapi_v3),
             ("/openapi/v3/{path:path}", self._openapi_v3_group),
+            ("/.well-known/openid-configuration", self._openid_configuration),
+            ("/openid/v1/jwks", self._jwks),
         ]
         for path, endpoint in routes:
             app.router.add_route(path, endpoint, methods=["GET"])
@@ -187,7 +237,7 @@ class ApiServer:
         app.router.add_route("/api/{path:path}", counted, methods=methods)
         app.router.add_route("/apis/{path:path}", counted, methods=methods)
         app.add_middleware(RequestLimits, limits=self.config.limits)  # inside authentication, as upstream's
-        app.add_middleware(BearerTokenAuth, token=self.config.token)
+        app.add_middleware(BearerTokenAuth, token=self.config.token, authenticator=self.authenticator)
         return app
 
     async def _api_error(self, _request: Request, exc: errors.ApiError) -> Response:
@@ -253,6 +303,15 @@ class ApiServer:
         sizes = {plural: len(cache.objects) for plural, cache in self.caches.items()}
         text = self.metrics.render(sizes) + "\n".join(report.metrics(self.pools)) + "\n"
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
+
+    async def _openid_configuration(self, _request: Request) -> Response:
+        """Service-account issuer discovery (upstream's, written with json.Marshal and cacheable for an hour)."""
+        body = self.tokens.openid_configuration(f"https://{self.config.server_address}/openid/v1/jwks")
+        return Response(orjson.dumps(body), media_type="application/json", headers=_DISCOVERY_CACHE)
+
+    async def _jwks(self, _request: Request) -> Response:
+        body = orjson.dumps(self.tokens.jwks())
+        return Response(body, media_type="application/jwk-set+json", headers=_DISCOVERY_CACHE)
 
     async def _allocations(self, _request: Request) -> Response:
         return json_response(report.allocations(self.pools))

@@ -1,4 +1,5 @@
-"""What every cluster has from its first second: the system namespaces and the system Services.
+"""What every cluster has from its first second: the system namespaces (each with its `default` ServiceAccount),
+the system Services and the default RBAC policy (`bootstrap_policy.py`).
 
 `default/kubernetes` gets the first address of the primary service range and `kube-system/kube-dns` the tenth,
 as kubeadm clusters have them. Both are (re)created if missing, at start-up and on every repair pass, as
@@ -7,6 +8,7 @@ upstream's bootstrap controller keeps `kubernetes` in place.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from typing import Any
@@ -14,6 +16,7 @@ from typing import Any
 from tinykube.api import errors
 from tinykube.api.resources import by_path
 from tinykube.apiserver.allocators.services import ServicePools
+from tinykube.apiserver.bootstrap_policy import cluster_role_bindings, cluster_roles
 from tinykube.apiserver.registry import Registry, Request
 
 log = logging.getLogger(__name__)
@@ -21,6 +24,23 @@ log = logging.getLogger(__name__)
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 NAMESPACES = by_path("", "v1", "namespaces")
 SERVICES = by_path("", "v1", "services")
+SERVICE_ACCOUNTS = by_path("", "v1", "serviceaccounts")
+CLUSTER_ROLES = by_path("rbac.authorization.k8s.io", "v1", "clusterroles")
+CLUSTER_ROLE_BINDINGS = by_path("rbac.authorization.k8s.io", "v1", "clusterrolebindings")
+PRIORITY_CLASSES = by_path("scheduling.k8s.io", "v1", "priorityclasses")
+# upstream's `systemPriorityClasses` (pkg/apis/scheduling), created by its scheduling/bootstrap-system-priority-classes
+SYSTEM_PRIORITY_CLASSES = (
+    (
+        "system-node-critical",
+        2_000_001_000,
+        "Used for system critical pods that must not be moved from their current node.",
+    ),
+    (
+        "system-cluster-critical",
+        2_000_000_000,
+        "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+    ),
+)
 
 
 def system_services(pools: ServicePools, api_port: int) -> list[dict[str, Any]]:
@@ -75,3 +95,42 @@ async def ensure_system_services(registry: Registry, pools: ServicePools, api_po
             pass
         except errors.ApiError as err:  # e.g. its address is held by a user's Service: say so, keep serving
             log.warning("cannot create %s/%s: %s", meta["namespace"], meta["name"], err)
+
+
+async def ensure_bootstrap_policy(registry: Registry) -> None:
+    """The default ClusterRoles and ClusterRoleBindings that are missing, created together (a new cluster's
+    forty-odd writes would otherwise queue up in front of readiness). An existing object is left as it is: unlike
+    upstream's reconciler, changed defaults are not put back."""
+    assert CLUSTER_ROLES is not None and CLUSTER_ROLE_BINDINGS is not None
+    wanted = [(CLUSTER_ROLES, role) for role in cluster_roles()]
+    wanted += [(CLUSTER_ROLE_BINDINGS, binding) for binding in cluster_role_bindings()]
+    missing = [(r, obj) for r, obj in wanted if registry.cache(r).get(obj["metadata"]["name"]) is None]
+    await asyncio.gather(*(_create_quietly(registry, Request(r), obj) for r, obj in missing))
+
+
+async def ensure_priority_classes(registry: Registry) -> None:
+    """`system-node-critical` and `system-cluster-critical`, if missing (a changed one is left as it is)."""
+    assert PRIORITY_CLASSES is not None
+    for name, value, description in SYSTEM_PRIORITY_CLASSES:
+        if registry.cache(PRIORITY_CLASSES).get(name) is None:
+            obj = {"metadata": {"name": name}, "value": value, "description": description}
+            await _create_quietly(registry, Request(PRIORITY_CLASSES), obj)
+
+
+async def ensure_default_service_accounts(registry: Registry) -> None:
+    """`default` in each system namespace, made with the namespaces. The serviceaccount controller makes it in every
+    other namespace (and again here if deleted); making these now keeps a new cluster complete when it is ready."""
+    assert SERVICE_ACCOUNTS is not None
+    missing = [ns for ns in SYSTEM_NAMESPACES if registry.cache(SERVICE_ACCOUNTS).get(f"{ns}/default") is None]
+    await asyncio.gather(
+        *(_create_quietly(registry, Request(SERVICE_ACCOUNTS, ns), {"metadata": {"name": "default"}}) for ns in missing)
+    )
+
+
+async def _create_quietly(registry: Registry, request: Request, obj: dict[str, Any]) -> None:
+    try:
+        await registry.create(request, obj)
+    except errors.AlreadyExists:
+        pass  # another apiserver of the cluster made it first
+    except errors.ApiError as err:
+        log.warning("cannot create %s %s: %s", request.resource.kind, obj["metadata"]["name"], err)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
-import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -36,15 +35,14 @@ def load_schemas() -> concurrent.futures.Future[list[str]]:
     return _schemas
 
 
-async def _unknown_fields(resource: ResourceInfo, obj: dict[str, Any]) -> list[str]:
+async def _unknown_fields(resource: ResourceInfo, obj: dict[str, Any]) -> list[tuple[str, openapi.FieldPath]]:
     loading = load_schemas()
     if not loading.done():
         await asyncio.wrap_future(loading)
-    return openapi.unknown_fields(resource.api_version, resource.kind, obj)
+    return openapi.unknown_field_paths(resource.api_version, resource.kind, obj)
 
 
 FieldCheck = Callable[[dict[str, Any]], Awaitable[list[str]]]
-_PATH_TOKEN = re.compile(r"([^.\[\]]+)|\[([^\]]*)\]")
 
 
 def field_check(request: Request, resource: ResourceInfo) -> FieldCheck:
@@ -57,21 +55,19 @@ def field_check(request: Request, resource: ResourceInfo) -> FieldCheck:
 
     async def check(obj: dict[str, Any]) -> list[str]:
         """Raise for Strict; otherwise drop unknown fields (as upstream's decoder does) and warn for Warn."""
-        unknown = await _unknown_fields(resource, obj)
+        found = await _unknown_fields(resource, obj)
+        unknown = list(dict.fromkeys(text for text, _ in found))[:100]  # as upstream reports them
         if unknown and mode == "Strict":
             raise errors.BadRequest("strict decoding error: " + ", ".join(f'unknown field "{f}"' for f in unknown))
-        for path in unknown:
-            _prune(obj, path)
+        for _, steps in found:
+            _prune(obj, steps)
         return [f'unknown field "{f}"' for f in unknown] if mode == "Warn" else []
 
     return check
 
 
-def _prune(obj: Any, path: str) -> None:
-    """Remove the field at an upstream-style path such as `spec.ports[0].bogus`."""
-    steps: list[str | int] = [
-        name if name else (int(index) if index.isdigit() else index) for name, index in _PATH_TOKEN.findall(path)
-    ]
+def _prune(obj: Any, steps: openapi.FieldPath) -> None:
+    """Remove the field the keys and indices `steps` lead to."""
     node = obj
     for step in steps[:-1]:
         try:

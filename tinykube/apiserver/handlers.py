@@ -7,8 +7,9 @@ parser keeps the hot GET path short.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.requests import Request
@@ -37,6 +38,9 @@ from tinykube.apiserver.registry import Request as RegistryRequest
 from tinykube.apiserver.registry.apps import to_scale, update_scale
 from tinykube.apiserver.registry.binding import bind
 from tinykube.apiserver.watch import watch_response
+
+if TYPE_CHECKING:  # answered.py renders with this module's json_response
+    from tinykube.apiserver.answered import Answered
 
 JSON = "application/json"
 PATCH_TYPES = (
@@ -128,9 +132,10 @@ def _not_allowed() -> errors.MethodNotAllowed:
 class ResourceHandler:
     """Starlette endpoint for every resource URL."""
 
-    def __init__(self, registry: Registry, logs: PodLogs) -> None:
+    def __init__(self, registry: Registry, logs: PodLogs, answered: Answered | None = None) -> None:
         self.registry = registry
         self.logs = logs
+        self.answered = answered  # the resources answered per request (reviews, componentstatuses, tokens)
 
     async def __call__(self, request: Request) -> Response:
         legacy_namespace = _legacy_bindings(request.url.path)
@@ -141,6 +146,8 @@ class ResourceHandler:
             return await self._bind(request, Target(BINDING, legacy_namespace))
         target = parse_path(request.url.path)
         request.scope[RESOURCE_KEY] = target.resource.plural
+        if self.answered is not None and self.answered.handles(target.resource, target.subresource):
+            return await self.answered(request, target.resource, target.namespace, target.name, target.subresource)
         method = request.method
         if target.subresource in ("binding", "log"):  # pods' connect-like subresources: one verb each
             if target.subresource == "binding" and method == "POST":
@@ -329,8 +336,18 @@ class ResourceHandler:
 def _with_warnings(response: Response, warnings: list[str]) -> Response:
     for warning in warnings:
         quoted = warning.replace("\\", "\\\\").replace('"', '\\"')  # a quoted-string, as client-go parses it
-        response.headers.append("Warning", f'299 - "{quoted}"')
+        response.headers.append("Warning", _header_value(f'299 - "{quoted}"'))
     return response
+
+
+def _header_value(text: str) -> str:
+    """A header value as Go's net/http writes one: the text's UTF-8 bytes (a client's unknown field may be named in
+    any script), CR and LF as spaces; so are the other control characters, which uvicorn refuses to send. (Starlette
+    sends a str's code points as bytes: latin-1.)"""
+    return _CONTROL.sub(" ", text).encode("utf-8", "replace").decode("latin-1")
+
+
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f]")
 
 
 def _success_status(target: Target, obj: dict[str, Any]) -> dict[str, Any]:

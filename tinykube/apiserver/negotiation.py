@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -49,14 +50,52 @@ def partial_metadata(obj: dict[str, Any]) -> dict[str, Any]:
     return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata", {})}
 
 
+# What a request body may be, in upstream's order (its 415 lists them so).
+BODY_MEDIA_TYPES = ("application/json", "application/yaml", protobuf.MEDIA_TYPE)
+_TOKEN = r'[^\x00-\x20\x7f-\U0010ffff()<>@,;:\\"/\[\]?=]+'  # RFC 2045, as Go's mime package reads it
+_MEDIA_TYPE = re.compile(rf"{_TOKEN}(?:/{_TOKEN})?")
+_PARAMETER = re.compile(rf'\s*;\s*({_TOKEN})\s*=\s*(?:{_TOKEN}|"(?:[^"\\]|\\.)*")')
+
+
+def media_type(content_type: str) -> str | None:
+    """The media type of a Content-Type, lowercased, as Go's `mime.ParseMediaType` gives it; None for a value it
+    refuses (a malformed type or parameter, a parameter twice)."""
+    base = content_type.split(";", 1)[0]
+    media, rest, names = base.strip().lower(), content_type[len(base) :], set()
+    if not _MEDIA_TYPE.fullmatch(media):
+        return None
+    while rest.strip():
+        parameter = _PARAMETER.match(rest)
+        if parameter is None:
+            return media if rest.strip() == ";" else None  # a trailing semicolon is allowed
+        if parameter.group(1).lower() in names:
+            return None
+        names.add(parameter.group(1).lower())
+        rest = rest[parameter.end() :]
+    return media
+
+
+def body_media_type(content_type: str) -> str:
+    """Upstream's NegotiateInputSerializer: a body without a Content-Type is JSON; one of a type no decoder reads
+    (`text/plain`, a patch type on a create) or that does not parse is refused with 415."""
+    media = media_type(content_type) if content_type else BODY_MEDIA_TYPES[0]
+    if media not in BODY_MEDIA_TYPES:
+        raise errors.UnsupportedMediaType(
+            "the body of the request was in an unknown format - accepted media types include: "
+            + ", ".join(BODY_MEDIA_TYPES)
+        )
+    return media
+
+
 def decode_body(body: bytes, content_type: str) -> Any:
     if len(body) > MAX_BODY:
         raise errors.RequestEntityTooLarge(f"Request entity too large: limit is {MAX_BODY}")
+    media = body_media_type(content_type)
     if not body.strip(b" \t\r\n"):
         raise errors.BadRequest("the request body is empty")
-    if content_type.startswith(protobuf.MEDIA_TYPE):  # kubectl's generator commands send protobuf
+    if media == protobuf.MEDIA_TYPE:  # kubectl's generator commands send protobuf
         return protobuf.decode(body)
-    if "yaml" in content_type:
+    if media == "application/yaml":
         return load_yaml(body)  # aliases and nesting bounded before anything is built
     return load_json(body)
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tinykube.api.resources import BINDING, RESOURCES, SCALE, ResourceInfo, group_versions
+from tinykube.api.resources import BINDING, RESOURCES, SCALE, TOKEN_REQUEST, ResourceInfo, group_versions
 
 Schema = dict[str, Any]
 
@@ -655,13 +655,14 @@ def _build_definitions() -> _Definitions:
     kinds: dict[tuple[str, str], str] = {}
     for info in RESOURCES:
         root = _package_root(info.group)
-        for kind, is_list in ((info.kind, False), (info.list_kind, True)):
+        listed = "list" in info.verbs  # the review kinds have no List kind
+        for kind, is_list in ((info.kind, False), *(((info.list_kind, True),) if listed else ())):
             name = builder.add_class(_kind_class(info, kind), root)
             schema = builder.definitions[name]
             schema["x-kubernetes-group-version-kind"] = [_gvk(info, kind)]
             _describe_top_level(schema, kind, is_list)
             kinds[(info.group_version, kind)] = name
-    for info, served in ((SCALE, "scale"), (BINDING, "binding")):  # the kinds only subresources take
+    for info, served in ((SCALE, "scale"), (BINDING, "binding"), (TOKEN_REQUEST, "token")):  # subresources' kinds
         if any(served in r.subresources for r in RESOURCES):
             name = builder.add_class(_kind_class(info, info.kind), _package_root(info.group))
             builder.definitions[name]["x-kubernetes-group-version-kind"] = [_gvk(info, info.kind)]
@@ -877,10 +878,10 @@ def _resource_paths(info: ResourceInfo, kind_def: str, list_def: str) -> Iterato
         op_id = f"{verb}{gv}{scope}{kind}{suffix}"
         return _Op(method, action, op_id, desc, gvk=gvk, tag=tag, **kw)
 
-    yield _PathItem(
-        collection,
-        (*ns_params, "pretty"),
-        (
+    verbs = set(info.verbs)
+    collection_ops = []
+    if "list" in verbs:
+        collection_ops.append(
             op(
                 "get",
                 "list",
@@ -888,7 +889,10 @@ def _resource_paths(info: ResourceInfo, kind_def: str, list_def: str) -> Iterato
                 f"list or watch objects of kind {kind}",
                 query=_LIST_PARAMS,
                 responses=_ok(list_def),
-            ),
+            )
+        )
+    if "create" in verbs:
+        collection_ops.append(
             op(
                 "post",
                 "post",
@@ -897,7 +901,10 @@ def _resource_paths(info: ResourceInfo, kind_def: str, list_def: str) -> Iterato
                 query=_WRITE_PARAMS,
                 body=kind_def,
                 responses=_ok(kind_def, "201", "202"),
-            ),
+            )
+        )
+    if "deletecollection" in verbs:
+        collection_ops.append(
             _Op(
                 "delete",
                 "deletecollection",
@@ -908,27 +915,26 @@ def _resource_paths(info: ResourceInfo, kind_def: str, list_def: str) -> Iterato
                 responses=_ok(STATUS),
                 gvk=gvk,
                 tag=tag,
-            ),
-        ),
-    )
-    yield _PathItem(
-        f"{collection}/{{name}}",
-        ("name", *ns_params, "pretty"),
-        (
-            *_item_ops(op, kind_def, f"the specified {kind}"),
-            op(
-                "delete",
-                "delete",
-                "delete",
-                f"delete a {kind}",
-                query=_DELETE_PARAMS,
-                body=DELETE_OPTIONS,
-                responses=_ok(STATUS, "202"),
-            ),
-        ),
-        kind,
-    )
-    if info.namespaced:
+            )
+        )
+    yield _PathItem(collection, (*ns_params, "pretty"), tuple(collection_ops))
+    if "get" not in verbs:  # the reviews: answered once, nothing to read back
+        return
+    read, replace, patch = _item_ops(op, kind_def, f"the specified {kind}")
+    item_ops = [read] if verbs == {"get", "list"} else [read, replace, patch]
+    if "delete" in verbs:
+        delete = op(
+            "delete",
+            "delete",
+            "delete",
+            f"delete a {kind}",
+            query=_DELETE_PARAMS,
+            body=DELETE_OPTIONS,
+            responses=_ok(STATUS, "202"),
+        )
+        item_ops.append(delete)
+    yield _PathItem(f"{collection}/{{name}}", ("name", *ns_params, "pretty"), tuple(item_ops), kind)
+    if info.namespaced and "list" in verbs:
         yield _PathItem(
             f"{base}/{info.plural}",
             ("pretty",),
@@ -953,11 +959,21 @@ def _subresource_paths(
 ) -> Iterator[_PathItem]:
     kind = info.kind
     params = ("name", *ns_params, "pretty")
-    if "status" in info.subresources:
+    for sub in ("status", "approval"):
+        if sub in info.subresources:
+            yield _PathItem(
+                f"{collection}/{{name}}/{sub}",
+                params,
+                _item_ops(op, kind_def, f"{sub} of the specified {kind}", sub.capitalize()),
+                kind,
+            )
+    if "token" in info.subresources:
+        token_def = _definitions().kinds[(TOKEN_REQUEST.group_version, TOKEN_REQUEST.kind)]
+        create = _create_op(op, token_def, f"token of a {kind}", "Token")
         yield _PathItem(
-            f"{collection}/{{name}}/status",
+            f"{collection}/{{name}}/token",
             params,
-            _item_ops(op, kind_def, f"status of the specified {kind}", "Status"),
+            (dataclasses.replace(create, gvk=_gvk(TOKEN_REQUEST, TOKEN_REQUEST.kind)),),
             kind,
         )
     if "scale" in info.subresources:
@@ -1084,7 +1100,7 @@ def _gv_paths(group: str, version: str) -> list[_PathItem]:
     for info in RESOURCES:
         if (info.group, info.version) == (group, version):
             kind_def = defs.kinds[(info.group_version, info.kind)]
-            list_def = defs.kinds[(info.group_version, info.list_kind)]
+            list_def = defs.kinds.get((info.group_version, info.list_kind), "")
             items.extend(_resource_paths(info, kind_def, list_def))
     items.extend(_bindings_paths(group, version))
     return items
@@ -1527,39 +1543,60 @@ def unknown_fields(api_version: str, kind: str, obj: dict[str, Any]) -> list[str
     `spec.foo`, `spec.ports[0].bogus`, `metadata.labelz`; map values are walked as `field[key]`. Upstream
     stops after 100 and reports each once; so does this. Unknown kinds yield [].
     """
+    return list(dict.fromkeys(text for text, _ in unknown_field_paths(api_version, kind, obj)))[:100]
+
+
+FieldPath = tuple[str | int, ...]
+
+
+def unknown_field_paths(api_version: str, kind: str, obj: dict[str, Any]) -> list[tuple[str, FieldPath]]:
+    """Every field of `obj` its kind's schema does not know: upstream's text for it, and the keys and indices that
+    lead to it (the text alone does not say where a key holds a "." or is empty)."""
     defs = _definitions()
     name = defs.kinds.get((api_version, kind))
     if name is None:
         return []
-    found: list[str] = []
-    _walk({"$ref": name}, obj, "", defs.schemas, found)
-    return list(dict.fromkeys(found))[:100]
+    found: list[tuple[str, FieldPath]] = []
+    _walk({"$ref": name}, obj, "", (), defs.schemas, found)
+    return found
 
 
-def _walk(schema: Schema, value: Any, path: str, schemas: dict[str, Schema], found: list[str]) -> None:
+def _walk(
+    schema: Schema,
+    value: Any,
+    path: str,
+    steps: FieldPath,
+    schemas: dict[str, Schema],
+    found: list[tuple[str, FieldPath]],
+) -> None:
     while "$ref" in schema:
         schema = schemas[schema["$ref"]]
     if isinstance(value, dict):
-        _walk_object(schema, value, path, schemas, found)
+        _walk_object(schema, value, path, steps, schemas, found)
     elif isinstance(value, list) and "items" in schema:
         for i, item in enumerate(value):
-            _walk(schema["items"], item, f"{path}[{i}]", schemas, found)
+            _walk(schema["items"], item, f"{path}[{i}]", (*steps, i), schemas, found)
 
 
 def _walk_object(
-    schema: Schema, value: dict[str, Any], path: str, schemas: dict[str, Schema], found: list[str]
+    schema: Schema,
+    value: dict[str, Any],
+    path: str,
+    steps: FieldPath,
+    schemas: dict[str, Schema],
+    found: list[tuple[str, FieldPath]],
 ) -> None:
     properties = schema.get("properties")
     if properties is not None:
         for key, item in value.items():
             child = f"{path}.{key}" if path else key
             if key in properties:
-                _walk(properties[key], item, child, schemas, found)
+                _walk(properties[key], item, child, (*steps, key), schemas, found)
             else:
-                found.append(child)
+                found.append((child, (*steps, key)))
     elif isinstance(schema.get("additionalProperties"), dict):
         for key, item in value.items():
-            _walk(schema["additionalProperties"], item, f"{path}[{key}]", schemas, found)
+            _walk(schema["additionalProperties"], item, f"{path}[{key}]", (*steps, key), schemas, found)
 
 
 def strict_decoding_message(fields: Iterable[str]) -> str:

@@ -1,4 +1,5 @@
-"""The cluster CA and the apiserver's serving certificate, generated on first start and kept in the data dir."""
+"""The cluster CA, the apiserver's serving certificate and the service-account signing key, generated on first
+start and kept in the data dir."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
 SERVING_NAMES = (
@@ -89,3 +90,33 @@ def ensure_pki(directory: Path, extra_ips: tuple[str, ...] = ()) -> Pki:
     pki.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     pki.ca_cert.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     return pki
+
+
+SERVICE_ACCOUNT_KEY = "sa.key"  # kubeadm's names: the private key signs tokens, `sa.pub` is what verifiers need
+SERVICE_ACCOUNT_PUB = "sa.pub"
+
+
+def ensure_service_account_key(directory: Path) -> Path:
+    """The RSA key that signs service-account tokens (RS256, as upstream), created unless it exists and never
+    regenerated: tokens already handed out stay valid across restarts."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / SERVICE_ACCOUNT_KEY
+    if path.exists():
+        return path
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    )
+    public = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    (directory / SERVICE_ACCOUNT_PUB).write_bytes(public)
+    tmp = directory / f".{SERVICE_ACCOUNT_KEY}.tmp"
+    _write_private(tmp, pem)
+    tmp.replace(path)  # last and atomic: a start interrupted midway never leaves half a key to load
+    return path
+
+
+def load_service_account_key(path: Path) -> rsa.RSAPrivateKey:
+    key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    if not isinstance(key, rsa.RSAPrivateKey):
+        raise ValueError(f"{path}: the service-account key must be an RSA key (tokens are signed RS256)")
+    return key

@@ -20,6 +20,7 @@ the same defaults (a Service without ``type`` is ``ClusterIP``, a port without `
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -35,6 +36,7 @@ __all__ = [
     "Column",
     "Printer",
     "age",
+    "all_printers",
     "as_dict",
     "as_int",
     "as_list",
@@ -1066,7 +1068,7 @@ def table(
     when = now if now is not None else datetime.now(UTC)
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    printer = PRINTERS.get(resource.plural, DEFAULT_PRINTER)
+    printer = all_printers().get(resource.plural, DEFAULT_PRINTER)
 
     rows: list[dict[str, Any]] = []
     for obj in objects:
@@ -1094,7 +1096,10 @@ def table(
     }
 
 
-# The families' printers import this module's columns and accessors, so they are merged in last.
-from tinykube.apiserver.tables import FAMILY_PRINTERS  # noqa: E402
+@functools.cache
+def all_printers() -> dict[str, Printer]:
+    """This module's printers and the families' (tinykube/apiserver/tables/), which import this module's columns
+    and accessors: so they are read on first use, not at import."""
+    from tinykube.apiserver.tables import FAMILY_PRINTERS
 
-PRINTERS.update(FAMILY_PRINTERS)
+    return {**PRINTERS, **FAMILY_PRINTERS}

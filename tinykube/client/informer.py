@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import random
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from tinykube.api import errors
@@ -65,7 +66,10 @@ class Store:
         return len(self._objects)
 
     def add_index(self, name: str, fn: IndexFunc) -> None:
-        """Index objects by the values `fn(obj)` returns; objects already stored are indexed at once."""
+        """Index objects by the values `fn(obj)` returns; objects already stored are indexed at once. Adding the
+        same index again does nothing (a controller restarted on shared informers adds its indexes again)."""
+        if self._index_funcs.get(name) is fn:
+            return
         if name in self._index_funcs:
             raise ValueError(f"index {name!r} already exists")
         self._index_funcs[name] = fn
@@ -115,11 +119,45 @@ class Store:
         return list(self._objects.values())
 
 
+@dataclass(eq=False)
+class HandlerScope:
+    """The handlers that tasks started inside `with scope:` add, removed from every informer by `close()`.
+
+    Components that stop while the informers they shared run on (the controllers of a leader that stepped down)
+    must take their handlers with them, or a second term would see every event twice.
+    """
+
+    closed: bool = False
+    _informers: set[Informer] = field(default_factory=set)
+    _token: contextvars.Token[HandlerScope | None] | None = None
+
+    def __enter__(self) -> HandlerScope:
+        self._token = _SCOPE.set(self)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        assert self._token is not None
+        _SCOPE.reset(self._token)
+
+    def close(self) -> None:
+        self.closed = True
+        for informer in self._informers:
+            informer.remove_handlers(self)
+
+
+_SCOPE: contextvars.ContextVar[HandlerScope | None] = contextvars.ContextVar("informer_handler_scope", default=None)
+
+
 @dataclass(frozen=True, slots=True)
 class _Handlers:
     on_add: ObjectHandler | None
     on_update: UpdateHandler | None
     on_delete: ObjectHandler | None
+    scope: HandlerScope | None = None
+
+    @property
+    def dropped(self) -> bool:
+        return self.scope is not None and self.scope.closed
 
 
 async def _call(fn: Callable[..., Awaitable[None] | None] | None, *args: Object) -> None:
@@ -197,7 +235,10 @@ class Informer:
 
         A handler added once the store has objects first gets `on_add` for each of them, then events from there.
         """
-        handlers = _Handlers(on_add, on_update, on_delete)
+        scope = _SCOPE.get()
+        if scope is not None:
+            scope._informers.add(self)
+        handlers = _Handlers(on_add, on_update, on_delete, scope)
         if not self.store and not self._lock.locked():
             self._handlers.append(handlers)
             return
@@ -205,11 +246,18 @@ class Informer:
         self._late.add(task)
         task.add_done_callback(self._late.discard)
 
+    def remove_handlers(self, scope: HandlerScope) -> None:
+        """Drop the handlers added inside `scope` (an event being delivered may still reach them)."""
+        self._handlers = [h for h in self._handlers if h.scope is not scope]
+
     async def _join_late(self, handlers: _Handlers) -> None:
         async with self._lock:
             for obj in self.store.list():
+                if handlers.dropped:
+                    return
                 await _call(handlers.on_add, obj)
-            self._handlers.append(handlers)
+            if not handlers.dropped:  # its scope may have closed while it caught up
+                self._handlers.append(handlers)
 
     async def wait_synced(self) -> None:
         await self.synced.wait()

@@ -136,8 +136,9 @@ class RestClient:
         _raise_for_status(response.status, payload)
         return _loads(payload) if payload else None
 
-    async def get(self, resource: ResourceInfo, namespace: str, name: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self.request("GET", path_for(resource, namespace, name))
+    async def get(self, resource: ResourceInfo, namespace: str, name: str, **params: Any) -> dict[str, Any]:
+        """GET one object; `params` such as `resourceVersion="0"` (whatever the apiserver's cache has)."""
+        result: dict[str, Any] = await self.request("GET", path_for(resource, namespace, name), **params)
         return result
 
     async def list(self, resource: ResourceInfo, namespace: str = "", **params: Any) -> dict[str, Any]:

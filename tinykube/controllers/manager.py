@@ -36,6 +36,7 @@ Factory = Callable[[ControllerContext], Controller]
 
 
 def _factories() -> dict[str, Factory]:
+    from tinykube.controllers.clusterroleaggregation import ClusterRoleAggregationController
     from tinykube.controllers.deployment import DeploymentController
     from tinykube.controllers.endpoints import EndpointsController
     from tinykube.controllers.endpointslice import EndpointSliceController
@@ -44,7 +45,9 @@ def _factories() -> dict[str, Factory]:
     from tinykube.controllers.namespace import NamespaceController
     from tinykube.controllers.nodeipam import NodeIpamController
     from tinykube.controllers.replicaset import ReplicaSetController
+    from tinykube.controllers.resourcequota import ResourceQuotaController
     from tinykube.controllers.scheduler import Scheduler
+    from tinykube.controllers.serviceaccount import ServiceAccountsController
 
     return {
         "namespace": lambda ctx: NamespaceController(ctx.client),
@@ -53,9 +56,12 @@ def _factories() -> dict[str, Factory]:
         "endpointslicemirroring": EndpointSliceMirroringController,
         "nodeipam": lambda ctx: NodeIpamController(ctx, ctx.cluster_cidr),
         "replicaset": ReplicaSetController,
+        "resourcequota": ResourceQuotaController,
         "deployment": DeploymentController,
         "garbagecollector": GarbageCollector,
         "scheduler": Scheduler,
+        "serviceaccount": ServiceAccountsController,
+        "clusterrole-aggregation": ClusterRoleAggregationController,
     }
 
 
@@ -89,19 +95,22 @@ async def run_controllers(
     cluster_cidr: str = CLUSTER_CIDR,
     informers: SharedInformers | None = None,
 ) -> None:
-    """Run the named controllers until cancelled, on `informers` if given (their owner stops them)."""
-    from tinykube.client.informer import SharedInformers
+    """Run the named controllers until cancelled, on `informers` if given (their owner stops them, and they may be
+    run on again: the controllers' handlers leave with them)."""
+    from tinykube.client.informer import HandlerScope, SharedInformers
 
     owned = informers is None
     informers = informers or SharedInformers(client)
     ctx = ControllerContext(client, informers, cluster_cidr)
     factories = _factories()
-    tasks = [asyncio.create_task(factories[name](ctx).run(), name=f"{name}-controller") for name in names]
+    with HandlerScope() as handlers:  # the tasks inherit it: what they register is theirs
+        tasks = [asyncio.create_task(factories[name](ctx).run(), name=f"{name}-controller") for name in names]
     try:
         await asyncio.gather(*tasks)
     finally:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        handlers.close()
         if owned:
             await informers.stop()

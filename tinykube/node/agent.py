@@ -1,8 +1,11 @@
-"""The node agent (a minimal kubelet): registers its Node, keeps it Ready with heartbeats, runs the pods bound to
-it through a runtime, and reports their status.
+"""The node agent (a minimal kubelet): registers its Node, says it is alive by renewing its Lease in
+`kube-node-lease`, keeps its Node status current, runs the pods bound to it through a runtime, and reports their
+status.
 
-Like the kubelet it talks to the apiserver only through the REST API: a Node create plus status patches, and one
-pod watch limited to `spec.nodeName=<node>`.
+Like the kubelet it talks to the apiserver only through the REST API: a Node create, its Lease's renewals, status
+patches, and one pod watch limited to `spec.nodeName=<node>`. As upstream's since node leases, the Node status is
+computed every 10 s against the Node as the apiserver caches it, but written only when it changed (heartbeat times
+aside) or every 5 minutes: liveness is the Lease's job, and every Node write reaches every Node watcher.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from tinykube.client.informer import Informer, object_key
 from tinykube.client.rest import RestClient, TransportError
 from tinykube.client.workqueue import WorkQueue, run_workers
 from tinykube.node.kubelet_server import ENDPOINT_ANNOTATION, KubeletServer
+from tinykube.node.lease import LEASE_DURATION, NodeLease
 from tinykube.node.runtime import NoFreeAddress, PodAddresses, Runtime
 from tinykube.node.status import CONDITION_ORDER, PodState, pod_status
 
@@ -30,7 +34,8 @@ log = logging.getLogger(__name__)
 Object = dict[str, Any]
 PODS, NODES = builtin("", "v1", "pods"), builtin("", "v1", "nodes")
 KUBELET_VERSION = "v1.32.0-tinykube"
-HEARTBEAT = 10.0  # seconds, as the kubelet's --node-status-update-frequency
+HEARTBEAT = 10.0  # seconds, as the kubelet's nodeStatusUpdateFrequency: how often the status is computed
+STATUS_REPORT_FREQUENCY = 300.0  # seconds, the kubelet's nodeStatusReportFrequency: written at least this often
 WORKERS = 8
 NO_ADDRESS_RETRY = 5.0  # seconds
 DEFAULT_GRACE = 30  # seconds, the API's default terminationGracePeriodSeconds
@@ -48,6 +53,8 @@ class NodeConfig:
     ip: str  # InternalIP, and every pod's hostIP
     labels: dict[str, str] | None = None
     heartbeat: float = HEARTBEAT
+    status_report_frequency: float = STATUS_REPORT_FREQUENCY
+    lease_duration: int = LEASE_DURATION  # seconds; renewed every quarter of it
 
 
 def node_object(config: NodeConfig, kubelet_port: int) -> Object:
@@ -105,6 +112,20 @@ def node_status(config: NodeConfig, kubelet_port: int, previous: list[Object] | 
     }
 
 
+def node_status_changed(found: Object, status: Object) -> bool:
+    """Whether `status` differs from `found` (the Node's status as stored) on the fields it sets, heartbeat times
+    aside: upstream's nodeStatusHasChanged. A condition someone else changed (a node-lifecycle controller's
+    Unknown) is a change, so the next status computation puts it right."""
+    if any(found.get(key) != value for key, value in status.items() if key != "conditions"):
+        return True
+    stored = {c.get("type"): c for c in found.get("conditions") or []}
+    for condition in status["conditions"]:
+        was = stored.get(condition["type"]) or {}
+        if any(was.get(key) != value for key, value in condition.items() if key != "lastHeartbeatTime"):
+            return True
+    return False
+
+
 def _reported(pod: Object, status: Object) -> bool:
     """Whether the pod already shows `status` (compared on the fields we set)."""
     current = pod.get("status") or {}
@@ -125,22 +146,26 @@ class NodeAgent:
         self.started_at: dict[str, str] = {}  # pod key -> startTime, for the pods the runtime runs
         self.last_seen: dict[str, Object] = {}  # pod key -> the pod as last synced, for its grace period once gone
         self.registered = asyncio.Event()  # the Node exists with its pod CIDR
-        self._conditions: list[Object] = []  # the Node's conditions as found at registration, then as reported
+        self.lease = NodeLease(client, config.name, duration=config.lease_duration)
+        self._reported_at = 0.0  # loop time of the last status write
 
     # Node
 
-    async def register(self) -> str:
-        """Create (or take over) the Node, mark it Ready, and wait for its pod CIDR; returns the CIDR."""
+    async def register(self) -> Object:
+        """Create (or take over) the Node and report its status; returns the Node."""
         node = node_object(self.config, self.kubelet.port)
         try:
-            await self.client.create(NODES, "", node)
+            found = await self.client.create(NODES, "", node)
         except errors.AlreadyExists:  # a restart: take it over, pointing the apiserver at this kubelet endpoint
             found = await self.client.patch(
                 NODES, "", self.config.name, {"metadata": {"annotations": node["metadata"]["annotations"]}}
             )
-            self._conditions = list((found.get("status") or {}).get("conditions") or [])  # their transition times
-        await self._heartbeat()
-        while True:  # the node IPAM controller assigns it: watch our Node from what we read until it has one
+        await self._update_status(found, force=True)
+        return found
+
+    async def pod_cidr(self) -> str:
+        """Wait for the node IPAM controller to give the Node its pod CIDR: watch our Node from what we read."""
+        while True:
             node = await self.client.get(NODES, "", self.config.name)
             selector = f"metadata.name={self.config.name}"
             version = node["metadata"]["resourceVersion"]
@@ -159,43 +184,55 @@ class NodeAgent:
                 return str(cidr)
             await asyncio.sleep(1.0)  # the watch broke off: read again
 
-    async def _heartbeat(self) -> None:
-        status = node_status(self.config, self.kubelet.port, self._conditions)
-        await self.client.patch(NODES, "", self.config.name, {"status": status}, subresource="status")
-        self._conditions = status["conditions"]
+    async def _update_status(self, node: Object | None = None, *, force: bool = False) -> None:
+        """The kubelet's tryUpdateNodeStatus: the status computed against the Node (`node`, else as the apiserver's
+        cache has it), written if it changed or a report is due; conditions keep their `lastTransitionTime`."""
+        if node is None:
+            node = await self.client.get(NODES, "", self.config.name, resourceVersion="0")
+        found = node.get("status") or {}
+        status = node_status(self.config, self.kubelet.port, found.get("conditions") or [])
+        clock = asyncio.get_running_loop().time()
+        due = force or clock - self._reported_at >= self.config.status_report_frequency
+        if due or node_status_changed(found, status):
+            await self.client.patch(NODES, "", self.config.name, {"status": status}, subresource="status")
+            self._reported_at = clock
 
-    async def _heartbeats(self) -> None:
+    async def _status_updates(self) -> None:
         while True:
             await asyncio.sleep(self.config.heartbeat)
             try:
-                await self._heartbeat()
+                await self._update_status()
             except Exception as err:  # the apiserver may be away: keep running pods, try again
-                log.warning("node %s: heartbeat failed: %s", self.config.name, err)
+                log.warning("node %s: status update failed: %s", self.config.name, err)
 
     # Pods
 
     async def run(self) -> None:
         await self.kubelet.start()
-        cidr = await self.register()
-        self.addresses = PodAddresses(cidr)
-        self.runtime = self.make_runtime(cidr)
-        self.runtime.on_change = self._runtime_changed
-        self.registered.set()
-        self.pods.add_handler(
-            on_add=self._pod_seen, on_update=lambda _old, new: self._pod_seen(new), on_delete=self._pod_seen
-        )
-        watch = asyncio.create_task(self.pods.run(), name=f"node {self.config.name} pods")
-        heartbeats = asyncio.create_task(self._heartbeats(), name=f"node {self.config.name} heartbeats")
+        tasks: list[asyncio.Task[None]] = []
         try:
+            await self.register()
+            tasks.append(asyncio.create_task(self.lease.run(), name=f"node {self.config.name} lease"))
+            tasks.append(asyncio.create_task(self._status_updates(), name=f"node {self.config.name} status"))
+            cidr = await self.pod_cidr()
+            self.addresses = PodAddresses(cidr)
+            self.runtime = self.make_runtime(cidr)
+            self.runtime.on_change = self._runtime_changed
+            self.registered.set()
+            self.pods.add_handler(
+                on_add=self._pod_seen, on_update=lambda _old, new: self._pod_seen(new), on_delete=self._pod_seen
+            )
+            tasks.append(asyncio.create_task(self.pods.run(), name=f"node {self.config.name} pods"))
             await self.pods.wait_synced()
             await self.runtime.prune(self.pods.store.list())  # what a killed agent left of pods deleted since
             await run_workers(self.queue, WORKERS, self.sync)
         finally:
             self.queue.shutdown()
-            for task in (watch, heartbeats):
+            for task in tasks:  # the Lease among them: a stopped agent stops saying it is alive
                 task.cancel()
-            await asyncio.gather(watch, heartbeats, return_exceptions=True)
-            await self.runtime.close()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if self.runtime is not None:
+                await self.runtime.close()
             await self.kubelet.stop()
 
     def _pod_seen(self, pod: Object) -> None:

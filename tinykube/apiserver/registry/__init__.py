@@ -5,7 +5,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tinykube.api.resources import STORED, by_path
-from tinykube.apiserver.registry import apps, cluster, config, core, rbac, storage, workloads
+from tinykube.apiserver.registry import (
+    admissionregistration,
+    apps,
+    autoscaling,
+    batch,
+    certificates,
+    cluster,
+    config,
+    core,
+    flowcontrol,
+    networking,
+    rbac,
+    storage,
+    workloads,
+)
 from tinykube.apiserver.registry.generic import Registry, Request, Strategy
 from tinykube.apiserver.registry.service import ServiceStrategy
 
@@ -22,7 +36,13 @@ def strategies(service_pools: ServicePools, event_ttl: float = 3600.0) -> dict[s
         **config.STRATEGIES,
         **storage.STRATEGIES,
         **workloads.STRATEGIES,
+        **batch.STRATEGIES,
+        **autoscaling.STRATEGIES,
         **cluster.STRATEGIES,
+        **certificates.STRATEGIES,
+        **networking.STRATEGIES,
+        **admissionregistration.STRATEGIES,
+        **flowcontrol.STRATEGIES,
         **rbac.STRATEGIES,
     }
     found = {r.plural: kinds.get(r.plural, Strategy)(r) for r in STORED}

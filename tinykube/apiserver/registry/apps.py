@@ -22,7 +22,7 @@ from tinykube.api.meta import qualified_name, regex_error, validate_labels
 from tinykube.api.resources import SCALE
 from tinykube.api.selectors import selector_from_label_selector
 from tinykube.apiserver.printers import label_selector_text
-from tinykube.apiserver.registry.core import default_pod_spec
+from tinykube.apiserver.registry.core import default_object, default_pod_spec
 from tinykube.apiserver.registry.generic import SYSTEM_FIELDS, Registry, Request, Strategy
 from tinykube.apiserver.registry.podvalidation import validate_pod_spec
 from tinykube.apiserver.registry.service_validation import GoSyntaxError, go_slice
@@ -57,7 +57,7 @@ def _go_selector(selector: Any) -> str:
     selector = selector if isinstance(selector, dict) else {}
     exprs = selector.get("matchExpressions")
     if isinstance(exprs, list):
-        rendered = "[]v1.LabelSelectorRequirement{" + ", ".join(_go_requirement(e) for e in exprs) + "}"
+        rendered = "[]v1.LabelSelectorRequirement{" + ", ".join(_go_requirement(_dict(e)) for e in exprs) + "}"
     else:
         rendered = "[]v1.LabelSelectorRequirement(nil)"
     return f"v1.LabelSelector{{MatchLabels:{_go_string_map(selector.get('matchLabels'))}, MatchExpressions:{rendered}}}"
@@ -106,9 +106,13 @@ def _validate_selector(selector: Any, field: str) -> list[FieldError]:
     """Upstream's checks of a workload's `spec.selector` (required, well-formed, not empty)."""
     if selector is None:
         return [required(field)]
-    selector = _dict(selector)
+    if not isinstance(selector, dict):
+        return [invalid(field, selector, "must be an object")]
     errs = validate_labels(selector.get("matchLabels") or {}, f"{field}.matchLabels")
     exprs = selector.get("matchExpressions") or []
+    if not isinstance(exprs, list):
+        errs.append(invalid(f"{field}.matchExpressions", exprs, "must be a list"))
+        exprs = []
     for i, expr in enumerate(exprs):
         errs += _validate_requirement(_dict(expr), f"{field}.matchExpressions[{i}]")
     if not selector.get("matchLabels") and not exprs:
@@ -241,7 +245,9 @@ def _validate_strategy(strategy: dict[str, Any]) -> list[FieldError]:
     if kind == ROLLING_UPDATE:
         if rolling is None:
             return [required("spec.strategy.rollingUpdate", "this should be defaulted and never be nil")]
-        return _validate_rolling_update(_dict(rolling), "spec.strategy.rollingUpdate")
+        if not isinstance(rolling, dict):
+            return [invalid("spec.strategy.rollingUpdate", rolling, "must be an object")]
+        return _validate_rolling_update(rolling, "spec.strategy.rollingUpdate")
     pointer = "nil" if rolling is None else "0xc000000000"  # Go prints the pointer's address
     rendered = (
         f"apps.DeploymentStrategy{{Type:{go_value(kind)}, RollingUpdate:(*apps.RollingUpdateDeployment)({pointer})}}"
@@ -267,14 +273,18 @@ class DeploymentStrategy(Strategy):
     tracks_generation = True
 
     def default(self, obj: dict[str, Any]) -> None:
-        spec = obj.setdefault("spec", {})
+        spec = default_object(obj, "spec")
+        if not isinstance(spec, dict):
+            return  # validation reports it
         spec.setdefault("replicas", 1)
-        strategy = spec.setdefault("strategy", {})
-        strategy.setdefault("type", ROLLING_UPDATE)
-        if strategy["type"] == ROLLING_UPDATE:
-            rolling = strategy.setdefault("rollingUpdate", {})
-            rolling.setdefault("maxUnavailable", "25%")
-            rolling.setdefault("maxSurge", "25%")
+        strategy = default_object(spec, "strategy")
+        if isinstance(strategy, dict):
+            strategy.setdefault("type", ROLLING_UPDATE)
+            rolling = default_object(strategy, "rollingUpdate") if strategy["type"] == ROLLING_UPDATE else None
+            if isinstance(rolling, dict):
+                for field in ("maxUnavailable", "maxSurge"):
+                    if rolling.get(field) is None:  # JSON null is no value: defaulted as a missing one
+                        rolling[field] = "25%"
         spec.setdefault("revisionHistoryLimit", 10)
         spec.setdefault("progressDeadlineSeconds", 600)
         _default_template(spec)
@@ -289,7 +299,9 @@ class DeploymentStrategy(Strategy):
         return changed or super().bumps_generation(new, old)
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-        errs = _validate_deployment_spec(_dict(obj.get("spec")))
+        if not isinstance(obj.get("spec"), dict):
+            return [invalid("spec", obj.get("spec"), "must be an object")]
+        errs = _validate_deployment_spec(obj["spec"])
         errs += _immutable_selector(obj, old)
         status_fields = ("updatedReplicas", "readyReplicas", "availableReplicas", "unavailableReplicas")
         errs += _status_errors(_dict(obj.get("status")), status_fields, "cannot be greater than status.replicas")
@@ -304,16 +316,21 @@ class ReplicaSetStrategy(Strategy):
     tracks_generation = True
 
     def default(self, obj: dict[str, Any]) -> None:
-        spec = obj.setdefault("spec", {})
-        spec.setdefault("replicas", 1)
-        _default_template(spec)
-        obj.setdefault("status", {}).setdefault("replicas", 0)  # not omitempty in ReplicaSetStatus
+        spec = default_object(obj, "spec")
+        if isinstance(spec, dict):
+            spec.setdefault("replicas", 1)
+            _default_template(spec)
+        status = default_object(obj, "status")
+        if isinstance(status, dict):
+            status.setdefault("replicas", 0)  # not omitempty in ReplicaSetStatus
 
     def prepare_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
         _keep_spec(new, old, keep_labels=False)
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-        errs = _validate_workload_spec(_dict(obj.get("spec"))) + _immutable_selector(obj, old)
+        if not isinstance(obj.get("spec"), dict):
+            return [invalid("spec", obj.get("spec"), "must be an object")]
+        errs = _validate_workload_spec(obj["spec"]) + _immutable_selector(obj, old)
         status_fields = ("fullyLabeledReplicas", "readyReplicas", "availableReplicas")
         too_many = "cannot be greater than the number of replicas"
         return errs + _status_errors(_dict(obj.get("status")), status_fields, too_many)

@@ -9,8 +9,7 @@ from `default`, which runs where upstream decodes. Decoding also normalizes what
 here: bytes are re-encoded as canonical base64, a Secret's `stringData` is merged into `data` and never stored, and
 quantities take their canonical form ("1000m" is stored as "1"), as upstream's round trip through its Go types does.
 
-`Quantity` is a small port of apimachinery's `resource.Quantity` (parsing, the canonical string, Go's `%#v`), shared
-with the storage kinds.
+Quantities are parsed by `tinykube.api.quantity` (a port of apimachinery's `resource.Quantity`).
 """
 
 from __future__ import annotations
@@ -20,8 +19,6 @@ import json
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 from tinykube.api import errors
@@ -35,6 +32,7 @@ from tinykube.api.errors import (
     required,
 )
 from tinykube.api.meta import qualified_name, validate_labels
+from tinykube.api.quantity import MAX_MILLI_VALUE, Quantity, QuantityError, parse_quantity
 from tinykube.api.resources import ResourceInfo
 from tinykube.apiserver.registry.core import default_pod_spec
 from tinykube.apiserver.registry.generic import Strategy
@@ -46,145 +44,16 @@ IMMUTABLE = "field is immutable"
 IMMUTABLE_WHEN_SET = "field is immutable when `immutable` is set"
 NONNEGATIVE = "must be greater than or equal to 0"
 
-# ---- Quantity ---------------------------------------------------------------------------------------------------
 
-QUANTITY_PATTERN = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
-FORMAT_WRONG = f"quantities must match the regular expression '{QUANTITY_PATTERN}'"
-NUMERIC = "unable to parse numeric part of quantity"
-SUFFIX = "unable to parse quantity's suffix"
-
-# parseQuantityString's grammar: sign, digits, an optional fraction, then suffix letters, a sign and digits.
-_QUANTITY_PARTS = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*[-+]?[0-9]*)")
-_DECIMAL_SUFFIXES = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-_DECIMAL_BY_EXPONENT = {exponent: suffix for suffix, exponent in _DECIMAL_SUFFIXES.items()}
-_BINARY_SUFFIXES = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_BINARY_BY_POWER = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
-_MAX_DIGITS = 1000  # Go's big decimals take any size; Python's int parsing stops at 4300 digits
-_INT64_MAX = 2**63 - 1
-_NANO = 10**9
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
-class QuantityError(ValueError):
-    """A quantity that does not parse; the message is apimachinery's."""
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
-@dataclass(frozen=True, slots=True)
-class Quantity:
-    """A parsed `resource.Quantity`: its exact value (rounded up to nano units, as upstream rounds), its format, and
-    Go's `%#v` of the parsed struct (the value field errors show)."""
-
-    value: Fraction
-    format: str  # "DecimalSI", "BinarySI" or "DecimalExponent"
-    go: str
-
-    def __str__(self) -> str:
-        """The canonical form upstream serializes (`Quantity.String`)."""
-        if self.value == 0:
-            return "0"
-        if self.format == "BinarySI" and abs(self.value) >= 1024 and self.value.denominator == 1:
-            return _base1024(int(self.value))
-        return _base10(self.value, "DecimalExponent" if self.format == "DecimalExponent" else "DecimalSI")
-
-    def whole(self) -> int:
-        """`Value()`: rounded up, away from zero."""
-        return _round_up(self.value)
-
-    def milli(self) -> int:
-        """`MilliValue()`: thousandths, rounded up, away from zero."""
-        return _round_up(self.value * 1000)
-
-
-def _round_up(value: Fraction) -> int:
-    return math.ceil(value) if value >= 0 else math.floor(value)
-
-
-def _base10(value: Fraction, fmt: str) -> str:
-    """Mantissa and a power of ten that is a multiple of three, with the SI suffix (or `e<n>`) for the power."""
-    mantissa, exponent = int(value * _NANO), -9
-    while mantissa % 10 == 0:
-        mantissa, exponent = mantissa // 10, exponent + 1
-    shift = exponent % 3
-    mantissa, exponent = mantissa * 10**shift, exponent - shift
-    if fmt == "DecimalSI" and exponent in _DECIMAL_BY_EXPONENT:
-        return f"{mantissa}{_DECIMAL_BY_EXPONENT[exponent]}"
-    return f"{mantissa}e{exponent}" if exponent else str(mantissa)
-
-
-def _base1024(number: int) -> str:
-    power = 0
-    while number % 1024 == 0 and power < len(_BINARY_BY_POWER) - 1:
-        number, power = number // 1024, power + 1
-    return f"{number}{_BINARY_BY_POWER[power]}"
-
-
-def _interpret(suffix: str) -> tuple[int, int, str]:
-    """(base, exponent, format) of a suffix, as apimachinery's suffixer reads it."""
-    if suffix in _DECIMAL_SUFFIXES:
-        return 10, _DECIMAL_SUFFIXES[suffix], "DecimalSI"
-    if suffix in _BINARY_SUFFIXES:
-        return 2, _BINARY_SUFFIXES[suffix], "BinarySI"
-    if len(suffix) > 1 and suffix[0] in "eE" and re.fullmatch(r"[+-]?[0-9]+", suffix[1:]):
-        return 10, int(suffix[1:]), "DecimalExponent"
-    raise QuantityError(SUFFIX)
-
-
-def _quantity_text(raw: Any) -> str:
-    """The text `Quantity.UnmarshalJSON` parses: a JSON string's content or a number's literal, trimmed."""
-    if raw is None:
-        return "0"  # a null quantity is the zero quantity
-    if isinstance(raw, bool) or not isinstance(raw, str | int | float):
-        raise QuantityError(FORMAT_WRONG)
-    try:
-        return str(raw).strip()
-    except ValueError:  # an integer beyond Python's conversion limit
-        raise QuantityError(NUMERIC) from None
-
-
-def parse_quantity(raw: Any) -> Quantity:
-    """apimachinery's `ParseQuantity` (after `UnmarshalJSON`); raises `QuantityError` with upstream's message."""
-    text = _quantity_text(raw)
-    if text == "0":
-        return Quantity(Fraction(0), "DecimalSI", _go_quantity(0, 0, '"0"', "DecimalSI"))
-    match = _QUANTITY_PARTS.fullmatch(text)
-    if not text or match is None:
-        raise QuantityError(FORMAT_WRONG)
-    sign, digits, denom, suffix = match.group(1), match.group(2), match.group(3) or "", match.group(4)
-    base, exponent, fmt = _interpret(suffix)
-    num = digits.lstrip("0") or "0"
-    if len(num) + len(denom) > _MAX_DIGITS or abs(exponent) > _MAX_DIGITS:
-        raise QuantityError(NUMERIC)
-    magnitude = Fraction(int(num + denom), 10 ** len(denom)) * Fraction(base) ** exponent
-    if fmt == "BinarySI":
-        magnitude = min(magnitude, Fraction(_INT64_MAX))  # upstream caps binary quantities
-    value = Fraction(math.ceil(magnitude * _NANO), _NANO) * (-1 if sign == "-" else 1)
-    return Quantity(value, fmt, _go_parsed(text, sign != "-", num, denom, exponent, fmt))
-
-
-def _go_parsed(text: str, positive: bool, num: str, denom: str, exponent: int, fmt: str) -> str:
-    """Go's `%#v` of what `ParseQuantity` returns: its int64 fast path (value, scale, and the input kept as the
-    cached string when it is already canonical), else a big decimal behind a pointer."""
-    if fmt == "BinarySI":
-        fast = exponent >= 0 and not denom and 15 - len(num) - exponent * 3 // 10 - 1 >= 0
-        scale, digits, factor = 0, num, 1 << max(exponent, 0)
-    else:
-        scale, digits, factor = exponent - len(denom), num + denom, 1
-        fast = 18 - len(num) - len(denom) >= 0 and scale >= -9
-    amount = int(digits) * factor if fast else 0
-    if not fast or amount > _INT64_MAX:
-        return _go_quantity(0, 0, '""', fmt, big=True)
-    if fmt == "BinarySI":
-        canonical = exponent % 10 == 0 and int(digits) & 0x07 != 0
-    else:
-        canonical = scale % 3 == 0 and not digits.endswith("000") and not digits.startswith("0")
-    return _go_quantity(amount if positive else -amount, scale, go_value(text if canonical else ""), fmt)
-
-
-def _go_quantity(amount: int, scale: int, cached: str, fmt: str, *, big: bool = False) -> str:
-    pointer = "0xc000000000" if big else "nil"  # Go prints a big decimal's address
-    return (
-        f"resource.Quantity{{i:resource.int64Amount{{value:{amount}, scale:{scale}}}, "
-        f"d:resource.infDecAmount{{Dec:(*inf.Dec)({pointer})}}, s:{cached}, Format:{go_value(fmt)}}}"
-    )
+# ---- Quantity (the port lives in tinykube.api.quantity, shared with admission and the quota controller) ----
 
 
 def go_resource_list(quantities: Any) -> str:
@@ -373,7 +242,7 @@ class ConfigMapStrategy(Strategy):
             if key in binary:
                 errs.append(invalid(f"data[{key}]", key, "duplicate of key present in binaryData"))
         errs += _key_errors(binary, "binaryData")
-        size = sum(len(value.encode()) for value in data.values())
+        size = sum(len(value.encode("utf-8", "surrogatepass")) for value in data.values())
         size += sum(len(base64.b64decode(value)) for value in binary.values())
         return errs + ([_too_long("[]", MAX_SECRET_SIZE)] if size > MAX_SECRET_SIZE else [])
 
@@ -414,8 +283,7 @@ def _secret_type_errors(obj: dict[str, Any], data: dict[str, bytes]) -> list[Fie
     """The keys each built-in Secret type requires."""
     kind = obj.get("type")
     if kind == "kubernetes.io/service-account-token":
-        annotations = obj["metadata"].get("annotations") or {}
-        if not annotations.get(SERVICE_ACCOUNT_NAME_KEY):
+        if not _dict(obj["metadata"].get("annotations")).get(SERVICE_ACCOUNT_NAME_KEY):
             return [required(f"metadata.annotations[{SERVICE_ACCOUNT_NAME_KEY}]")]
     elif kind in ("kubernetes.io/dockercfg", "kubernetes.io/dockerconfigjson"):
         key = DOCKER_CONFIG_KEY if kind == "kubernetes.io/dockercfg" else DOCKER_CONFIG_JSON_KEY
@@ -434,13 +302,19 @@ def _secret_type_errors(obj: dict[str, Any], data: dict[str, bytes]) -> list[Fie
     return []
 
 
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v", "\\": "\\\\"}
+
+
 def _go_char(text: str) -> str:
-    """Go's `quoteChar`, as encoding/json quotes the character it stumbled on."""
-    if text == "'":
-        return "'\\''"
-    if text == '"':
-        return "'\"'"
-    return "'" + json.dumps(text)[1:-1] + "'"
+    """Go's `quoteChar` of the byte encoding/json stumbled on (the first byte of a multi-byte character)."""
+    char = chr(text.encode("utf-8", "surrogatepass")[0])
+    if char in ("'", '"'):
+        return "'\\''" if char == "'" else "'\"'"
+    if char in _GO_ESCAPES:
+        return f"'{_GO_ESCAPES[char]}'"
+    if char.isprintable():
+        return f"'{char}'"
+    return f"'\\x{ord(char):02x}'" if ord(char) < 0x80 else f"'\\u{ord(char):04x}'"
 
 
 class _GoRejects(ValueError):
@@ -509,8 +383,10 @@ def _innermost_open(prefix: str) -> str:
     stack: list[str] = []
     in_string = escaped = False
     for char in prefix:
-        if in_string:
-            escaped, in_string = (not escaped and char == "\\"), in_string and (escaped or char != '"')
+        if escaped:
+            escaped = False
+        elif in_string:
+            escaped, in_string = char == "\\", char != '"'
         elif char == '"':
             in_string = True
         elif char in "[{":
@@ -524,9 +400,8 @@ def _innermost_open(prefix: str) -> str:
 
 
 class ServiceAccountStrategy(Strategy):
-    def prepare_create(self, obj: dict[str, Any]) -> None:
-        """A new ServiceAccount's secret references keep only their names (`cleanSecretReferences`)."""
-        super().prepare_create(obj)
+    def default(self, obj: dict[str, Any]) -> None:
+        """Secret references keep only their names, on every write (`cleanSecretReferences`)."""
         secrets = obj.get("secrets")
         if isinstance(secrets, list):
             obj["secrets"] = [_name_only(ref) for ref in secrets]
@@ -654,17 +529,11 @@ def quantity_value_errors(name: str, quantity: Quantity, field: str) -> list[Fie
 # ---- LimitRange ---------------------------------------------------------------------------------------------------
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 class LimitRangeStrategy(Strategy):
     def default(self, obj: dict[str, Any]) -> None:
         """Quantities in canonical form; a Container limit defaults its limit to max and its request to the limit
         or min (`SetDefaults_LimitRangeItem`)."""
-        for item in _dict(obj.get("spec")).get("limits") or []:
-            if not isinstance(item, dict):
-                continue
+        for item in _dicts(_dict(obj.get("spec")).get("limits")):
             for field in ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio"):
                 canonical_quantities(self.resource, item.get(field))
             if item.get("type") == "Container":
@@ -781,9 +650,6 @@ def _limit_order_errors(values: dict[str, Quantity | None], name: str, path: str
     return errs
 
 
-_MAX_MILLI = _INT64_MAX // 1000  # resource.MaxMilliValue
-
-
 def _ratio_errors(ratio: Quantity | None, low: Quantity | None, high: Quantity | None, field: str) -> list[FieldError]:
     """A limit may exceed the request by `ratio` at most: at least 1, and no more than max/min allows (compared
     in thousandths unless that would overflow, then in whole units, as upstream)."""
@@ -794,7 +660,7 @@ def _ratio_errors(ratio: Quantity | None, low: Quantity | None, high: Quantity |
         errs.append(GoSyntaxError(ErrorType.INVALID, field, ratio.go, f"ratio {ratio} is less than 1"))
     if low is not None and high is not None:
         most, lo, hi = float(ratio.whole()), low.whole(), high.whole()
-        if ratio.whole() < _MAX_MILLI and lo < _MAX_MILLI and hi < _MAX_MILLI:
+        if ratio.whole() < MAX_MILLI_VALUE and lo < MAX_MILLI_VALUE and hi < MAX_MILLI_VALUE:
             most, lo, hi = ratio.milli() / 1000, low.milli(), high.milli()
         limit = _go_divide(hi, lo)
         if most > limit:
@@ -846,6 +712,13 @@ class ResourceQuotaStrategy(Strategy):
 
     def default(self, obj: dict[str, Any]) -> None:
         canonical_quantities(self.resource, _dict(obj.get("spec")).get("hard"))
+        self._canonical_status(obj)
+
+    def prepare_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        super().prepare_status_update(new, old)
+        self._canonical_status(new)  # a status write is decoded too
+
+    def _canonical_status(self, obj: dict[str, Any]) -> None:
         status = _dict(obj.get("status"))
         for field in ("hard", "used"):
             canonical_quantities(self.resource, status.get(field))
@@ -910,7 +783,7 @@ def _scope_selector_errors(spec: dict[str, Any]) -> list[FieldError]:
     path = "spec.scopeSelector.matchExpressions"
     errs: list[FieldError] = []
     scopes: set[str] = set()
-    for expr in [e for e in selector.get("matchExpressions") or [] if isinstance(e, dict)]:
+    for expr in _dicts(selector.get("matchExpressions")):
         scope, operator, values = str(expr.get("scopeName", "")), expr.get("operator", ""), expr.get("values") or []
         if scope not in _SCOPES:
             errs.append(invalid(f"{path}.scopeName", scope, "unsupported scope"))
@@ -941,7 +814,7 @@ def _selector_operator_errors(operator: Any, values: Any, path: str) -> list[Fie
 
 
 def _go_scope_selector(selector: dict[str, Any]) -> str:
-    exprs = [e for e in selector.get("matchExpressions") or [] if isinstance(e, dict)]
+    exprs = _dicts(selector.get("matchExpressions"))
     rendered = ", ".join(
         "core.ScopedResourceSelectorRequirement{"
         f"ScopeName:{go_value(str(e.get('scopeName', '')))}, Operator:{go_value(str(e.get('operator', '')))}, "

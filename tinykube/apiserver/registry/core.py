@@ -7,7 +7,7 @@ import copy
 from typing import Any
 
 from tinykube.api import errors
-from tinykube.api.errors import FieldError, not_supported, required
+from tinykube.api.errors import FieldError, invalid, not_supported, required
 from tinykube.api.meta import dns1123_label, now
 from tinykube.apiserver.registry.generic import Strategy
 from tinykube.apiserver.registry.podvalidation import validate_pod_spec
@@ -26,11 +26,18 @@ class NamespaceStrategy(Strategy):
             raise errors.forbidden_request("namespaces", name, "this namespace may not be deleted")
 
     def default(self, obj: dict[str, Any]) -> None:
-        spec = obj.setdefault("spec", {})
-        spec.setdefault("finalizers", ["kubernetes"])
-        obj.setdefault("status", {}).setdefault("phase", "Active")
-        labels = obj["metadata"].setdefault("labels", {})
-        labels["kubernetes.io/metadata.name"] = obj["metadata"].get("name", "")
+        spec = default_object(obj, "spec")
+        if isinstance(spec, dict):
+            spec.setdefault("finalizers", ["kubernetes"])
+        status = default_object(obj, "status")
+        if isinstance(status, dict):
+            status.setdefault("phase", "Active")
+        labels = default_object(obj["metadata"], "labels")
+        if isinstance(labels, dict):
+            labels["kubernetes.io/metadata.name"] = obj["metadata"].get("name", "")
+
+    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+        return _objects(obj, "spec", "status")
 
     def finalizing(self, obj: dict[str, Any]) -> bool:
         return bool(obj["metadata"].get("finalizers") or (obj.get("spec") or {}).get("finalizers"))
@@ -55,15 +62,19 @@ class PodStrategy(Strategy):
 
     def prepare_create(self, obj: dict[str, Any]) -> None:
         super().prepare_create(obj)
+        obj["status"] = {"phase": "Pending"}
+
+    def prepare_admitted(self, obj: dict[str, Any]) -> None:
+        """The QoS class of the pod as admitted (LimitRanger may have given its containers resources)."""
         spec = obj["spec"]
-        obj["status"] = {"phase": "Pending", "qosClass": qos_class(spec) if isinstance(spec, dict) else "BestEffort"}
+        obj["status"]["qosClass"] = qos_class(spec) if isinstance(spec, dict) else "BestEffort"
 
     def default(self, obj: dict[str, Any]) -> None:
         spec = obj.setdefault("spec", {})
         if not isinstance(spec, dict):
             return  # validation reports it
         default_pod_spec(spec)
-        for container in [*_dicts(spec.get("initContainers")), *_dicts(spec.get("containers"))]:
+        for container in [*dicts(spec.get("initContainers")), *dicts(spec.get("containers"))]:
             _default_requests_to_limits(container)
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
@@ -82,20 +93,42 @@ def default_pod_spec(spec: dict[str, Any]) -> None:
     ):
         spec.setdefault(field, value)
     for key in ("initContainers", "containers", "ephemeralContainers"):
-        for container in _dicts(spec.get(key)):
+        for container in dicts(spec.get(key)):
             _default_container(container)
-    for volume in _dicts(spec.get("volumes")):
+    for volume in dicts(spec.get("volumes")):
         _default_volume(volume)
+    _mirror_service_account(spec)
 
 
-def _dicts(items: Any) -> list[dict[str, Any]]:
+def _mirror_service_account(spec: dict[str, Any]) -> None:
+    """`serviceAccount` is the deprecated name of `serviceAccountName`: either one sets both (the newer wins), as
+    upstream's v1 conversion of every pod spec does."""
+    name = spec.get("serviceAccountName") or spec.get("serviceAccount")
+    if isinstance(name, str) and name:
+        spec["serviceAccountName"] = spec["serviceAccount"] = name
+
+
+def default_object(obj: dict[str, Any], field: str) -> Any:
+    """`obj[field]` to default into: a missing or null field (JSON null into a Go struct is no value) as `{}`."""
+    if obj.get(field) is None:
+        obj[field] = {}
+    return obj[field]
+
+
+def _objects(obj: dict[str, Any], *fields: str) -> list[FieldError]:
+    """Those of `fields` that hold something other than a JSON object."""
+    return [invalid(f, obj[f], "must be an object") for f in fields if f in obj and not isinstance(obj[f], dict)]
+
+
+def dicts(items: Any) -> list[dict[str, Any]]:
+    """The objects in a list (nothing, for anything but a list): what defaulting may fill in."""
     return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
 
 
 def qos_class(spec: dict[str, Any]) -> str:
     """Upstream's QoS class: Guaranteed when every container limits cpu and memory with requests equal to limits,
     BestEffort when no container requests or limits anything, Burstable otherwise."""
-    containers = [*_dicts(spec.get("initContainers")), *_dicts(spec.get("containers"))]
+    containers = [*dicts(spec.get("initContainers")), *dicts(spec.get("containers"))]
     resources = [r for r in (c.get("resources") for c in containers) if isinstance(r, dict)]
     if not any((r.get("requests") or r.get("limits")) for r in resources):
         return "BestEffort"
@@ -116,9 +149,9 @@ def _default_container(container: dict[str, Any]) -> None:
     container.setdefault("terminationMessagePath", "/dev/termination-log")
     container.setdefault("terminationMessagePolicy", "File")
     container.setdefault("resources", {})
-    for port in _dicts(container.get("ports")):
+    for port in dicts(container.get("ports")):
         port.setdefault("protocol", "TCP")
-    for var in _dicts(container.get("env")):
+    for var in dicts(container.get("env")):
         field_ref = (var.get("valueFrom") or {}).get("fieldRef")
         if isinstance(field_ref, dict) and not field_ref.get("apiVersion"):
             field_ref["apiVersion"] = "v1"
@@ -178,18 +211,57 @@ class NodeStrategy(Strategy):
         obj.setdefault("spec", {})  # a Go struct: upstream always shows it, empty or not
 
 
+# The JSON shapes of what the endpoint controllers, DNS and the proxy read from Endpoints and EndpointSlices, checked
+# before anything else (upstream's decoder refuses other types; a null is no value): a map is an object with fields
+# of those shapes, [shape] a list of them, a type a scalar of it.
+_ENDPOINT_PORT = {"name": str, "port": int, "protocol": str, "appProtocol": str}
+_ENDPOINT_ADDRESS = {"ip": str, "hostname": str, "nodeName": str, "targetRef": {}}
+_ENDPOINTS_SHAPE = {
+    "subsets": [{"addresses": [_ENDPOINT_ADDRESS], "notReadyAddresses": [_ENDPOINT_ADDRESS], "ports": [_ENDPOINT_PORT]}]
+}
+_ENDPOINT_CONDITIONS = {"ready": bool, "serving": bool, "terminating": bool}
+_SLICE_ENDPOINT = {
+    "addresses": [str],
+    "conditions": _ENDPOINT_CONDITIONS,
+    "hostname": str,
+    "nodeName": str,
+    "zone": str,
+}
+_ENDPOINT_SLICE_SHAPE = {"addressType": str, "endpoints": [_SLICE_ENDPOINT], "ports": [_ENDPOINT_PORT]}
+_SHAPE_NAMES = {str: "a string", int: "an integer", bool: "a boolean"}
+
+
+def shape_errors(value: Any, shape: Any, path: str = "") -> list[FieldError]:
+    """Where `value` is not of `shape` (see above), as "must be a list" field errors."""
+    if value is None:
+        return []
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            return [invalid(path or "<root>", value, "must be an object")]
+        return [e for k, s in shape.items() for e in shape_errors(value.get(k), s, f"{path}.{k}" if path else k)]
+    if isinstance(shape, list):
+        if not isinstance(value, list):
+            return [invalid(path, value, "must be a list")]
+        return [e for i, item in enumerate(value) for e in shape_errors(item, shape[0], f"{path}[{i}]")]
+    if not isinstance(value, shape) or (shape is int and isinstance(value, bool)):
+        return [invalid(path, value, f"must be {_SHAPE_NAMES[shape]}")]
+    return []
+
+
 class EndpointsStrategy(Strategy):
     allow_create_on_update = True
 
     def default(self, obj: dict[str, Any]) -> None:
-        for subset in obj.get("subsets") or []:
-            _default_protocols(subset.get("ports") if isinstance(subset, dict) else None)
+        for subset in dicts(obj.get("subsets")):
+            _default_protocols(subset.get("ports"))
+
+    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+        return shape_errors(obj, _ENDPOINTS_SHAPE)
 
 
 def _default_protocols(ports: Any) -> None:
-    for port in ports or []:
-        if isinstance(port, dict):
-            port.setdefault("protocol", "TCP")
+    for port in dicts(ports):
+        port.setdefault("protocol", "TCP")
 
 
 class EventStrategy(Strategy):
@@ -208,16 +280,15 @@ class EventStrategy(Strategy):
 class EndpointSliceStrategy(Strategy):
     def default(self, obj: dict[str, Any]) -> None:
         _default_protocols(obj.get("ports"))
-        for port in obj.get("ports") or []:
-            if isinstance(port, dict):
-                port.setdefault("name", "")
+        for port in dicts(obj.get("ports")):
+            port.setdefault("name", "")
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
         families = ["FQDN", "IPv4", "IPv6"]
-        family = obj.get("addressType")
+        family, errs = obj.get("addressType"), shape_errors(obj, _ENDPOINT_SLICE_SHAPE)
         if not family:
-            return [required("addressType")]
-        return [] if family in families else [not_supported("addressType", family, families)]
+            return [required("addressType"), *errs]
+        return errs if family in families else [not_supported("addressType", family, families), *errs]
 
 
 STRATEGIES: dict[str, type[Strategy]] = {

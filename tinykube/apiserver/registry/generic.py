@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -87,6 +87,9 @@ class Strategy:
 
     def record_requester(self, obj: dict[str, Any], user: UserInfo | None) -> None:
         """After `prepare_create`: for kinds that record who created them (CertificateSigningRequests)."""
+
+    def prepare_admitted(self, obj: dict[str, Any]) -> None:
+        """After mutating admission on create: what upstream's PrepareForCreate derives from the admitted object."""
 
     def prepare_subresource_update(self, subresource: str, new: dict[str, Any], old: dict[str, Any]) -> None:
         """A write through a subresource other than `status` (which has `prepare_status_update`)."""
@@ -178,12 +181,30 @@ class Request:
     user: UserInfo | None = None
 
 
+class Admission(Protocol):
+    """The admission chain (`tinykube.apiserver.admission`): `mutate` runs after defaulting, `validate` after
+    validation, once per request; either refuses a request by raising an ApiError. `old` is None on create."""
+
+    async def mutate(self, req: Request, obj: dict[str, Any], old: dict[str, Any] | None) -> None: ...
+
+    async def validate(self, req: Request, obj: dict[str, Any], old: dict[str, Any] | None) -> None: ...
+
+
+class NoAdmission:
+    async def mutate(self, req: Request, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        return None
+
+    async def validate(self, req: Request, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        return None
+
+
 class Registry:
     def __init__(self, store: EtcdStore, caches: dict[str, WatchCache], strategies: dict[str, Strategy]) -> None:
         self.store = store
         self.caches = caches
         self.revisions = RevisionReader(store)  # etcd's current revision, for consistent reads
         self.strategies = strategies
+        self.admission: Admission = NoAdmission()  # the apiserver sets its chain, whose plugins use this registry
         self.leases = LeaseReuse(store)
 
     # ---- keys and reads -------------------------------------------------------------------------------------
@@ -286,6 +307,9 @@ class Registry:
             meta["generation"] = 1
         strategy.prepare_create(obj)
         strategy.record_requester(obj, req.user)
+        await self.admission.mutate(req, obj, None)
+        strategy.prepare_admitted(obj)
+        admitted = False  # validating admission runs once: a retry with another name or pick is the same request
         for _attempt in range(_CREATE_ATTEMPTS):
             if generated:
                 meta["name"] = generate_name(meta["generateName"])
@@ -296,6 +320,9 @@ class Registry:
             try:
                 self._validate(req, candidate, None)
                 self._check_txn_size(req, candidate, allocation)
+                if not admitted:
+                    await self.admission.validate(req, candidate, None)
+                    admitted = True
                 if req.dry_run:
                     return candidate
                 value = _strip_for_storage(candidate)
@@ -382,13 +409,18 @@ class Registry:
         else:
             strategy.prepare_update(new, old)
             _keep_system_meta(new, old, strategy)
+        await self.admission.mutate(req, new, old)
         allocates = strategy.allocates and not req.subresource
+        admitted = False
         for _attempt in range(_CREATE_ATTEMPTS):
             candidate = _clone(new) if allocates else new
             allocation = strategy.allocate(candidate, old, req.dry_run) if allocates else Allocation()
             try:
                 self._validate(req, candidate, old)
                 self._check_txn_size(req, candidate, allocation)
+                if not admitted:
+                    await self.admission.validate(req, candidate, old)
+                    admitted = True
                 if _same(candidate, old):
                     return old
                 if req.dry_run:

@@ -15,9 +15,9 @@ from tinykube.api import errors
 from tinykube.api.errors import ErrorType, FieldError, invalid, not_supported, required
 from tinykube.api.meta import dns1123_subdomain
 from tinykube.api.selectors import selector_from_label_selector
-from tinykube.apiserver.registry.cluster import label_selector_errors, path_segment_name
 from tinykube.apiserver.registry.generic import Strategy
 from tinykube.apiserver.registry.service_validation import GoSyntaxError
+from tinykube.apiserver.registry.validation import label_selector_errors, path_segment_name
 
 GROUP = "rbac.authorization.k8s.io"
 SUBJECT_KINDS = ["ServiceAccount", "User", "Group"]

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from tinykube.api.errors import FieldError, too_many
 from tinykube.api.meta import dns1035_label
 from tinykube.api.resources import ResourceInfo
+from tinykube.apiserver.registry.core import dicts
 from tinykube.apiserver.registry.generic import Allocation, Strategy
 from tinykube.apiserver.registry.service_validation import externally_accessible, validate_service
 
@@ -43,12 +44,11 @@ class ServiceStrategy(Strategy):
                 client_ip = config["clientIP"] = {}
             if client_ip.get("timeoutSeconds") is None:
                 client_ip["timeoutSeconds"] = 10800
-        for port in spec.get("ports") or []:
-            if isinstance(port, dict):
-                if not port.get("protocol"):
-                    port["protocol"] = "TCP"
-                if port.get("targetPort") in (None, 0, ""):
-                    port["targetPort"] = port.get("port")
+        for port in dicts(spec.get("ports")):
+            if not port.get("protocol"):
+                port["protocol"] = "TCP"
+            if port.get("targetPort") in (None, 0, ""):
+                port["targetPort"] = port.get("port")
         if spec["type"] in ("ClusterIP", "NodePort", "LoadBalancer") and spec.get("internalTrafficPolicy") is None:
             spec["internalTrafficPolicy"] = "Cluster"
         if not spec.get("externalTrafficPolicy") and externally_accessible(obj):
@@ -60,8 +60,9 @@ class ServiceStrategy(Strategy):
         status = obj.setdefault("status", {})
         if isinstance(status, dict):
             status.setdefault("loadBalancer", {})
-            for ingress in (status.get("loadBalancer") or {}).get("ingress") or []:
-                if isinstance(ingress, dict) and ingress.get("ip") and not ingress.get("ipMode"):
+            load_balancer = status["loadBalancer"]
+            for ingress in dicts(load_balancer.get("ingress") if isinstance(load_balancer, dict) else None):
+                if ingress.get("ip") and not ingress.get("ipMode"):
                     ingress["ipMode"] = "VIP"
 
     def allocate(self, new: dict[str, Any], old: dict[str, Any] | None, dry_run: bool) -> Allocation:

@@ -19,15 +19,9 @@ from typing import Any
 
 from tinykube.api.errors import ErrorType, FieldError, duplicate, forbidden, go_value, invalid, not_supported, required
 from tinykube.api.meta import dns1123_label, dns1123_subdomain, label_value, now, qualified_name, validate_labels
+from tinykube.api.quantity import QuantityError, parse_quantity
 from tinykube.apiserver.registry.apps import _go_selector, _validate_requirement
-from tinykube.apiserver.registry.config import (
-    IMMUTABLE,
-    NONNEGATIVE,
-    QuantityError,
-    canonical_quantities,
-    go_resource_list,
-    parse_quantity,
-)
+from tinykube.apiserver.registry.config import IMMUTABLE, NONNEGATIVE, canonical_quantities, go_resource_list
 from tinykube.apiserver.registry.generic import Strategy
 from tinykube.apiserver.registry.service_validation import GoSyntaxError, go_slice
 
@@ -152,7 +146,7 @@ _PV_SOURCES = (
     ("storageos", "storageos"),
     ("csi", "csi"),
 )
-SOURCE_FIELDS = frozenset(key for key, _ in _PV_SOURCES)
+_SOURCE_FIELDS = frozenset(key for key, _ in _PV_SOURCES)
 
 # The fields each in-tree source requires, and the path its errors use (gcePersistentDisk's say "persistentDisk").
 _REQUIRED_SOURCE_FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -246,7 +240,7 @@ def _pv_spec_errors(spec: dict[str, Any]) -> list[FieldError]:
         errs += _volume_node_affinity_errors(_dict(affinity), "spec.nodeAffinity")
     errs += _pv_source_errors(spec, node_affinity=affinity is not None)
     host_path = _dict(spec.get("hostPath"))
-    if host_path and posixpath.normpath(str(host_path.get("path"))) == "/" and policy == "Recycle":
+    if host_path and _go_clean(host_path.get("path")) == "/" and policy == "Recycle":
         errs.append(forbidden("spec.persistentVolumeReclaimPolicy", "may not be 'recycle' for a hostPath mount of '/'"))
     errs += _class_name_errors(spec.get("storageClassName"), "spec.storageClassName")
     return errs + _volume_mode_errors(spec.get("volumeMode"), "spec.volumeMode")
@@ -304,9 +298,15 @@ def _path_errors(path: Any, field: str) -> list[FieldError]:
 def _host_path_errors(source: dict[str, Any], path: str) -> list[FieldError]:
     errs = _path_errors(source.get("path"), f"{path}.path")
     kind = source.get("type")
-    if not errs and kind is not None and kind not in _HOST_PATH_TYPES:
+    if source.get("path") and kind is not None and kind not in _HOST_PATH_TYPES:
         errs.append(not_supported(f"{path}.type", kind, _HOST_PATH_TYPES))
     return errs
+
+
+def _go_clean(path: Any) -> str:
+    """Go's `path.Clean`, which (unlike `posixpath.normpath`) also folds a leading "//"."""
+    cleaned = posixpath.normpath(str(path))
+    return "/" + cleaned.lstrip("/") if cleaned.startswith("//") else cleaned
 
 
 def _nfs_errors(source: dict[str, Any], path: str) -> list[FieldError]:
@@ -389,10 +389,10 @@ def _node_requirement_errors(expr: dict[str, Any], path: str) -> list[FieldError
 
 
 def _pv_update_errors(spec: dict[str, Any], old_spec: dict[str, Any]) -> list[FieldError]:
-    """The volume source cannot change (a CSI volume may gain an expansion secret), nor the volume mode, nor set
-    node affinity."""
-    sources = {key: copy.deepcopy(spec[key]) for key in SOURCE_FIELDS if key in spec}
-    old_sources = {key: old_spec[key] for key in SOURCE_FIELDS if key in old_spec}
+    """The volume source cannot change (a CSI volume may gain an expansion secret), nor the volume mode, nor node
+    affinity once set."""
+    sources = {key: copy.deepcopy(spec[key]) for key in _SOURCE_FIELDS if key in spec}
+    old_sources = {key: old_spec[key] for key in _SOURCE_FIELDS if key in old_spec}
     csi, old_csi = _dict(sources.get("csi")), _dict(old_sources.get("csi"))
     if csi and old_csi and old_csi.get("controllerExpandSecretRef") is None:
         csi.pop("controllerExpandSecretRef", None)
@@ -437,10 +437,9 @@ class PersistentVolumeClaimStrategy(Strategy):
             for field in ("requests", "limits"):
                 canonical_quantities(self.resource, resources.get(field))
         status = obj.setdefault("status", {})
-        if isinstance(status, dict):
-            if not status.get("phase"):
-                status["phase"] = "Pending"
-            canonical_quantities(self.resource, status.get("capacity"))
+        if isinstance(status, dict) and not status.get("phase"):
+            status["phase"] = "Pending"
+        self._canonical_status(obj)
 
     def prepare_create(self, obj: dict[str, Any]) -> None:
         super().prepare_create(obj)
@@ -449,6 +448,15 @@ class PersistentVolumeClaimStrategy(Strategy):
     def prepare_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
         super().prepare_update(new, old)
         _prepare_claim_spec(new.get("spec"), old.get("spec"))
+
+    def prepare_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        super().prepare_status_update(new, old)
+        self._canonical_status(new)  # a status write is decoded too
+
+    def _canonical_status(self, obj: dict[str, Any]) -> None:
+        status = _dict(obj.get("status"))
+        for field in ("capacity", "allocatedResources"):
+            canonical_quantities(self.resource, status.get(field))
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
         spec = obj.get("spec")
@@ -819,6 +827,7 @@ def _longest_node_id(old_drivers: list[Any]) -> int:
 
 def _csi_node_driver_errors(driver: dict[str, Any], path: str, names: set[str], longest: int) -> list[FieldError]:
     name, node_id = driver.get("name"), str(driver.get("nodeID") or "")
+    seen_as = str(name)
     errs = csi_driver_name_errors(name, f"{path}.name")
     if not node_id:
         errs.append(required(f"{path}.nodeID"))
@@ -827,9 +836,9 @@ def _csi_node_driver_errors(driver: dict[str, Any], path: str, names: set[str], 
     count = _dict(driver.get("allocatable")).get("count")
     if isinstance(count, int) and count < 0:
         errs.append(invalid(f"{path}.allocatable.count", count, NONNEGATIVE))
-    if name in names:
+    if seen_as in names:
         errs.append(duplicate(f"{path}.name", name))
-    names.add(str(name))
+    names.add(seen_as)
     keys: set[str] = set()
     for key in [str(k) for k in _list(driver.get("topologyKeys"))]:  # errors name the driver, not the key
         errs += [required(path)] if not key else []
@@ -861,12 +870,15 @@ def _go_csi_node_driver(driver: dict[str, Any]) -> str:
 # ---- CSIStorageCapacity -------------------------------------------------------------------------------------------
 
 
+_CAPACITY_FIELDS = ("capacity", "maximumVolumeSize")
+
+
 class CSIStorageCapacityStrategy(Strategy):
     def default(self, obj: dict[str, Any]) -> None:
-        for field in ("capacity", "maximumVolumeSize"):
+        for field in _CAPACITY_FIELDS:
             if obj.get(field) is None:
                 obj.pop(field, None)  # nil: no quantity, not the zero one
-        quantities = {field: obj[field] for field in ("capacity", "maximumVolumeSize") if field in obj}
+        quantities: dict[str, Any] = {field: obj[field] for field in _CAPACITY_FIELDS if field in obj}
         canonical_quantities(self.resource, quantities)
         obj.update(quantities)
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from tinykube.apiserver import componentstatus
 from tinykube.apiserver.printers import Printer
 from tinykube.apiserver.tables import cluster, config, rbac, storage, workloads
 
@@ -12,4 +13,5 @@ FAMILY_PRINTERS: dict[str, Printer] = {
     **workloads.PRINTERS,
     **cluster.PRINTERS,
     **rbac.PRINTERS,
+    "componentstatuses": componentstatus.PRINTER,  # answered per request, printed like the rest
 }

@@ -1,7 +1,7 @@
 """Table columns (`kubectl get`) of the config kinds, as upstream's printers (`pkg/printers/internalversion`).
 
-LimitRanges have no printer upstream: they get the generic NAME / CREATED AT table, which is what `printers.table`
-gives a resource missing here. Column descriptions are the upstream field descriptions (as the `kubernetes` client
+LimitRanges have no printer of their own upstream: their storage registers the generic NAME / CREATED AT table, and
+so do they here. Column descriptions are the upstream field descriptions (as the `kubernetes` client
 carries them).
 """
 
@@ -10,8 +10,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from tinykube.api.quantity import QuantityError, parse_quantity
 from tinykube.apiserver.printers import (
     AGE_COLUMN,
+    DEFAULT_PRINTER,
     NAME_COLUMN,
     Column,
     Printer,
@@ -23,7 +25,6 @@ from tinykube.apiserver.printers import (
     format_labels,
     name_of,
 )
-from tinykube.apiserver.registry.config import QuantityError, parse_quantity
 
 CONFIG_MAP_COLUMNS = (
     NAME_COLUMN,
@@ -148,5 +149,6 @@ PRINTERS: dict[str, Printer] = {
     "secrets": Printer(SECRET_COLUMNS, _secret_cells),
     "serviceaccounts": Printer(SERVICE_ACCOUNT_COLUMNS, _service_account_cells),
     "podtemplates": Printer(POD_TEMPLATE_COLUMNS, _pod_template_cells),
+    "limitranges": DEFAULT_PRINTER,
     "resourcequotas": Printer(RESOURCE_QUOTA_COLUMNS, _resource_quota_cells),
 }

@@ -261,7 +261,7 @@ VOLUME_ATTACHMENT_COLUMNS = (
 
 def access_modes_text(modes: Any) -> str:
     """`GetAccessModesAsString`: the abbreviations, once each, always in the order RWO,ROX,RWX,RWOP."""
-    present = set(as_list(modes))
+    present = [mode for mode in as_list(modes) if isinstance(mode, str)]
     return ",".join(short for mode, short in _ACCESS_MODES if mode in present)
 
 

@@ -1,0 +1,25 @@
+"""Admission: the plugins that run on every create and update between defaulting and storage (see chain.py).
+
+`standard(registry)` is the chain tinykube's apiserver runs, in the order of kube-apiserver's recommended plugins:
+LimitRanger, ServiceAccount, Priority, ResourceQuota (last, so it charges what the others let through and no more).
+"""
+
+from __future__ import annotations
+
+from tinykube.api.resources import builtin
+from tinykube.apiserver.admission.chain import Chain, Plugin, forbidden
+from tinykube.apiserver.admission.index import NamespaceIndex
+from tinykube.apiserver.admission.limitranger import LimitRanger
+from tinykube.apiserver.admission.priority import Priority
+from tinykube.apiserver.admission.resourcequota import ResourceQuota
+from tinykube.apiserver.admission.serviceaccount import ServiceAccount
+from tinykube.apiserver.registry.generic import Registry
+
+__all__ = ["Chain", "Plugin", "forbidden", "standard"]
+
+
+def standard(registry: Registry) -> Chain:
+    limit_ranges = NamespaceIndex(registry.cache(builtin("", "v1", "limitranges")))
+    priority_classes = registry.cache(builtin("scheduling.k8s.io", "v1", "priorityclasses"))
+    accounts = ServiceAccount(registry.cache(builtin("", "v1", "serviceaccounts")))
+    return Chain([LimitRanger(limit_ranges), accounts, Priority(priority_classes), ResourceQuota(registry)])

@@ -1,0 +1,537 @@
+"""Strategies for batch/v1 Jobs and CronJobs, with upstream 1.32's defaulting (`pkg/apis/batch/v1/defaults.go`) and
+validation field paths and messages (`pkg/apis/batch/validation`): a Job's generated selector and labels, what of
+its spec may change after creation (of its pod template, only the scheduling directives, and only while it is
+suspended and has never started), and a CronJob's schedule, refused where upstream's cron parser (robfig/cron)
+refuses it, with its messages.
+
+Their controllers are elsewhere (issue 13). A whole pod template inside a field error is abbreviated as
+`core.PodTemplateSpec{...}`: Go's `%#v` of it is too long to be useful.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import zoneinfo
+from typing import Any
+
+from croniter import croniter  # type: ignore[import-untyped]  # no stubs published
+
+from tinykube.api import errors
+from tinykube.api.errors import FieldError, invalid, not_supported, required
+from tinykube.api.meta import dns1123_label
+from tinykube.api.selectors import selector_from_label_selector
+from tinykube.apiserver.registry.apps import (
+    _default_template,
+    _dict,
+    _go_invalid,
+    _go_selector,
+    _go_string_map,
+    _int,
+    _nonnegative,
+)
+from tinykube.apiserver.registry.generic import Strategy
+from tinykube.apiserver.registry.workloads import (
+    _IMMUTABLE,
+    _immutable,
+    _immutable_selector,
+    _label_selector_errors,
+    _nonnegative_fields,
+    _pod_spec,
+    _selector_mismatch,
+    _setdefault_dict,
+    _spec,
+    _template_errors,
+)
+
+_TEMPLATE_DUMP = "core.PodTemplateSpec{...}"
+
+
+# ---- Job --------------------------------------------------------------------------------------------------------
+
+CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
+JOB_NAME = "batch.kubernetes.io/job-name"
+LEGACY_CONTROLLER_UID = "controller-uid"
+LEGACY_JOB_NAME = "job-name"
+_MAX_INDEXED_PARALLELISM = 100_000
+_COMPLETION_MODES = ["NonIndexed", "Indexed"]
+_REPLACEMENT_POLICIES = ["Failed", "TerminatingOrFailed"]
+
+
+def _default_job_spec(spec: dict[str, Any]) -> None:
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+    spec.setdefault("parallelism", 1)
+    if spec.get("backoffLimit") is None:
+        spec["backoffLimit"] = 2147483647 if spec.get("backoffLimitPerIndex") is not None else 6
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    policy = spec.get("podFailurePolicy")
+    for rule in _dict(policy).get("rules") or []:
+        for pattern in _dict(rule).get("onPodConditions") or []:
+            if isinstance(pattern, dict) and not pattern.get("status"):
+                pattern["status"] = "True"
+    if spec.get("podReplacementPolicy") is None:
+        spec["podReplacementPolicy"] = "Failed" if policy is not None else "TerminatingOrFailed"
+    _default_template(spec)
+
+
+def _default_job_labels(obj: dict[str, Any]) -> None:
+    """A Job without labels has its template's (upstream's defaulting copies them on every decode, so after the
+    selector was generated)."""
+    labels = _dict(_dict(_dict(obj.get("spec")).get("template")).get("metadata")).get("labels")
+    if isinstance(labels, dict) and labels and not obj["metadata"].get("labels"):
+        obj["metadata"]["labels"] = dict(labels)
+
+
+def _generate_selector(obj: dict[str, Any]) -> None:
+    """Label the template with the Job's name and uid (labels the user set are kept, and validation refuses them
+    if they do not fit), and select on the uid label: no other Job's pods can match."""
+    meta, spec = obj["metadata"], _dict(obj.get("spec"))
+    template = _setdefault_dict(spec, "template")
+    labels = _setdefault_dict(_setdefault_dict(template, "metadata"), "labels")
+    for key in (LEGACY_JOB_NAME, JOB_NAME):
+        labels.setdefault(key, meta.get("name", ""))
+    for key in (LEGACY_CONTROLLER_UID, CONTROLLER_UID):
+        labels.setdefault(key, meta.get("uid", ""))
+    selector = spec.get("selector")
+    if not isinstance(selector, dict):
+        selector = spec["selector"] = {}
+    match_labels = _setdefault_dict(selector, "matchLabels")
+    match_labels.setdefault(CONTROLLER_UID, meta.get("uid", ""))
+
+
+def _manual_selector(spec: dict[str, Any]) -> bool:
+    return spec.get("manualSelector") is True
+
+
+def _has_label(labels: dict[str, Any], key: str, expected: str) -> list[FieldError]:
+    path = f"spec.template.metadata.labels[{key}]"
+    if key not in labels:
+        return [required(path, expected)]
+    if labels[key] != expected:
+        return [_go_invalid(path, _go_string_map(labels), f"must be '{expected}'")]
+    return []
+
+
+def _generated_selector_errors(obj: dict[str, Any], *, prefixed: bool) -> list[FieldError]:
+    """validateGeneratedSelector: a generated selector and its template labels are the Job's uid and name."""
+    spec, meta = _dict(obj.get("spec")), obj["metadata"]
+    if _manual_selector(spec) or spec.get("selector") is None:
+        return []
+    uid, name = str(meta.get("uid", "")), str(meta.get("name", ""))
+    errs = [] if uid else [required("metadata.uid")]
+    labels = _dict(_dict(_dict(spec.get("template")).get("metadata")).get("labels"))
+    expected = {LEGACY_CONTROLLER_UID: uid, LEGACY_JOB_NAME: name}
+    if prefixed:
+        expected |= {CONTROLLER_UID: uid, JOB_NAME: name}
+    for key in (LEGACY_CONTROLLER_UID, LEGACY_JOB_NAME, *((CONTROLLER_UID, JOB_NAME) if prefixed else ())):
+        errs += _has_label(labels, key, expected[key])
+    try:
+        selector = selector_from_label_selector(_dict(spec.get("selector")))
+    except errors.BadRequest:
+        return errs
+    if not selector.matches(expected):
+        errs.append(_go_invalid("spec.selector", _go_selector(spec.get("selector")), "`selector` not auto-generated"))
+    return errs
+
+
+def _job_restart_policy_errors(spec: dict[str, Any], path: str) -> list[FieldError]:
+    policy = _pod_spec(spec.get("template")).get("restartPolicy")
+    field = f"{path}.template.spec.restartPolicy"
+    if policy in (None, "", "Always"):  # the pod default is Always: a Job must say how its pods end
+        return [required(field, 'valid values: "OnFailure", "Never"')]
+    if policy not in ("OnFailure", "Never"):
+        return [not_supported(field, policy, ["OnFailure", "Never"])]
+    if spec.get("podFailurePolicy") is not None and policy != "Never":
+        return [invalid(field, policy, 'only "Never" is supported when podFailurePolicy is specified')]
+    return []
+
+
+def _indexed_errors(spec: dict[str, Any], path: str) -> list[FieldError]:
+    mode = spec.get("completionMode")
+    errs: list[FieldError] = []
+    if mode is not None and mode not in _COMPLETION_MODES:
+        errs.append(not_supported(f"{path}.completionMode", mode, _COMPLETION_MODES))
+    if mode == "Indexed":
+        if spec.get("completions") is None:
+            errs.append(required(f"{path}.completions", "when completion mode is Indexed"))
+        parallelism = _int(spec.get("parallelism"))
+        if parallelism is not None and parallelism > _MAX_INDEXED_PARALLELISM:
+            message = f"must be less than or equal to {_MAX_INDEXED_PARALLELISM} when completion mode is Indexed"
+            errs.append(invalid(f"{path}.parallelism", parallelism, message))
+    elif spec.get("backoffLimitPerIndex") is not None:
+        per_index = spec.get("backoffLimitPerIndex")
+        errs.append(invalid(f"{path}.backoffLimitPerIndex", per_index, "requires indexed completion mode"))
+    return errs
+
+
+def _replacement_policy_errors(spec: dict[str, Any], path: str) -> list[FieldError]:
+    policy = spec.get("podReplacementPolicy")
+    if policy is None:
+        return []
+    allowed = ["Failed"] if spec.get("podFailurePolicy") is not None else _REPLACEMENT_POLICIES
+    return [] if policy in allowed else [not_supported(f"{path}.podReplacementPolicy", policy, allowed)]
+
+
+def _job_spec_errors(spec: dict[str, Any], path: str) -> list[FieldError]:
+    """validateJobSpec: what a Job's spec and a CronJob's job template share."""
+    names = ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished")
+    errs = _nonnegative_fields(spec, (*names, "backoffLimitPerIndex", "maxFailedIndexes"), path)
+    errs += _indexed_errors(spec, path)
+    errs += _replacement_policy_errors(spec, path)
+    errs += _template_errors(spec.get("template"), f"{path}.template")
+    return errs + _job_restart_policy_errors(spec, path)
+
+
+def _job_selector_errors(spec: dict[str, Any]) -> list[FieldError]:
+    selector = spec.get("selector")
+    if selector is None:
+        return [required("spec.selector")]
+    errs = _label_selector_errors(selector, "spec.selector")
+    labels = _dict(_dict(spec.get("template")).get("metadata")).get("labels")
+    mismatch = "`selector` does not match template `labels`"
+    return errs + _selector_mismatch(selector, labels, "spec.template.metadata.labels", mismatch)
+
+
+def _job_name_errors(obj: dict[str, Any]) -> list[FieldError]:
+    """An Indexed Job's pods are named `<job>-<index>`: the last one must still be a DNS label."""
+    spec, name = _dict(obj.get("spec")), str(obj["metadata"].get("name", ""))
+    completions = _int(spec.get("completions"))
+    if spec.get("completionMode") != "Indexed" or not completions or completions <= 0:
+        return []
+    hostname = f"{name}-{completions - 1}"
+    if not dns1123_label(hostname):
+        return []
+    message = f"will not able to create pod with invalid DNS label: {hostname}"
+    return [invalid("metadata.name", name, message)]
+
+
+def _scheduling_directives_only(new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+    """The old template with the parts a suspended, never-started Job may change taken from the new one (node
+    affinity, node selector, tolerations, scheduling gates, labels, annotations)."""
+    merged = copy.deepcopy(old)
+    new_meta, meta = _dict(new.get("metadata")), _setdefault_dict(merged, "metadata")
+    for key in ("labels", "annotations"):
+        _take(new_meta, meta, key)
+    new_spec, spec = _dict(new.get("spec")), _setdefault_dict(merged, "spec")
+    for key in ("nodeSelector", "tolerations", "schedulingGates"):
+        _take(new_spec, spec, key)
+    affinity = new_spec.get("affinity")
+    old_affinity = _dict(spec.get("affinity"))
+    rest = {k: v for k, v in old_affinity.items() if k != "nodeAffinity"}
+    if affinity is None and not rest:
+        spec.pop("affinity", None)
+    elif isinstance(affinity, dict):
+        spec["affinity"] = {
+            **rest,
+            **({"nodeAffinity": affinity["nodeAffinity"]} if "nodeAffinity" in affinity else {}),
+        }
+    return merged
+
+
+def _take(src: dict[str, Any], dst: dict[str, Any], key: str) -> None:
+    if key in src:
+        dst[key] = copy.deepcopy(src[key])
+    else:
+        dst.pop(key, None)
+
+
+def _job_update_errors(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+    spec, old_spec = _dict(new.get("spec")), _dict(old.get("spec"))
+    errs = _completions_update_errors(spec, old_spec)
+    errs += _immutable_selector(spec.get("selector"), old_spec.get("selector"))
+    old_template = _dict(old_spec.get("template"))
+    suspended = old_spec.get("suspend") is True and not _dict(old.get("status")).get("startTime")
+    if suspended:
+        old_template = _scheduling_directives_only(_dict(spec.get("template")), old_template)
+    if spec.get("template") != old_template:
+        errs.append(_go_invalid("spec.template", _TEMPLATE_DUMP, _IMMUTABLE))
+    for name in ("completionMode", "podFailurePolicy", "backoffLimitPerIndex", "managedBy", "successPolicy"):
+        errs += _immutable(spec.get(name), old_spec.get(name), f"spec.{name}")
+    return errs
+
+
+def _completions_update_errors(spec: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+    """Completions are immutable, except that an Indexed Job scales by changing them with its parallelism."""
+    completions = spec.get("completions")
+    if completions == old.get("completions"):
+        return []
+    if spec.get("completionMode") != "Indexed":
+        return [invalid("spec.completions", completions, _IMMUTABLE)]
+    if completions is not None and completions != spec.get("parallelism"):
+        return [invalid("spec.completions", completions, "can only be modified in tandem with spec.parallelism")]
+    return []
+
+
+class JobStrategy(Strategy):
+    has_status = True
+    tracks_generation = True
+
+    def prepare_create(self, obj: dict[str, Any]) -> None:
+        super().prepare_create(obj)
+        if isinstance(obj.get("spec"), dict) and not _manual_selector(obj["spec"]):
+            _generate_selector(obj)  # made of the uid, which the registry has set by now
+        _default_job_labels(obj)
+
+    def default(self, obj: dict[str, Any]) -> None:
+        _default_job_spec(_spec(obj))
+        obj.setdefault("status", {})
+
+    def prepare_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        super().prepare_update(new, old)
+        _default_job_labels(new)
+
+    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+        spec = _dict(obj.get("spec"))
+        old_labels = _dict(_dict(_dict(_dict(old).get("spec")).get("template")).get("metadata")).get("labels")
+        prefixed = old is None or CONTROLLER_UID in _dict(old_labels)
+        errs = _generated_selector_errors(obj, prefixed=prefixed)
+        errs += _job_spec_errors(spec, "spec") + _job_selector_errors(spec)
+        errs += _job_name_errors(obj)
+        if old is not None:
+            errs += _job_update_errors(obj, old)
+        status = _dict(obj.get("status"))
+        return errs + _nonnegative_fields(status, ("active", "succeeded", "failed", "ready", "terminating"), "status")
+
+
+# ---- CronJob ----------------------------------------------------------------------------------------------------
+
+_CONCURRENCY_POLICIES = ["Allow", "Forbid", "Replace"]
+_TZ_NAME_PART = re.compile(r"[A-Za-z.\-_0-9+]{1,14}")
+_MAX_CRONJOB_NAME = 52  # the controller appends an 11-character suffix to name its Jobs
+
+
+class _Bounds:
+    """One cron field as robfig/cron parses it: its range and the names it accepts."""
+
+    def __init__(self, low: int, high: int, names: tuple[str, ...] = ()) -> None:
+        self.low, self.high = low, high
+        self.names = {name: i + (1 if low == 1 else 0) for i, name in enumerate(names)}
+
+
+_FIELDS = (
+    _Bounds(0, 59),
+    _Bounds(0, 23),
+    _Bounds(1, 31),
+    _Bounds(1, 12, ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")),
+    _Bounds(0, 6, ("sun", "mon", "tue", "wed", "thu", "fri", "sat")),
+)
+_DESCRIPTORS = {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
+_GO_DURATION = re.compile(r"(\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_GO_INT64_MAX = 2**63 - 1
+
+
+class ScheduleError(ValueError):
+    """A schedule robfig/cron (upstream's parser) refuses; the message is robfig's."""
+
+
+def _atoi(text: str) -> int:
+    """strconv.Atoi, with robfig's wording around its errors."""
+    if not re.fullmatch(r"[+-]?\d+", text):
+        raise ScheduleError(f'failed to parse int from {text}: strconv.Atoi: parsing "{text}": invalid syntax')
+    number = int(text)
+    if abs(number) > _GO_INT64_MAX:
+        raise ScheduleError(f'failed to parse int from {text}: strconv.Atoi: parsing "{text}": value out of range')
+    if number < 0:
+        raise ScheduleError(f"negative number ({number}) not allowed: {text}")
+    return number
+
+
+def _int_or_name(text: str, bounds: _Bounds) -> int:
+    return bounds.names[text.lower()] if text.lower() in bounds.names else _atoi(text)
+
+
+def _check_range(expr: str, bounds: _Bounds) -> str:
+    """robfig's getRange for one comma-separated part; returns the part as croniter spells it."""
+    range_and_step = expr.split("/")
+    low_high = range_and_step[0].split("-")
+    if low_high[0] in ("*", "?"):
+        start, end = bounds.low, bounds.high
+    else:
+        start = _int_or_name(low_high[0], bounds)
+        if len(low_high) > 2:
+            raise ScheduleError(f"too many hyphens: {expr}")
+        end = _int_or_name(low_high[1], bounds) if len(low_high) == 2 else start
+    step = 1
+    if len(range_and_step) > 2:
+        raise ScheduleError(f"too many slashes: {expr}")
+    if len(range_and_step) == 2:
+        step = _atoi(range_and_step[1])
+        if len(low_high) == 1:  # "N/step" means "N-max/step"
+            end = bounds.high
+    if start < bounds.low:
+        raise ScheduleError(f"beginning of range ({start}) below minimum ({bounds.low}): {expr}")
+    if end > bounds.high:
+        raise ScheduleError(f"end of range ({end}) above maximum ({bounds.high}): {expr}")
+    if start > end:
+        raise ScheduleError(f"beginning of range ({start}) beyond end of range ({end}): {expr}")
+    if step == 0:
+        raise ScheduleError(f"step of range should be a positive number: {expr}")
+    return f"{start}-{end}/{step}"
+
+
+def _check_descriptor(spec: str) -> None:
+    if spec in _DESCRIPTORS:
+        return
+    if spec.startswith("@every "):
+        _check_go_duration(spec, spec[len("@every ") :])
+        return
+    raise ScheduleError(f"unrecognized descriptor: {spec}")
+
+
+def _check_go_duration(spec: str, text: str) -> None:
+    """time.ParseDuration's acceptance (a robfig `@every` interval)."""
+    if text in ("0", "+0", "-0"):
+        return
+    body = text.lstrip("+-")
+    if not body:
+        raise ScheduleError(f'failed to parse duration {spec}: time: invalid duration "{text}"')
+    position = 0
+    while position < len(body):
+        match = _GO_DURATION.match(body, position)
+        if match is None:
+            unit = re.match(r"[-+]?(\d+(\.\d*)?|\.\d+)([^\d.]*)", body[position:])
+            if unit and unit.group(3):
+                reason = f'unknown unit "{unit.group(3)}" in duration "{text}"'
+            elif unit:
+                reason = f'missing unit in duration "{text}"'
+            else:
+                reason = f'invalid duration "{text}"'
+            raise ScheduleError(f"failed to parse duration {spec}: time: {reason}")
+        position = match.end()
+
+
+def check_schedule(schedule: str) -> None:
+    """Refuse what upstream's cron parser (robfig/cron v3, standard five fields plus descriptors and a leading
+    `TZ=`/`CRON_TZ=`) refuses, with its messages; then have croniter parse the fields.
+
+    croniter is the well-kept parser, but it accepts more than robfig (a day-of-week 7, `L`, `W`, `#`, six or seven
+    fields, reversed ranges), so robfig's rules are checked first, field by field, and croniter is given the
+    normalized ranges."""
+    spec = schedule
+    if spec.startswith(("TZ=", "CRON_TZ=")):
+        space = spec.find(" ")
+        end = space if space >= 0 else len(spec)
+        location = spec[spec.index("=") + 1 : end]
+        if _load_location_error(location):
+            raise ScheduleError(f"provided bad location {location}: {_load_location_error(location)}")
+        spec = spec[end:].strip()
+    if spec.startswith("@"):
+        _check_descriptor(spec)
+        return
+    fields = spec.split()
+    if len(fields) != 5:
+        raise ScheduleError(f"expected exactly 5 fields, found {len(fields)}: [{' '.join(fields)}]")
+    # robfig splits a field on commas and drops empty parts
+    normalized = [",".join(_check_range(p, b) for p in f.split(",") if p) for f, b in zip(fields, _FIELDS, strict=True)]
+    try:
+        croniter.expand(" ".join(normalized))
+    except (ValueError, KeyError) as err:
+        raise ScheduleError(str(err)) from None
+
+
+def _load_location_error(name: str) -> str:
+    """time.LoadLocation's error for a zone name, or "" when the tz database knows it."""
+    if name in ("", "UTC"):
+        return ""
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        return f"unknown time zone {name}"
+    return ""
+
+
+def _schedule_errors(spec: dict[str, Any], old_spec: dict[str, Any] | None) -> list[FieldError]:
+    schedule, path = spec.get("schedule"), "spec.schedule"
+    if not schedule:
+        return [required(path)]
+    if not isinstance(schedule, str):
+        return [invalid(path, schedule, "must be a string")]
+    errs: list[FieldError] = []
+    try:
+        check_schedule(schedule)
+    except ScheduleError as err:
+        errs.append(invalid(path, schedule, str(err)))
+    # A TZ in the schedule is refused on create; an object that already had one may keep it (without timeZone).
+    allow_tz = old_spec is not None and "TZ" in str(old_spec.get("schedule", ""))
+    if allow_tz and "TZ" in schedule and spec.get("timeZone") is not None:
+        errs.append(invalid(path, schedule, "cannot use both timeZone field and TZ or CRON_TZ in schedule"))
+    elif not allow_tz and "TZ" in schedule:
+        errs.append(invalid(path, schedule, "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"))
+    return errs
+
+
+def _time_zone_errors(zone: Any) -> list[FieldError]:
+    path = "spec.timeZone"
+    if zone is None:
+        return []
+    if not isinstance(zone, str) or not zone:
+        return [invalid(path, zone, "timeZone must be nil or non-empty string")]
+    for part in zone.split("/"):
+        if part in (".", "..") or part.startswith("-") or not _TZ_NAME_PART.fullmatch(part):
+            return [invalid(path, zone, f"unknown time zone {zone}")]
+    errs: list[FieldError] = []
+    if zone.lower() == "local":
+        message = "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones"
+        errs.append(invalid(path, zone, message))
+    if zone != "Local" and (problem := _load_location_error(zone)):
+        errs.append(invalid(path, zone, problem))
+    return errs
+
+
+def _job_template_errors(template: dict[str, Any]) -> list[FieldError]:
+    """ValidateJobTemplateSpec: the selector is always generated for the Jobs a CronJob makes."""
+    spec, path = _dict(template.get("spec")), "spec.jobTemplate.spec"
+    errs = _job_spec_errors(spec, path)
+    if spec.get("selector") is not None:
+        errs.append(
+            _go_invalid(f"{path}.selector", _go_selector(spec["selector"]), "`selector` will be auto-generated")
+        )
+    if _manual_selector(spec):
+        errs.append(not_supported(f"{path}.manualSelector", True, ["nil", "false"]))
+    return errs
+
+
+def _cronjob_spec_errors(spec: dict[str, Any], old_spec: dict[str, Any] | None) -> list[FieldError]:
+    errs = _schedule_errors(spec, old_spec)
+    errs += _nonnegative(spec.get("startingDeadlineSeconds"), "spec.startingDeadlineSeconds")
+    if old_spec is None or old_spec.get("timeZone") != spec.get("timeZone"):
+        errs += _time_zone_errors(spec.get("timeZone"))
+    policy = spec.get("concurrencyPolicy")
+    if not policy:
+        errs.append(required("spec.concurrencyPolicy"))
+    elif policy not in _CONCURRENCY_POLICIES:
+        errs.append(not_supported("spec.concurrencyPolicy", policy, _CONCURRENCY_POLICIES))
+    errs += _job_template_errors(_dict(spec.get("jobTemplate")))
+    return errs + _nonnegative_fields(spec, ("successfulJobsHistoryLimit", "failedJobsHistoryLimit"), "spec")
+
+
+class CronJobStrategy(Strategy):
+    has_status = True
+    tracks_generation = True
+
+    def default(self, obj: dict[str, Any]) -> None:
+        spec = _spec(obj)
+        spec["concurrencyPolicy"] = spec.get("concurrencyPolicy") or "Allow"
+        spec.setdefault("suspend", False)
+        spec.setdefault("successfulJobsHistoryLimit", 3)
+        spec.setdefault("failedJobsHistoryLimit", 1)
+        template = _setdefault_dict(spec, "jobTemplate")
+        _setdefault_dict(template, "metadata").setdefault("creationTimestamp", None)
+        _default_template(_setdefault_dict(template, "spec"))  # the pod template only: Job defaults are the Job's
+        obj.setdefault("status", {})
+
+    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+        spec = _dict(obj.get("spec"))
+        errs = _cronjob_spec_errors(spec, None if old is None else _dict(old.get("spec")))
+        name = str(obj["metadata"].get("name", ""))
+        if old is None and len(name) > _MAX_CRONJOB_NAME:
+            errs.append(invalid("metadata.name", name, f"must be no more than {_MAX_CRONJOB_NAME} characters"))
+        return errs
+
+
+STRATEGIES: dict[str, type[Strategy]] = {
+    "jobs": JobStrategy,
+    "cronjobs": CronJobStrategy,
+}
