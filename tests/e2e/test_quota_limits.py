@@ -95,6 +95,19 @@ def test_compute_quota_wants_resources_and_counts_them(kubectl: Kubectl) -> None
     )
 
 
+def test_node_ports_are_counted_on_create_and_on_a_change_of_type(kubectl: Kubectl) -> None:
+    kubectl("create", "quota", "q", "--hard=services.nodeports=1,services=5")
+    counted(kubectl, "q", {"services.nodeports": "0", "services": "0"})
+    kubectl("create", "service", "nodeport", "first", "--tcp=80:8080")
+    kubectl("create", "service", "clusterip", "second", "--tcp=80:8080")
+    refused = kubectl.fail("patch", "service", "second", "-p", '{"spec":{"type":"NodePort"}}')
+    assert refused.stderr.strip() == (
+        'Error from server (Forbidden): services "second" is forbidden: exceeded quota: q, '
+        "requested: services.nodeports=1, used: services.nodeports=1, limited: services.nodeports=1"
+    )
+    assert quota_used(kubectl, "q") == {"services.nodeports": "1", "services": "2"}
+
+
 def test_limit_range_defaults_a_pods_containers(kubectl: Kubectl) -> None:
     kubectl.apply(
         """\

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from tinykube.api import errors
-from tinykube.api.resources import ResourceInfo
+from tinykube.api.resources import TOKEN_REQUEST, ResourceInfo
 from tinykube.apiserver.auth import TokenAuthenticator
 from tinykube.apiserver.authorizer import Authorizer
 from tinykube.apiserver.componentstatus import DEPRECATION, ComponentStatuses
@@ -26,7 +26,7 @@ from tinykube.apiserver.printers import table
 from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.reviews import REVIEWS, Context
 from tinykube.apiserver.satokens import ServiceAccountTokens
-from tinykube.apiserver.tokenrequest import TOKEN_REQUEST, create_token
+from tinykube.apiserver.tokenrequest import create_token
 
 JSON = "application/json"
 

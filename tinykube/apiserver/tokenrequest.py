@@ -11,11 +11,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tinykube.api import errors
-from tinykube.api.resources import ResourceInfo, builtin
+from tinykube.api.resources import builtin
 from tinykube.apiserver.registry import Registry, Request
 from tinykube.apiserver.satokens import DEFAULT_EXPIRATION, MIN_EXPIRATION, Bound, ServiceAccountTokens
 
-TOKEN_REQUEST = ResourceInfo("authentication.k8s.io", "v1", "TokenRequest", "token", "tokenrequest", True)
 MAX_EXPIRATION = 1 << 32
 _BOUND_KINDS = {"Pod": "pods", "Secret": "secrets", "Node": "nodes"}
 

@@ -2,7 +2,8 @@
 
 Per-resource behaviour (defaulting, validation, status handling, what DELETE returns) lives in a `Strategy`;
 this module owns what is common: system metadata, optimistic concurrency on the etcd mod revision,
-generateName, finalizers and deletionTimestamp, dry-run, and reading from the watch cache.
+generateName, finalizers and deletionTimestamp, dry-run, reading from the watch cache, and when `Admission` runs
+(mutating plugins after defaulting, validating ones after validation, once per request, dry-run included).
 """
 
 from __future__ import annotations
