@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import RunningCluster
+from tests.conftest import RunningCluster, eventually
 
 EP = "/api/v1/namespaces/{ns}/endpoints"
 
@@ -376,6 +376,66 @@ def test_delete_options_propagation_is_validated_and_read_from_the_query_too(api
 
     kept = api.delete(f"{url}/kept", params={"propagationPolicy": "Orphan"})  # as `?propagationPolicy=` in the URL
     assert kept.status_code == 200 and kept.json()["metadata"]["finalizers"] == ["orphan"]
+
+
+JOB_DELETE_WARNING = (
+    '299 - "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove '
+    'them or set propagationPolicy=Orphan to suppress this warning"'
+)
+
+
+def test_jobs_and_replication_controllers_orphan_by_default(api: httpx.Client, namespace: str) -> None:
+    """Upstream's DefaultGarbageCollectionPolicy: batch/v1 Jobs and v1 ReplicationControllers keep their pods when a
+    DELETE names no propagation policy (the `orphan` finalizer), and a Job's DELETE warns about it; apps/v1 kinds
+    delete at once. (The official Python client's e2e tests pass propagationPolicy=Background for that reason.)"""
+    pod_template = {"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    jobs = f"/apis/batch/v1/namespaces/{namespace}/jobs"
+    job_spec = {"template": {**pod_template, "spec": {**pod_template["spec"], "restartPolicy": "Never"}}}
+    for name in ("default", "background", "orphan"):
+        assert api.post(jobs, json={"metadata": {"name": name}, "spec": job_spec}).status_code == 201
+
+    by_default = api.delete(f"{jobs}/default")
+    assert by_default.status_code == 200 and by_default.headers.get_list("warning") == [JOB_DELETE_WARNING]
+    assert by_default.json()["kind"] == "Job"  # not gone yet: the garbage collector orphans its pods first
+    assert by_default.json()["metadata"]["finalizers"] == ["orphan"]
+    assert by_default.json()["metadata"]["deletionTimestamp"]
+    eventually(lambda: api.get(f"{jobs}/default").status_code == 404, 10, "the job gone")
+
+    background = api.delete(f"{jobs}/background", params={"propagationPolicy": "Background"})
+    assert background.json()["kind"] == "Status" and "warning" not in background.headers
+    orphan = api.request("DELETE", f"{jobs}/orphan", json={"propagationPolicy": "Orphan"})
+    assert orphan.json()["metadata"]["finalizers"] == ["orphan"] and "warning" not in orphan.headers
+
+    rcs = f"/api/v1/namespaces/{namespace}/replicationcontrollers"
+    rc_spec = {"replicas": 0, "selector": {"app": "x"}, "template": pod_template}
+    assert api.post(rcs, json={"metadata": {"name": "rc"}, "spec": rc_spec}).status_code == 201
+    rc = api.delete(f"{rcs}/rc")
+    assert rc.json()["metadata"]["finalizers"] == ["orphan"] and "warning" not in rc.headers
+
+    deployments = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+    deployment_spec = {"selector": {"matchLabels": {"app": "x"}}, "template": pod_template}
+    assert api.post(deployments, json={"metadata": {"name": "d"}, "spec": deployment_spec}).status_code == 201
+    assert api.delete(f"{deployments}/d").json()["kind"] == "Status"  # apps/v1: in the background, gone at once
+
+
+def test_propagation_finalizers_follow_the_delete_options(api: httpx.Client, namespace: str) -> None:
+    """An explicit policy replaces the other propagation finalizer (upstream's deletionFinalizersForGarbageCollection);
+    Events take none (their policy is Unsupported)."""
+    maps = f"/api/v1/namespaces/{namespace}/configmaps"
+    api.post(maps, json={"metadata": {"name": "fg", "finalizers": ["example.com/keep", "foregroundDeletion"]}})
+    orphaned = api.request("DELETE", f"{maps}/fg", json={"propagationPolicy": "Orphan"})
+    assert orphaned.json()["metadata"]["finalizers"] == ["example.com/keep", "orphan"]
+    api.post(maps, json={"metadata": {"name": "bg", "finalizers": ["orphan"]}})
+    assert api.delete(f"{maps}/bg", params={"propagationPolicy": "Background"}).json()["kind"] == "Status"
+    assert api.get(f"{maps}/bg").status_code == 404
+    api.patch(
+        f"{maps}/fg", json={"metadata": {"finalizers": None}}, headers={"Content-Type": "application/merge-patch+json"}
+    )
+
+    events = f"/api/v1/namespaces/{namespace}/events"
+    event = {"metadata": {"name": "e"}, "involvedObject": {"kind": "Pod", "name": "p", "namespace": namespace}}
+    assert api.post(events, json=event).status_code == 201
+    assert api.delete(f"{events}/e", params={"propagationPolicy": "Foreground"}).json()["kind"] == "Status"
 
 
 def test_pod_gets_upstream_v1_defaults(api: httpx.Client, namespace: str) -> None:

@@ -266,9 +266,10 @@ class ResourceHandler:
         req = target.registry_request(_dry_run(request) or options.get("dryRun") == ["All"])
         obj, gone = await self.registry.delete(req, options)
         strategy = self.registry.strategies[target.resource.plural]
+        warnings = strategy.delete_warnings(options)
         if not gone or strategy.return_deleted_object:
-            return json_response(target.out(obj))
-        return json_response(_success_status(target, obj))
+            return _with_warnings(json_response(target.out(obj)), warnings)
+        return _with_warnings(json_response(_success_status(target, obj)), warnings)
 
     async def _delete_collection(self, request: Request, target: Target) -> Response:
         options = decode_options(
@@ -285,7 +286,9 @@ class ResourceHandler:
                 continue
             deleted.append(orjson.dumps(target.out(obj)))
         page = listing.Page(page.items, page.revision, "", None)
-        return json_response(listing.list_body(target.resource.list_kind, target.resource.api_version, page, deleted))
+        body = listing.list_body(target.resource.list_kind, target.resource.api_version, page, deleted)
+        warnings = self.registry.strategies[target.resource.plural].delete_warnings(options)
+        return _with_warnings(json_response(body), warnings)
 
     async def _bind(self, request: Request, target: Target) -> Response:
         """POST of a Binding, to `pods/{name}/binding` or (without a name in the URL) to `bindings`."""

@@ -90,7 +90,9 @@ class NamespaceController:
         items = (await self.client.list(resource, namespace))["items"]
         for item in items:
             with contextlib.suppress(errors.NotFound):
-                await self.client.delete(resource, namespace, item["metadata"]["name"])
+                # in the background, as upstream's namespace deleter: no kind's default may leave an `orphan`
+                # finalizer behind for the garbage collector, since everything in the namespace goes anyway
+                await self.client.delete(resource, namespace, item["metadata"]["name"], propagationPolicy="Background")
         return len(items)
 
     async def _remove_finalizer(self, name: str) -> None:

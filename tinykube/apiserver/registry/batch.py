@@ -30,7 +30,7 @@ from tinykube.apiserver.registry.apps import (
     _int,
     _nonnegative,
 )
-from tinykube.apiserver.registry.generic import Strategy
+from tinykube.apiserver.registry.generic import ORPHAN_DEPENDENTS, Strategy, asks_no_propagation
 from tinykube.apiserver.registry.workloads import (
     _IMMUTABLE,
     _immutable,
@@ -264,9 +264,19 @@ def _completions_update_errors(spec: dict[str, Any], old: dict[str, Any]) -> lis
     return []
 
 
+_JOB_DELETE_WARNING = (
+    "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or "
+    "set propagationPolicy=Orphan to suppress this warning"
+)
+
+
 class JobStrategy(Strategy):
     has_status = True
     tracks_generation = True
+    gc_policy = ORPHAN_DEPENDENTS  # batch/v1 orphans a Job's pods by default, for backward compatibility
+
+    def delete_warnings(self, options: dict[str, Any]) -> list[str]:
+        return [_JOB_DELETE_WARNING] if asks_no_propagation(options) else []
 
     def prepare_create(self, obj: dict[str, Any]) -> None:
         super().prepare_create(obj)

@@ -9,7 +9,7 @@ from typing import Any
 from tinykube.api import errors
 from tinykube.api.errors import FieldError, invalid, not_supported, required
 from tinykube.api.meta import dns1123_label, now
-from tinykube.apiserver.registry.generic import Strategy
+from tinykube.apiserver.registry.generic import GC_UNSUPPORTED, Strategy
 from tinykube.apiserver.registry.podvalidation import validate_pod_spec
 
 IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")  # upstream's NamespaceLifecycle admission
@@ -266,6 +266,7 @@ def _default_protocols(ports: Any) -> None:
 
 class EventStrategy(Strategy):
     allow_create_on_update = True
+    gc_policy = GC_UNSUPPORTED  # Events are never owners: a propagation policy adds no finalizer
 
     def default(self, obj: dict[str, Any]) -> None:
         obj.setdefault("firstTimestamp", None)

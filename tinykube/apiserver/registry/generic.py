@@ -37,6 +37,9 @@ from tinykube.store.etcd import NO_CLAIMS, Claims, EtcdStore
 
 SYSTEM_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 _CREATE_ATTEMPTS = 8  # generated names and picked allocations that someone else took meanwhile are retried
+DELETE_DEPENDENTS, ORPHAN_DEPENDENTS, GC_UNSUPPORTED = "DeleteDependents", "OrphanDependents", "Unsupported"
+ORPHAN_FINALIZER, FOREGROUND_FINALIZER = "orphan", "foregroundDeletion"
+_FINALIZER_POLICIES = {ORPHAN_FINALIZER: "Orphan", FOREGROUND_FINALIZER: "Foreground"}
 _UPDATE_ATTEMPTS = 16
 MAX_TXN_OPS = 128  # etcd's default --max-txn-ops: operations in each branch of one transaction
 
@@ -66,6 +69,10 @@ class Strategy:
     name_rule: NameValidator = staticmethod(dns1123_subdomain)  # type: ignore[assignment]
     allow_create_on_update = False
     return_deleted_object = False
+    # upstream's DefaultGarbageCollectionPolicy: what a DELETE that names no propagation policy does to dependents
+    # (DELETE_DEPENDENTS: nothing here, the collector deletes them in the background; ORPHAN_DEPENDENTS: the
+    # `orphan` finalizer is added; GC_UNSUPPORTED: no propagation finalizer at all)
+    gc_policy = DELETE_DEPENDENTS
     has_status = False
     clears_status_on_create = True
     tracks_generation = False
@@ -136,6 +143,10 @@ class Strategy:
 
     def check_delete(self, obj: dict[str, Any]) -> None:
         """Raise to refuse a delete outright (an ApiError), before anything is written."""
+
+    def delete_warnings(self, options: dict[str, Any]) -> list[str]:
+        """Warnings for a DELETE (or DELETE of the collection) with these DeleteOptions."""
+        return []
 
     def finalizing(self, obj: dict[str, Any]) -> bool:
         """True while something must happen before a deleted object may go away."""
@@ -506,7 +517,7 @@ class Registry:
             strategy.check_delete(old)
             pending = copy.deepcopy(old)
             strategy.mark_deleting(pending)
-            _add_gc_finalizer(pending, options)
+            _gc_finalizers(pending, options, strategy.gc_policy)
             if strategy.finalizing(pending):
                 if req.dry_run or pending == old:
                     return pending, False
@@ -536,16 +547,40 @@ class Registry:
         return obj
 
 
-def _add_gc_finalizer(obj: dict[str, Any], options: dict[str, Any]) -> None:
-    """A propagation policy other than the default (Background) is carried out by the garbage collector: the object
-    stays, with `deletionTimestamp` and a finalizer for it, until its dependents are orphaned or deleted."""
+def _gc_finalizers(obj: dict[str, Any], options: dict[str, Any], default: str) -> None:
+    """Upstream's deletionFinalizersForGarbageCollection: the propagation finalizer the garbage collector carries out
+    (`orphan` or `foregroundDeletion`, the other one removed), chosen by the request's options, else by the one the
+    object already has, else by the kind's default policy. The object then stays, with `deletionTimestamp`, until
+    its dependents are orphaned or deleted."""
+    finalizers = list(obj["metadata"].get("finalizers") or [])
+    wanted = [f for f in finalizers if f not in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)]
+    if default != GC_UNSUPPORTED:
+        policy = _propagation(options) or next(
+            (_FINALIZER_POLICIES[f] for f in finalizers if f in _FINALIZER_POLICIES), None
+        )
+        if policy == "Orphan" or (policy is None and default == ORPHAN_DEPENDENTS):
+            wanted.append(ORPHAN_FINALIZER)
+        elif policy == "Foreground":
+            wanted.append(FOREGROUND_FINALIZER)
+    if set(wanted) == set(finalizers):
+        return
+    if wanted:
+        obj["metadata"]["finalizers"] = wanted
+    else:
+        obj["metadata"].pop("finalizers", None)
+
+
+def _propagation(options: dict[str, Any]) -> str | None:
+    """The propagation policy a DELETE asked for, the deprecated `orphanDependents` boolean included."""
+    if options.get("orphanDependents") is not None:
+        return "Orphan" if options["orphanDependents"] else "Background"
     policy = options.get("propagationPolicy")
-    if policy is None and options.get("orphanDependents") is not None:  # the deprecated boolean
-        policy = "Orphan" if options["orphanDependents"] else "Background"
-    finalizer = {"Orphan": "orphan", "Foreground": "foregroundDeletion"}.get(str(policy))
-    finalizers = obj["metadata"].get("finalizers") or []
-    if finalizer and finalizer not in finalizers:
-        obj["metadata"]["finalizers"] = [*finalizers, finalizer]
+    return None if policy is None else str(policy)
+
+
+def asks_no_propagation(options: dict[str, Any]) -> bool:
+    """Whether a DELETE leaves the propagation to the kind's default (upstream warns about that for Jobs)."""
+    return _propagation(options) is None
 
 
 def _same(new: dict[str, Any], old: dict[str, Any]) -> bool:

@@ -35,7 +35,7 @@ from tinykube.apiserver.registry.apps import (
     _validate_percent,
     _validate_requirement,
 )
-from tinykube.apiserver.registry.generic import Strategy
+from tinykube.apiserver.registry.generic import ORPHAN_DEPENDENTS, Strategy
 from tinykube.apiserver.registry.podvalidation import validate_pod_spec
 from tinykube.apiserver.registry.service_validation import GoSyntaxError
 
@@ -443,6 +443,7 @@ def _validate_rc_spec(spec: dict[str, Any]) -> list[FieldError]:
 class ReplicationControllerStrategy(Strategy):
     has_status = True
     tracks_generation = True
+    gc_policy = ORPHAN_DEPENDENTS  # core/v1 orphans a ReplicationController's pods by default, as it always did
 
     def default(self, obj: dict[str, Any]) -> None:
         _default_replication_controller(obj)
