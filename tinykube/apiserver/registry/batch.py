@@ -15,8 +15,6 @@ import re
 import zoneinfo
 from typing import Any
 
-from croniter import croniter  # type: ignore[import-untyped]  # no stubs published
-
 from tinykube.api import errors
 from tinykube.api.errors import FieldError, invalid, not_supported, required
 from tinykube.api.meta import dns1123_label
@@ -436,6 +434,8 @@ def check_schedule(schedule: str) -> None:
     # robfig splits a field on commas and drops empty parts
     normalized = [",".join(_check_range(p, b) for p in f.split(",") if p) for f, b in zip(fields, _FIELDS, strict=True)]
     try:
+        from croniter import croniter  # type: ignore[import-untyped]  # no stubs; imported on use: less at start-up
+
         croniter.expand(" ".join(normalized))
     except (ValueError, KeyError) as err:
         raise ScheduleError(str(err)) from None
