@@ -41,6 +41,7 @@ __all__ = [
     "as_int",
     "as_list",
     "as_str",
+    "container_cells",
     "dicts_in",
     "format_labels",
     "human_duration",
@@ -952,10 +953,14 @@ def _scale_cells(obj: dict[str, Any], now: datetime) -> Cells:
     ]
 
 
-def _template_containers(spec: Mapping[str, Any]) -> tuple[str, str]:
-    """``layoutContainerCells``: container names and images, comma-joined."""
-    containers = dicts_in(as_dict(as_dict(spec.get("template")).get("spec")).get("containers"))
+def container_cells(template: Any) -> tuple[str, str]:
+    """``layoutContainerCells``: a pod template's container names and images, comma-joined."""
+    containers = dicts_in(as_dict(as_dict(template).get("spec")).get("containers"))
     return ",".join(as_str(c.get("name")) for c in containers), ",".join(as_str(c.get("image")) for c in containers)
+
+
+def _template_containers(spec: Mapping[str, Any]) -> tuple[str, str]:
+    return container_cells(spec.get("template"))
 
 
 def label_selector_text(selector: Any) -> str:

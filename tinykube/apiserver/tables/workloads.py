@@ -23,6 +23,7 @@ from tinykube.apiserver.printers import (
     as_int,
     as_list,
     as_str,
+    container_cells,
     dicts_in,
     format_labels,
     human_duration,
@@ -41,12 +42,6 @@ _RC_URL = (
     "https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller"
 )
 _DS_URL = "https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/"
-
-
-def _containers(template: Any) -> tuple[str, str]:
-    """layoutContainerCells: container names and images of a pod template, comma-joined."""
-    containers = dicts_in(as_dict(as_dict(template).get("spec")).get("containers"))
-    return ",".join(as_str(c.get("name")) for c in containers), ",".join(as_str(c.get("image")) for c in containers)
 
 
 def format_label_selector(selector: Any) -> str:
@@ -68,7 +63,7 @@ STATEFUL_SET_COLUMNS = (
 
 def _stateful_set_cells(obj: dict[str, Any], now: datetime) -> Cells:
     spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
-    names, images = _containers(spec.get("template"))
+    names, images = container_cells(spec.get("template"))
     ready = f"{as_int(status.get('readyReplicas'))}/{as_int(spec.get('replicas'))}"
     return [name_of(obj), ready, age(obj, now), names, images]
 
@@ -125,7 +120,7 @@ DAEMON_SET_COLUMNS = (
 def _daemon_set_cells(obj: dict[str, Any], now: datetime) -> Cells:
     spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
     template = as_dict(spec.get("template"))
-    names, images = _containers(template)
+    names, images = container_cells(template)
     counts = ("desiredNumberScheduled", "currentNumberScheduled", "numberReady", "updatedNumberScheduled")
     return [
         name_of(obj),
@@ -194,7 +189,7 @@ REPLICATION_CONTROLLER_COLUMNS = (
 
 def _replication_controller_cells(obj: dict[str, Any], now: datetime) -> Cells:
     spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
-    names, images = _containers(spec.get("template"))
+    names, images = container_cells(spec.get("template"))
     return [
         name_of(obj),
         as_int(spec.get("replicas")),
@@ -268,7 +263,7 @@ def job_duration(status: Mapping[str, Any], now: datetime) -> str:
 
 def _job_cells(obj: dict[str, Any], now: datetime) -> Cells:
     spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
-    names, images = _containers(spec.get("template"))
+    names, images = container_cells(spec.get("template"))
     return [
         name_of(obj),
         job_status(obj),
@@ -323,7 +318,7 @@ def _bool_pointer(value: Any) -> str:
 def _cron_job_cells(obj: dict[str, Any], now: datetime) -> Cells:
     spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
     job_spec = as_dict(as_dict(spec.get("jobTemplate")).get("spec"))
-    names, images = _containers(job_spec.get("template"))
+    names, images = container_cells(job_spec.get("template"))
     last = status.get("lastScheduleTime")
     zone = spec.get("timeZone")
     return [
