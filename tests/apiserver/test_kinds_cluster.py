@@ -19,36 +19,15 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from tests.apiserver.kinds import created, strategy, updated
 from tinykube.api import errors
 from tinykube.api.meta import validate_object_meta
 from tinykube.api.resources import RESOURCES
 from tinykube.apiserver.identity import UserInfo
 from tinykube.apiserver.printers import table
-from tinykube.apiserver.registry import admissionregistration, certificates, cluster, flowcontrol, networking
-from tinykube.apiserver.registry.generic import Strategy
+from tinykube.apiserver.registry import certificates, cluster
 
 # ---- helpers -----------------------------------------------------------------------------------------------------
-
-STRATEGIES = {
-    **cluster.STRATEGIES,
-    **certificates.STRATEGIES,
-    **networking.STRATEGIES,
-    **admissionregistration.STRATEGIES,
-    **flowcontrol.STRATEGIES,
-}
-
-
-def strategy(plural: str) -> Strategy:
-    info = next(r for r in RESOURCES if r.plural == plural and r.stored)
-    return STRATEGIES[plural](info)
-
-
-def created(plural: str, obj: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """The object as a create leaves it (defaulted), and the errors its validation reports."""
-    s = strategy(plural)
-    obj.setdefault("metadata", {"name": "x"})
-    s.prepare_create(obj)
-    return obj, [str(e) for e in s.validate(obj, None)]
 
 
 def create_errors(plural: str, obj: dict[str, Any]) -> list[str]:
@@ -56,9 +35,7 @@ def create_errors(plural: str, obj: dict[str, Any]) -> list[str]:
 
 
 def update_errors(plural: str, new: dict[str, Any], old: dict[str, Any]) -> list[str]:
-    s = strategy(plural)
-    s.prepare_update(new, old)
-    return [str(e) for e in s.validate(new, old)]
+    return updated(plural, new, old)[1]
 
 
 def stored(plural: str, obj: dict[str, Any]) -> dict[str, Any]:
@@ -340,8 +317,13 @@ def test_csr_update_keeps_spec_and_status() -> None:
     new["spec"]["usages"] = ["server auth"]
     new["status"] = {"certificate": b64(pem_certificate())}
     new["metadata"]["labels"] = {"team": "a"}
-    assert update_errors("certificatesigningrequests", new, old) == []
-    assert (new["spec"], new["status"], new["metadata"]["labels"]) == (old["spec"], old["status"], {"team": "a"})
+    prepared, errs = updated("certificatesigningrequests", new, old)
+    assert errs == []
+    assert (prepared["spec"], prepared["status"], prepared["metadata"]["labels"]) == (
+        old["spec"],
+        old["status"],
+        {"team": "a"},
+    )
 
 
 def approve(old: dict[str, Any], conditions: list[dict[str, Any]], subresource: str) -> list[str]:

@@ -12,7 +12,6 @@ rendering of an empty path).
 from __future__ import annotations
 
 import base64
-import copy
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -21,12 +20,12 @@ import httpx
 import kubernetes.client as k8s
 import pytest
 
+from tests.apiserver.kinds import created, strategy, updated
 from tests.conftest import RunningCluster
 from tinykube.api import errors, quantity
 from tinykube.api.resources import by_path
 from tinykube.apiserver import printers
 from tinykube.apiserver.registry import config
-from tinykube.apiserver.registry.generic import Strategy
 from tinykube.apiserver.tables import config as tables
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
@@ -37,29 +36,8 @@ def b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
-def strategy(plural: str) -> Strategy:
-    resource = by_path("", "v1", plural)
-    assert resource is not None
-    return config.STRATEGIES[plural](resource)
-
-
 def obj(**fields: Any) -> dict[str, Any]:
     return {"metadata": {"name": "x", "namespace": "ns", "creationTimestamp": CREATED}, **fields}
-
-
-def created(plural: str, body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """The object as a create prepares it, and its validation errors as upstream renders them."""
-    body = copy.deepcopy(body)
-    chosen = strategy(plural)
-    chosen.prepare_create(body)
-    return body, [str(err) for err in chosen.validate(body, None)]
-
-
-def updated(plural: str, new: dict[str, Any], old: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    new = copy.deepcopy(new)
-    chosen = strategy(plural)
-    chosen.prepare_update(new, old)
-    return new, [str(err) for err in chosen.validate(new, old)]
 
 
 def bad_request(plural: str, body: dict[str, Any]) -> str:

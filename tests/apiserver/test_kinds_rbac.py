@@ -13,25 +13,12 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.apiserver.kinds import created, strategy
 from tinykube.api.meta import validate_object_meta
 from tinykube.api.resources import RESOURCES
 from tinykube.apiserver.printers import table
-from tinykube.apiserver.registry import rbac
-from tinykube.apiserver.registry.generic import Strategy
 
 GROUP = "rbac.authorization.k8s.io"
-
-
-def strategy(plural: str) -> Strategy:
-    info = next(r for r in RESOURCES if r.plural == plural and r.stored)
-    return rbac.STRATEGIES[plural](info)
-
-
-def created(plural: str, obj: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    s = strategy(plural)
-    obj.setdefault("metadata", {"name": "x"})
-    s.prepare_create(obj)
-    return obj, [str(e) for e in s.validate(obj, None)]
 
 
 def create_errors(plural: str, obj: dict[str, Any]) -> list[str]:

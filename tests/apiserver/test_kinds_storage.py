@@ -13,11 +13,11 @@ import httpx
 import kubernetes.client as k8s
 import pytest
 
+from tests.apiserver.kinds import created, strategy, updated
 from tests.conftest import RunningCluster
 from tinykube.api.resources import by_path
 from tinykube.apiserver import printers
 from tinykube.apiserver.registry import storage
-from tinykube.apiserver.registry.generic import Strategy
 from tinykube.apiserver.tables import storage as tables
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
@@ -33,28 +33,8 @@ GROUPS = {
 }
 
 
-def strategy(plural: str) -> Strategy:
-    resource = by_path(GROUPS[plural], "v1", plural)
-    assert resource is not None
-    return storage.STRATEGIES[plural](resource)
-
-
 def obj(**fields: Any) -> dict[str, Any]:
     return {"metadata": {"name": "x", "creationTimestamp": CREATED}, **fields}
-
-
-def created(plural: str, body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    body = copy.deepcopy(body)
-    chosen = strategy(plural)
-    chosen.prepare_create(body)
-    return body, [str(err) for err in chosen.validate(body, None)]
-
-
-def updated(plural: str, new: dict[str, Any], old: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    new = copy.deepcopy(new)
-    chosen = strategy(plural)
-    chosen.prepare_update(new, old)
-    return new, [str(err) for err in chosen.validate(new, old)]
 
 
 def with_spec(body: dict[str, Any], **changes: Any) -> dict[str, Any]:

@@ -53,7 +53,8 @@ class Answered:
 
     @staticmethod
     def handles(resource: ResourceInfo, subresource: str) -> bool:
-        return subresource == "token" or resource.plural in REVIEWS or resource.plural == "componentstatuses"
+        """The token subresource, and the resources that are neither stored nor a view (the reviews, cs)."""
+        return subresource == "token" or not (resource.stored or resource.view_of)
 
     async def __call__(
         self, request: Request, resource: ResourceInfo, namespace: str, name: str, subresource: str
