@@ -30,7 +30,7 @@ from tinykube.api.defaults import CLUSTER_CIDR
 from tinykube.api.resources import builtin
 from tinykube.client.informer import SharedInformers
 from tinykube.client.kubeconfig import load_credentials
-from tinykube.client.leaderelection import JITTER, ElectionConfig
+from tinykube.client.leaderelection import JITTER, ElectionConfig, LeaderElector
 from tinykube.client.rest import RestClient
 from tinykube.controllers.leader import run_elected_controllers
 
@@ -217,6 +217,32 @@ def test_a_clean_stop_hands_over_at_once(
             service(api, ns, "after")
             eventually(lambda: has_endpoints(api, ns, "after"), what="the new leader's Endpoints")
             assert second.poll() is None
+
+
+def test_the_release_goes_through_after_a_renewal_whose_answer_was_lost(
+    bare: RunningCluster, api: httpx.Client, lease_name: str
+) -> None:
+    """A renewal cancelled in flight may be written without the leader seeing the answer (CI found this race):
+    the release must not be refused as a conflict on the resourceVersion before it, or a clean stop hands over
+    only after a whole lease duration."""
+    config = ElectionConfig(identity="test_lost_answer", name=lease_name, lease_duration=4, renew_deadline=3)
+
+    async def scenario() -> None:
+        client = RestClient(load_credentials(bare.kubeconfig))
+        try:
+            elector = LeaderElector(client, config)
+            assert await elector.try_acquire_or_renew()
+            renewed = lease(api, lease_name)
+            assert renewed is not None
+            renewed["spec"]["renewTime"] = "2030-01-01T00:00:00.000000Z"  # the write the leader did not see
+            path = f"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{lease_name}"
+            assert api.put(path, json=renewed).status_code == 200
+            assert await elector.release()
+        finally:
+            await client.close()
+
+    asyncio.run(scenario())
+    assert holder(api, lease_name) == ""
 
 
 def test_a_leader_that_cannot_renew_stops_and_exits_non_zero(

@@ -165,8 +165,18 @@ class LeaderElector:
         return True
 
     async def release(self) -> bool:
-        """Give the Lease up if we hold it (client-go's ReleaseOnCancel); True if we no longer hold it."""
-        if not self.is_leader or self._lease is None:
+        """Give the Lease up if we hold it (client-go's ReleaseOnCancel); True if we no longer hold it.
+
+        The Lease is read afresh first, as client-go's release does: a renewal cancelled in flight may have been
+        written without our seeing its answer, and a write on the resourceVersion before it would conflict."""
+        if not self.is_leader:
+            return True
+        try:
+            self._observe(await self.client.get(LEASES, self.config.namespace, self.config.name))
+        except (errors.ApiError, TransportError) as err:
+            log.warning("error retrieving resource lock %s: %s", self.description, err)
+            return False
+        if not self.is_leader:
             return True
         stamp = micro_now()
         spec = {"holderIdentity": "", "leaseDurationSeconds": 1, "acquireTime": stamp, "renewTime": stamp}
