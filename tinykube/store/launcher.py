@@ -171,9 +171,20 @@ class EtcdProcess:
         log_file.close()
 
     def start(self, timeout: float = 30.0) -> None:
-        for _attempt in range(3):
-            self.client_port, peer_port = free_port(), free_port()
-            self._spawn(self._command(peer_port))
+        self.launch()
+        self.wait_started(timeout)
+
+    def launch(self) -> None:
+        """Start the process without waiting for it: `wait_started` does (so the caller can work meanwhile)."""
+        self.client_port, peer_port = free_port(), free_port()
+        self._spawn(self._command(peer_port))
+
+    def wait_started(self, timeout: float = 30.0) -> None:
+        """Return once the launched process answers /health; launched again on other ports if it does not (one
+        may have been taken between choosing and binding it), EtcdLaunchError after three attempts."""
+        for attempt in range(3):
+            if attempt:
+                self.launch()
             if self._wait_healthy(timeout):
                 return
             self.stop()
