@@ -123,6 +123,7 @@ class Member:
         self.streams: set[Call] = set()  # open streaming calls (watches), moved elsewhere when the member fails
         self._watchdog: asyncio.Task[None] | None = None
         self._probe: asyncio.Task[tuple[int, GrpcError | None]] | None = None
+        self._probe_began = 0.0  # when `_probe` was sent (monotonic)
 
     def __repr__(self) -> str:
         return f"Member({self.url})"
@@ -189,10 +190,12 @@ class Member:
         finally:
             self._watchdog = None
 
-    async def probe(self) -> tuple[int, GrpcError | None]:
+    async def probe(self, since: float = 0.0) -> tuple[int, GrpcError | None]:
         """Whether this member can serve a linearizable read now (it has a leader, and the leader its quorum):
-        (raft term, None), or (0, the error)."""
-        if self._probe is None or self._probe.done():
+        (raft term, None), or (0, the error). A probe in flight is shared if it was sent at or after `since`
+        (monotonic): one sent earlier may have been answered by a quorum that has gone since."""
+        if self._probe is None or self._probe.done() or self._probe_began < since:
+            self._probe_began = time.monotonic()
             self._probe = asyncio.get_running_loop().create_task(self._probe_once(), name=f"etcd probe {self.url}")
         return await asyncio.shield(self._probe)
 
@@ -333,9 +336,10 @@ class Members:
     async def healthy(self, timeout: float) -> bool:
         """Whether some member serves a linearizable read within `timeout`: then the cluster has a leader with its
         quorum, and the client a way to it. Members that answer "no leader" (an election) are asked again."""
-        deadline = time.monotonic() + timeout
+        asked = time.monotonic()
+        deadline = asked + timeout
         while True:
-            probes = [asyncio.ensure_future(m.probe()) for m in self.members]
+            probes = [asyncio.ensure_future(m.probe(since=asked)) for m in self.members]
             try:
                 for done in asyncio.as_completed(probes, timeout=max(deadline - time.monotonic(), 0)):
                     _term, error = await done
