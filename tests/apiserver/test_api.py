@@ -186,14 +186,14 @@ def test_delete_returns_status_or_object_as_upstream(api: httpx.Client, namespac
     assert deleted["kind"] == "Service" and deleted["metadata"]["name"] == "s"
 
 
-def test_apply_patch_is_unsupported_media_type(api: httpx.Client, namespace: str) -> None:
+def test_apply_patch_needs_a_field_manager(api: httpx.Client, namespace: str) -> None:
+    """Server-side apply (tests/apiserver/test_server_side_apply.py): the one PATCH type that needs `fieldManager`."""
     api.post(EP.format(ns=namespace), json=endpoints(namespace, "ap"))
-    response = api.patch(
-        f"{EP.format(ns=namespace)}/ap",
-        content=b"metadata: {}",
-        headers={"Content-Type": "application/apply-patch+yaml"},
-    )
-    status(response, 415, "UnsupportedMediaType")
+    url, headers = f"{EP.format(ns=namespace)}/ap", {"Content-Type": "application/apply-patch+yaml"}
+    config = b"apiVersion: v1\nkind: Endpoints\nmetadata: {name: ap, labels: {a: b}}\n"
+    status(api.patch(url, content=config, headers=headers), 422, "Invalid")
+    applied = api.patch(url, content=config, headers=headers, params={"fieldManager": "me"})
+    assert applied.status_code == 200 and applied.json()["metadata"]["labels"] == {"a": "b"}
 
 
 def test_list_selectors_and_pagination(api: httpx.Client, namespace: str) -> None:

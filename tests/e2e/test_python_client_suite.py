@@ -1,12 +1,13 @@
 """What the official `kubernetes` Python client's own e2e suite (kubernetes/e2e_test in kubernetes-client/python)
 checks through the API, reimplemented against a real `tinykube up`: typed CRUD of pods, services, replication
 controllers, config maps, nodes, deployments, daemon sets and jobs; a watch resumed from a list's resourceVersion;
-the client's SharedInformer; and `utils.create_from_yaml` / `create_from_dict` / `create_from_directory`.
+the client's SharedInformer; and `utils.create_from_yaml` / `create_from_dict` / `create_from_directory`, with
+server-side apply (`apply=True`) too.
 
 As upstream's suite expects, the cluster has a node and the scheduler (pods leave Pending); each test works in a
 namespace of its own instead of `default`. Left out, as tinykube serves no such subresources: exec, attach and
 port-forward (upstream's `test_pod_apis` after the pod runs, `test_exit_code`, `test_pod_exec_close_channel`,
-`test_portforward_*`), server-side apply (`create_from_yaml(apply=True)`: 415) and the metrics API.
+`test_portforward_*`) and the metrics API.
 """
 
 from __future__ import annotations
@@ -452,6 +453,30 @@ def test_create_from_yaml_files_lists_and_directories(
     assert apps_v1.read_namespaced_deployment("nginx-app-3", namespace).spec.template.metadata.labels == {
         "app": "nginx"
     }
+
+
+def test_create_apps_deployment_from_yaml_with_apply_is_idempotent(
+    k8s_client: k8s.ApiClient, apps_v1: k8s.AppsV1Api, namespace: str, tmp_path: Path
+) -> None:
+    """Upstream's test of the same name: created by a plain create, then server-side applied (field manager
+    `python-client`) with the same manifest: shared ownership, no conflict, nothing changed."""
+    path = _write(tmp_path, "apps-deployment.yaml", [_deployment("nginx-app")])
+
+    def check() -> k8s.V1Deployment:
+        dep = apps_v1.read_namespaced_deployment("nginx-app", namespace)
+        container = dep.spec.template.spec.containers[0]
+        assert (dep.metadata.name, container.image, container.name) == ("nginx-app", "nginx:1.15.4", "nginx")
+        assert (container.ports[0].container_port, dep.spec.template.metadata.labels["app"]) == (80, "nginx")
+        assert dep.spec.replicas == 3
+        return dep
+
+    utils.create_from_yaml(k8s_client, path, namespace=namespace)
+    created = check()
+    utils.create_from_yaml(k8s_client, path, namespace=namespace, apply=True)
+    applied = check()
+    assert applied.metadata.generation == created.metadata.generation
+    owners = {(m.manager, m.operation) for m in applied.metadata.managed_fields}
+    assert {("OpenAPI-Generator", "Update"), ("python-client", "Apply")} <= owners
 
 
 def test_create_from_an_implicit_service_list_reports_the_conflict(

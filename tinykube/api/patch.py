@@ -1,5 +1,8 @@
 """PATCH bodies applied to stored objects: JSON patch, JSON merge patch and strategic merge patch.
 
+(The fourth patch type, server-side apply's `application/apply-patch+yaml`, is not a patch of the stored object
+but a configuration merged by schema with field ownership: `tinykube.apiserver.fieldmanager`.)
+
 kubectl speaks all three: ``kubectl patch --type json`` sends RFC 6902 operations, ``kubectl
 label``/``annotate`` and ``--type merge`` send RFC 7386 merge patches, and ``kubectl apply``,
 ``edit``, ``scale`` and plain ``kubectl patch`` send *strategic* merge patches.  The last is
@@ -34,7 +37,6 @@ Deliberate differences from upstream are noted where they happen; the main ones:
   upstream's message; upstream lets them surface as a 500.  ``$setElementOrder`` lists are not
   cross-checked against the patch list's order.
 * Malformed JSON is reported with Python's decoder message, not Go's.
-* Server-side apply (``application/apply-patch+yaml``) is not supported: 415.
 """
 
 from __future__ import annotations
@@ -50,13 +52,16 @@ import orjson
 
 from tinykube.api.depth import check_depth
 from tinykube.api.errors import BadRequest, Invalid, RequestEntityTooLarge, UnsupportedMediaType
+from tinykube.api.golang import json_type
 
 JSONMap = dict[str, Any]
 
 JSON_PATCH: Final = "application/json-patch+json"
 MERGE_PATCH: Final = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
-PATCH_TYPES: Final = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH)
+APPLY_PATCH: Final = "application/apply-patch+yaml"
+# what a PATCH may send, in upstream's order (its 415 lists them so)
+PATCH_TYPES: Final = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH)
 
 MAX_JSON_PATCH_OPERATIONS: Final = 10000
 # upstream's JSONPatchMaxCopyBytes (the fix for CVE-2019-1002100): how much `copy` operations may grow a document
@@ -66,19 +71,23 @@ JSON_PATCH_MAX_COPY_BYTES: Final = 3 * 1024 * 1024
 def apply_patch(original: JSONMap, patch: bytes, content_type: str, *, kind: str) -> JSONMap:
     """Apply a PATCH body of the given ``Content-Type`` to a copy of ``original``.
 
-    Raises ``UnsupportedMediaType`` for other patch types (including server-side apply),
-    ``BadRequest`` for bodies that do not decode or directives that make no sense, and ``Invalid``
-    (422) when a JSON patch operation cannot be applied, as upstream does.
+    Raises ``UnsupportedMediaType`` for other types (server-side apply is not applied here: see the
+    module docstring), ``BadRequest`` for bodies that do not decode or directives that make no
+    sense, and ``Invalid`` (422) when a JSON patch operation cannot be applied, as upstream does.
     """
     media_type = content_type.split(";", 1)[0].strip().lower()
     applier = _APPLIERS.get(media_type)
     if applier is None:
-        raise UnsupportedMediaType(
-            "the body of the request was in an unknown format - accepted media types include: " + ", ".join(PATCH_TYPES)
-        )
+        raise unsupported_patch_type()
     patched = applier(copy.deepcopy(original), patch, kind)
     check_depth(patched)
     return patched
+
+
+def unsupported_patch_type() -> UnsupportedMediaType:
+    return UnsupportedMediaType(
+        "the body of the request was in an unknown format - accepted media types include: " + ", ".join(PATCH_TYPES)
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -101,21 +110,8 @@ def _decode(body: bytes, prefix: str) -> Any:
     return decoded
 
 
-def go_json_type(value: Any) -> str:
-    """The JSON type name Go's ``encoding/json`` uses in "cannot unmarshal X" errors."""
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    return "string" if isinstance(value, str) else "null"
-
-
 def _wrong_shape(prefix: str, value: Any, go_type: str) -> BadRequest:
-    found = go_json_type(value)
+    found = json_type(value)
     return BadRequest(f"{prefix}json: cannot unmarshal {found} into Go value of type {go_type}")
 
 
@@ -240,7 +236,7 @@ def _member(op: JSONMap, kind: str, member: str) -> str:
     cause = (
         f"{missing}: {_MISSING_VALUE}"
         if value is None
-        else (f"json: cannot unmarshal {go_json_type(value)} into Go value of type string")
+        else (f"json: cannot unmarshal {json_type(value)} into Go value of type string")
     )
     raise _OperationFailed(f"{kind} operation failed to decode {member}: {cause}")
 
@@ -377,7 +373,7 @@ def _json_patch(original: JSONMap, body: bytes, _kind: str) -> JSONMap:
                 )
         doc = _apply_operation(doc, op)
     if not isinstance(doc, dict):
-        raise _rejected(f"the patched document is a JSON {go_json_type(doc)}, not an object")
+        raise _rejected(f"the patched document is a JSON {json_type(doc)}, not an object")
     return doc
 
 

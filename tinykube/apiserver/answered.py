@@ -19,6 +19,7 @@ from tinykube.api.resources import TOKEN_REQUEST, ResourceInfo
 from tinykube.apiserver.auth import TokenAuthenticator
 from tinykube.apiserver.authorizer import Authorizer
 from tinykube.apiserver.componentstatus import DEPRECATION, ComponentStatuses
+from tinykube.apiserver.fieldvalidation import body_source, check_types
 from tinykube.apiserver.handlers import json_response
 from tinykube.apiserver.identity import user_of
 from tinykube.apiserver.negotiation import MAX_BODY, decode_object, partial_metadata, rendering
@@ -93,7 +94,11 @@ class Answered:
         length = request.headers.get("content-length")
         if length and length.isdigit() and int(length) > MAX_BODY:
             raise errors.RequestEntityTooLarge(f"Request entity too large: limit is {MAX_BODY}")
-        return decode_object(await request.body(), request.headers.get("content-type", JSON), resource)
+        obj = decode_object(await request.body(), request.headers.get("content-type", JSON), resource)
+        source = body_source(request)
+        if source is not None:
+            await check_types(resource, obj, source)
+        return obj
 
     async def _component_statuses(self, request: Request, resource: ResourceInfo, name: str) -> Response:
         if request.method != "GET":

@@ -2,6 +2,10 @@
 
 kubectl sends `Strict` by default once the OpenAPI document says the server supports it, so an unknown field in a
 manifest is reported exactly as a real cluster reports it. The schema walk lives in `openapi`.
+
+The same check first refuses fields of the wrong JSON type (`decodetypes`), as upstream's decoder does before it
+looks for unknown fields: it sees every decoded body and every patched object, so one call covers create, update,
+patch and the subresources that take a body.
 """
 
 from __future__ import annotations
@@ -14,9 +18,10 @@ from typing import Any
 
 from starlette.requests import Request
 
-from tinykube.api import errors
+from tinykube.api import errors, protobuf
 from tinykube.api.resources import ResourceInfo
-from tinykube.apiserver import openapi
+from tinykube.apiserver import decodetypes, openapi
+from tinykube.apiserver.decodetypes import Source
 
 MODES = ("Ignore", "Warn", "Strict")
 
@@ -35,11 +40,41 @@ def load_schemas() -> concurrent.futures.Future[list[str]]:
     return _schemas
 
 
-async def _unknown_fields(resource: ResourceInfo, obj: dict[str, Any]) -> list[tuple[str, openapi.FieldPath]]:
+async def _schemas_ready() -> None:
     loading = load_schemas()
     if not loading.done():
         await asyncio.wrap_future(loading)
+
+
+async def _unknown_fields(resource: ResourceInfo, obj: dict[str, Any]) -> list[tuple[str, openapi.FieldPath]]:
+    await _schemas_ready()
     return openapi.unknown_field_paths(resource.api_version, resource.kind, obj)
+
+
+async def check_types(
+    resource: ResourceInfo, obj: dict[str, Any], source: Source = Source.JSON, *, patch: bytes = b""
+) -> None:
+    """Refuse fields of the wrong JSON type as upstream's decoding does (`decodetypes.check`)."""
+    await _schemas_ready()
+    decodetypes.check(resource, obj, source, patch=patch)
+
+
+_PATCH_SOURCES = {
+    "application/json-patch+json": Source.PATCHED,
+    "application/merge-patch+json": Source.PATCHED,
+    "application/strategic-merge-patch+json": Source.STRATEGIC,
+}
+
+
+def body_source(request: Request) -> Source | None:
+    """How the request's body became the object the checks see: decoded from JSON or YAML, or a patch of one kind
+    or another applied; None for protobuf, which its encoding types."""
+    media = (request.headers.get("content-type") or "application/json").split(";", 1)[0].strip().lower()
+    if request.method == "PATCH":
+        return _PATCH_SOURCES.get(media, Source.APPLY)
+    if media == protobuf.MEDIA_TYPE:
+        return None
+    return Source.YAML if media == "application/yaml" else Source.JSON
 
 
 FieldCheck = Callable[[dict[str, Any]], Awaitable[list[str]]]
@@ -54,7 +89,12 @@ def field_check(request: Request, resource: ResourceInfo) -> FieldCheck:
         )
 
     async def check(obj: dict[str, Any]) -> list[str]:
-        """Raise for Strict; otherwise drop unknown fields (as upstream's decoder does) and warn for Warn."""
+        """Raise for a field of the wrong type; then for an unknown field under Strict; otherwise drop unknown fields
+        (as upstream's decoder does) and warn for Warn."""
+        source = body_source(request)
+        if source is not None:
+            patch = await request.body() if source is Source.STRATEGIC else b""
+            await check_types(resource, obj, source, patch=patch)
         found = await _unknown_fields(resource, obj)
         unknown = list(dict.fromkeys(text for text, _ in found))[:100]  # as upstream reports them
         if unknown and mode == "Strict":

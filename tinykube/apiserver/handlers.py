@@ -7,6 +7,7 @@ parser keeps the hot GET path short.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -17,9 +18,9 @@ from starlette.responses import Response
 
 from tinykube.api import errors
 from tinykube.api.conversion import Converted, converter
-from tinykube.api.patch import apply_patch
+from tinykube.api.patch import APPLY_PATCH, PATCH_TYPES, apply_patch, unsupported_patch_type
 from tinykube.api.resources import BINDING, SCALE, ResourceInfo, by_path, stored_of
-from tinykube.apiserver import consistency, listing
+from tinykube.apiserver import consistency, fieldmanager, listing
 from tinykube.apiserver.fieldvalidation import check_duplicates, field_check
 from tinykube.apiserver.identity import UserInfo, user_of
 from tinykube.apiserver.metrics import RESOURCE_KEY
@@ -37,18 +38,13 @@ from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.registry import Request as RegistryRequest
 from tinykube.apiserver.registry.apps import to_scale, update_scale
 from tinykube.apiserver.registry.binding import bind
+from tinykube.apiserver.registry.generic import INTERNAL_MANAGER
 from tinykube.apiserver.watch import watch_response
 
 if TYPE_CHECKING:  # answered.py renders with this module's json_response
     from tinykube.apiserver.answered import Answered
 
 JSON = "application/json"
-PATCH_TYPES = (
-    "application/json-patch+json",
-    "application/merge-patch+json",
-    "application/strategic-merge-patch+json",
-    "application/apply-patch+yaml",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +55,12 @@ class Target:
     subresource: str = ""
     converted: Converted | None = None  # a view of another version's objects (`ResourceInfo.view_of`)
 
-    def registry_request(self, dry_run: bool = False, user: UserInfo | None = None) -> RegistryRequest:
-        return RegistryRequest(stored_of(self.resource), self.namespace, self.name, self.subresource, dry_run, user)
+    def registry_request(
+        self, dry_run: bool = False, user: UserInfo | None = None, manager: str = INTERNAL_MANAGER
+    ) -> RegistryRequest:
+        return RegistryRequest(
+            stored_of(self.resource), self.namespace, self.name, self.subresource, dry_run, user, manager
+        )
 
     def out(self, stored: dict[str, Any]) -> dict[str, Any]:
         """A stored object as this request's version serves it."""
@@ -232,7 +232,7 @@ class ResourceHandler:
         check_duplicates(request, body, content_type)
         self._check_namespace(obj, target)
         warnings = await field_check(request, target.resource)(obj)
-        req = target.registry_request(_dry_run(request), user_of(request.scope))
+        req = target.registry_request(_dry_run(request), user_of(request.scope), _manager(request, "CreateOptions"))
         created = await self.registry.create(req, target.into(obj))
         return _with_warnings(json_response(target.out(created), 201), warnings)
 
@@ -242,22 +242,36 @@ class ResourceHandler:
         check_duplicates(request, body, content_type)
         self._check_namespace(obj, target)
         warnings = await field_check(request, target.resource)(obj)
-        updated, created = await self.registry.update(target.registry_request(_dry_run(request)), target.into(obj))
+        req = target.registry_request(_dry_run(request), manager=_manager(request, "UpdateOptions"))
+        updated, created = await self.registry.update(req, target.into(obj))
         return _with_warnings(json_response(target.out(updated), 201 if created else 200), warnings)
 
     async def _patch(self, request: Request, target: Target) -> Response:
-        content_type = request.headers.get("content-type", "").split(";")[0].strip()
+        content_type = _patch_type(request)
         body = await self._body(request)
+        manager, force = _patch_options(request, content_type)
+        req = target.registry_request(_dry_run(request), manager=manager)
+        if content_type == APPLY_PATCH:
+            return await self._apply(request, target, req, body, force)
         check = field_check(request, target.resource)
         warnings: list[str] = []
 
         async def check_patched(obj: dict[str, Any]) -> None:
             warnings[:] = await check(obj)
 
-        patched = await self.registry.patch(
-            target.registry_request(_dry_run(request)), body, content_type, check=check_patched, view=target.converted
-        )
+        patched = await self.registry.patch(req, body, content_type, check=check_patched, view=target.converted)
         return _with_warnings(json_response(target.out(patched)), warnings)
+
+    async def _apply(
+        self, request: Request, target: Target, req: RegistryRequest, body: bytes, force: bool
+    ) -> Response:
+        """Server-side apply: the body is the applier's whole configuration (YAML or JSON)."""
+        field_check(request, target.resource)  # the parameter itself is checked; the schema refuses unknown fields
+        config = fieldmanager.decode_config(body)
+        applied, created = await self.registry.apply(
+            req, config, force=force, view=target.converted, served=target.resource
+        )
+        return json_response(target.out(applied), 201 if created else 200)
 
     async def _delete(self, request: Request, target: Target) -> Response:
         options = decode_options(
@@ -323,9 +337,25 @@ class ResourceHandler:
 
         if request.method not in ("PUT", "PATCH"):
             raise _not_allowed()
-        req = target.registry_request(_dry_run(request))
+        force = False
+        if request.method == "PATCH":
+            patch_type = _patch_type(request)
+            manager, force = _patch_options(request, patch_type)
+        else:
+            patch_type, manager = "", _manager(request, "UpdateOptions")
+        req = target.registry_request(_dry_run(request), manager=manager)
+        if patch_type == APPLY_PATCH:
+            return await self._apply_scale(req, body, force)
         scale = await update_scale(self.registry, req, wanted, patch=request.method == "PATCH")
         return _with_warnings(json_response(scale), warnings)
+
+    async def _apply_scale(self, req: RegistryRequest, body: bytes, force: bool) -> Response:
+        """An applied Scale is an apply of the parent's `spec.replicas`, recorded as through `scale` (upstream keeps
+        the Scale's entries in the parent's managedFields, its paths mapped onto the parent's)."""
+        config = fieldmanager.scale_config(fieldmanager.decode_config(body), req.resource, req.name)
+        parent = dataclasses.replace(req, subresource="", recorded_as="scale")
+        applied, _ = await self.registry.apply(parent, config, force=force, create=False)
+        return json_response(to_scale(applied))
 
     @staticmethod
     def _check_namespace(obj: dict[str, Any], target: Target) -> None:
@@ -334,6 +364,44 @@ class ResourceHandler:
             raise errors.BadRequest(
                 "the namespace of the provided object does not match the namespace sent on the request"
             )
+
+
+def _patch_type(request: Request) -> str:
+    """The patch type of a PATCH's Content-Type (parameters dropped), refused with 415 unless upstream knows it."""
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type not in PATCH_TYPES:
+        raise unsupported_patch_type()
+    return content_type
+
+
+def _options_error(kind: str, found: list[errors.FieldError]) -> errors.Invalid:
+    """upstream's 422 for invalid CreateOptions/UpdateOptions/PatchOptions: `PatchOptions.meta.k8s.io "" is ..."`."""
+    return errors.invalid_object(kind, "", found, "meta.k8s.io")
+
+
+def _manager(request: Request, options: str, found: list[errors.FieldError] | None = None) -> str:
+    """The write's field manager: `?fieldManager=`, else the User-Agent's product (`kubectl/v1.32.0 (...)` ->
+    `kubectl`), as upstream."""
+    given = request.query_params.get("fieldManager", "")
+    found = (found or []) + fieldmanager.validate_manager(given, "fieldManager")
+    if found:
+        raise _options_error(options, found)
+    return given or fieldmanager.manager_from_user_agent(request.headers.get("user-agent", ""))
+
+
+def _patch_options(request: Request, content_type: str) -> tuple[str, bool]:
+    """PatchOptions as upstream validates them: apply needs a fieldManager, and only apply may be forced."""
+    params = request.query_params
+    force = params.get("force")
+    found: list[errors.FieldError] = []
+    if content_type != APPLY_PATCH:
+        if force is not None:
+            found.append(errors.forbidden("force", "may not be specified for non-apply patch"))
+    elif not params.get("fieldManager"):
+        found.append(errors.required("fieldManager", "is required for apply patch"))
+    manager = _manager(request, "PatchOptions", found)
+    # upstream's query decoding: "0" and "false" (any case) are false, any other value true
+    return manager, force is not None and force != "0" and force.lower() != "false"
 
 
 def _with_warnings(response: Response, warnings: list[str]) -> Response:

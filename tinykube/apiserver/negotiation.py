@@ -9,6 +9,7 @@ from typing import Any
 
 from tinykube.api import errors, protobuf
 from tinykube.api.resources import ResourceInfo
+from tinykube.apiserver.decodetypes import type_error, undecodable
 from tinykube.apiserver.limits import MAX_BODY as MAX_BODY
 from tinykube.apiserver.limits import load_json, load_yaml
 
@@ -101,10 +102,13 @@ def decode_body(body: bytes, content_type: str) -> Any:
 
 
 def decode_object(body: bytes, content_type: str, resource: ResourceInfo) -> dict[str, Any]:
-    """A request body as an object of `resource`'s kind: a missing kind/apiVersion is taken from the URL."""
+    """A request body as an object of `resource`'s kind: a missing kind/apiVersion is taken from the URL. The fields
+    every later step reads (kind, apiVersion, the metadata naming the object) are refused here when their JSON type
+    is wrong, in the decoder's words; the rest of the object's types are `decodetypes`' (through `field_check`)."""
     obj = decode_body(body, content_type)
     if not isinstance(obj, dict):
         raise errors.BadRequest(f"the body of the request must be a JSON object, not {type(obj).__name__}")
+    _check_type_meta(obj, body, content_type, resource)
     kind = obj.setdefault("kind", resource.kind)
     api_version = obj.setdefault("apiVersion", resource.api_version)
     if kind != resource.kind or api_version != resource.api_version:
@@ -112,14 +116,37 @@ def decode_object(body: bytes, content_type: str, resource: ResourceInfo) -> dic
             f'{kind} in version "{api_version}" cannot be handled as a {resource.kind}: '
             f"the object is not a {resource.api_version} {resource.kind}"
         )
-    meta = obj.setdefault("metadata", {})
+    meta = obj.get("metadata")
+    if meta is None:  # JSON null is Go's zero value: no metadata
+        meta = obj["metadata"] = {}
     if not isinstance(meta, dict):
-        raise errors.BadRequest("metadata must be an object")
+        raise undecodable(resource, type_error(meta, resource.kind, "metadata", "v1.ObjectMeta"))
     obj = {"apiVersion": api_version, "kind": kind, **obj}  # upstream's field order in responses
     for field in ("name", "namespace", "generateName", "resourceVersion"):
-        if field in meta and not isinstance(meta[field], str):
-            raise errors.BadRequest(f"metadata.{field} must be a string")
+        if field in meta and meta[field] is None:
+            del meta[field]
+        elif field in meta and not isinstance(meta[field], str):
+            raise undecodable(resource, type_error(meta[field], "ObjectMeta", f"metadata.{field}", "string"))
     return obj
+
+
+def _check_type_meta(obj: dict[str, Any], body: bytes, content_type: str, resource: ResourceInfo) -> None:
+    """Upstream reads kind and apiVersion first, into an anonymous struct (so its type errors name the struct ""),
+    and answers a failure with the body's first 30 bytes; null is no value, and the URL's is taken."""
+    if isinstance(obj.get("kind", ""), str) and isinstance(obj.get("apiVersion", ""), str):
+        return
+    yaml = body_media_type(content_type) == "application/yaml"  # converted to JSON first: its keys sorted
+    for key in sorted(obj, key=str) if yaml else list(obj):
+        if key not in ("apiVersion", "kind"):
+            continue
+        if obj[key] is None:
+            del obj[key]
+        elif not isinstance(obj[key], str):
+            summary = body[:30].decode("utf-8", "replace") + (" ..." if len(body) > 30 else "")
+            raise errors.BadRequest(
+                f"the object provided is unrecognized (must be of type {resource.kind}): couldn't get version/kind; "
+                f"json parse error: {type_error(obj[key], '', key, 'string')} ({summary})"
+            )
 
 
 PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")

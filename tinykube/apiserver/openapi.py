@@ -1546,6 +1546,13 @@ def unknown_fields(api_version: str, kind: str, obj: dict[str, Any]) -> list[str
     return list(dict.fromkeys(text for text, _ in unknown_field_paths(api_version, kind, obj)))[:100]
 
 
+def schema_definitions() -> tuple[dict[tuple[str, str], str], dict[str, Schema]]:
+    """The definition name of each served kind, keyed by (apiVersion, kind), and the definitions themselves (neutral
+    form: a `$ref` is a bare definition name): for the schema walks that live elsewhere (`decodetypes`)."""
+    defs = _definitions()
+    return defs.kinds, defs.schemas
+
+
 FieldPath = tuple[str | int, ...]
 
 

@@ -378,7 +378,9 @@ async def update_scale(registry: Registry, req: Request, change: ScaleChange, *,
 
     The wanted Scale's resourceVersion is a precondition on the parent; without one (or, for a PATCH, with the one
     it was given) a concurrent write is retried, as upstream's patcher does."""
-    parent = Request(req.resource, req.namespace, req.name, dry_run=req.dry_run)
+    parent = Request(
+        req.resource, req.namespace, req.name, dry_run=req.dry_run, manager=req.manager, recorded_as="scale"
+    )
     for _attempt in range(_SCALE_ATTEMPTS):
         current = await registry.latest(parent)
         current_rv = current["metadata"]["resourceVersion"]

@@ -8,8 +8,8 @@ from typing import Any
 from tinykube.api import errors
 from tinykube.api.errors import FieldError, not_supported, required
 from tinykube.api.meta import now
-from tinykube.api.patch import go_json_type
-from tinykube.api.resources import builtin
+from tinykube.api.resources import BINDING, builtin
+from tinykube.apiserver.fieldvalidation import check_types
 from tinykube.apiserver.registry.generic import Registry, Request
 
 PODS = builtin("", "v1", "pods")
@@ -30,30 +30,6 @@ class UnknownError(errors.ApiError):
         if not body["reason"]:
             del body["reason"]
         return body
-
-
-# ObjectReference's fields, all strings: what a Binding's `target` holds.
-_REFERENCE_FIELDS = frozenset({"kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath"})
-
-
-def check_decodable(binding: dict[str, Any]) -> None:
-    """Upstream decodes a Binding into its Go type before anything else: a `target` (or a field of it) of another
-    JSON type is the decoder's 400, not a validation error (JSON null is no value: validation then says what is
-    missing)."""
-    target, problem = binding.get("target"), ""
-    if target is not None and not isinstance(target, dict):
-        problem = f"{go_json_type(target)} into Go struct field Binding.target of type v1.ObjectReference"
-    elif target is not None:
-        wrong = [
-            (k, v) for k, v in target.items() if k in _REFERENCE_FIELDS and v is not None and not isinstance(v, str)
-        ]
-        if wrong:
-            field, value = wrong[0]
-            problem = f"{go_json_type(value)} into Go struct field ObjectReference.target.{field} of type string"
-    if problem:
-        raise errors.BadRequest(
-            f'Binding in version "v1" cannot be handled as a Binding: json: cannot unmarshal {problem}'
-        )
 
 
 def validate_binding(binding: dict[str, Any]) -> list[FieldError]:
@@ -77,7 +53,7 @@ def _aggregate(errs: list[FieldError]) -> str:
 
 async def bind(registry: Registry, namespace: str, name: str, binding: dict[str, Any], dry_run: bool) -> None:
     """Set `spec.nodeName` of an unassigned pod in one conditional write, with `PodScheduled=True`."""
-    check_decodable(binding)
+    await check_types(BINDING, binding)  # a target of the wrong shape is the decoder's 400, before validation
     meta = binding["metadata"]
     if name != meta.get("name", ""):
         raise errors.BadRequest("name in URL does not match name in Binding object")

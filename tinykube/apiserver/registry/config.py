@@ -4,10 +4,11 @@ messages and Go renderings of values.
 
 Some of what upstream refuses is refused while it *decodes* the request, before any validation: a Secret's or a
 ConfigMap's bytes that are not base64, a quantity that does not parse, a map of the wrong JSON type. Those answer 400
-(`Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input byte 4`), so they are raised
-from `default`, which runs where upstream decodes. Decoding also normalizes what is stored, and so does `default`
-here: bytes are re-encoded as canonical base64, a Secret's `stringData` is merged into `data` and never stored, and
-quantities take their canonical form ("1000m" is stored as "1"), as upstream's round trip through its Go types does.
+(`Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input byte 4`); `decodetypes` refuses
+them for every kind before a strategy runs. Decoding also normalizes what is stored, and `default` does that here:
+bytes are re-encoded as canonical base64, a Secret's `stringData` is merged into `data` and never stored, and
+quantities take their canonical form ("1000m" is stored as "1"), as upstream's round trip through its Go types does
+(a value that does not decode is still refused with the decoder's words, should one get this far).
 
 Quantities are parsed by `tinykube.api.quantity` (a port of apimachinery's `resource.Quantity`).
 """
@@ -21,7 +22,6 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from tinykube.api import errors
 from tinykube.api.errors import (
     ErrorType,
     FieldError,
@@ -31,9 +31,11 @@ from tinykube.api.errors import (
     invalid,
     required,
 )
+from tinykube.api.golang import base64_error, json_type
 from tinykube.api.meta import qualified_name, validate_labels
 from tinykube.api.quantity import MAX_MILLI_VALUE, Quantity, QuantityError, parse_quantity
 from tinykube.api.resources import ResourceInfo
+from tinykube.apiserver.decodetypes import undecodable
 from tinykube.apiserver.registry.core import default_pod_spec
 from tinykube.apiserver.registry.generic import Strategy
 from tinykube.apiserver.registry.podvalidation import validate_pod_spec
@@ -73,12 +75,6 @@ def go_resource_list(quantities: Any) -> str:
 # ---- decoding -----------------------------------------------------------------------------------------------------
 
 
-def undecodable(resource: ResourceInfo, detail: str) -> errors.BadRequest:
-    """The 400 upstream answers for a body its decoder refuses (`transformDecodeError`)."""
-    kind = resource.kind
-    return errors.BadRequest(f'{kind} in version "{resource.version}" cannot be handled as a {kind}: {detail}')
-
-
 def canonical_quantities(resource: ResourceInfo, quantities: Any) -> None:
     """Store each quantity of a `ResourceList` in canonical form; one that does not parse is a decode error."""
     if not isinstance(quantities, dict):
@@ -90,94 +86,23 @@ def canonical_quantities(resource: ResourceInfo, quantities: Any) -> None:
             raise undecodable(resource, str(err)) from None
 
 
-_JSON_TYPES = ((bool, "bool"), (str, "string"), (int, "number"), (float, "number"), (list, "array"), (dict, "object"))
-
-
-def _json_type(value: Any) -> str:
-    return next(name for kind, name in _JSON_TYPES if isinstance(value, kind))
-
-
-def _unmarshal_error(value: Any, where: str, go_type: str) -> str:
-    return f"json: cannot unmarshal {_json_type(value)} into Go struct field {where} of type {go_type}"
-
-
-def _string_map(resource: ResourceInfo, obj: dict[str, Any], field: str, *, of_bytes: bool) -> dict[str, Any]:
-    """A `map[string]string` or `map[string][]byte` field as decoding sees it (null is no map, null values are empty);
-    another JSON type is a decode error."""
+def _string_map(obj: dict[str, Any], field: str) -> dict[str, Any]:
+    """A `map[string]string` or `map[string][]byte` field as decoding leaves it (its types were checked as the body
+    was decoded, `decodetypes`): null is no map, a null value is empty."""
     value = obj.get(field)
-    where, elem = f"{resource.kind}.{field}", "[]uint8" if of_bytes else "string"
-    if value is None:
-        return {}
     if not isinstance(value, dict):
-        raise undecodable(resource, _unmarshal_error(value, where, f"map[string]{elem}"))
+        return {}
     for key, item in value.items():
         if item is None:
             value[key] = ""
-        elif not isinstance(item, str):
-            raise undecodable(resource, _unmarshal_error(item, where, elem))
     return value
-
-
-_BASE64 = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
-_NEWLINES = frozenset(b"\r\n")
-
-
-def go_base64_error(text: str) -> int | None:
-    """Where Go's `base64.StdEncoding` (which JSON `[]byte` uses) finds `text` corrupt: the offset its
-    `CorruptInputError` reports, or None when it decodes. Newlines are skipped, padding is required."""
-    src = text.encode("utf-8", "surrogatepass")
-    at, end = 0, len(src)
-    while at < end:
-        at, error = _base64_quantum(src, at)
-        if error is not None:
-            return error
-    return None
-
-
-def _base64_quantum(src: bytes, at: int) -> tuple[int, int | None]:
-    """One four-character quantum of Go's `decodeQuantum`: (where the next one starts, error offset or None). Valid
-    padding ends the input."""
-    count = 0
-    while count < 4:
-        if at == len(src):
-            return at, None if count == 0 else at - count
-        byte = src[at]
-        at += 1
-        if byte == ord("="):
-            return len(src), _padding_error(src, at, count)
-        if byte in _BASE64:
-            count += 1
-        elif byte not in _NEWLINES:
-            return at, at - 1
-    return at, None
-
-
-def _padding_error(src: bytes, at: int, count: int) -> int | None:
-    """After a '=' that ends a quantum of `count` characters: one more '=' (after two) and newlines may follow."""
-    if count < 2:
-        return at - 1
-    if count == 2:
-        at = _skip_newlines(src, at)
-        if at == len(src):
-            return at
-        if src[at] != ord("="):
-            return at - 1
-        at += 1
-    at = _skip_newlines(src, at)
-    return at if at < len(src) else None
-
-
-def _skip_newlines(src: bytes, at: int) -> int:
-    while at < len(src) and src[at] in _NEWLINES:
-        at += 1
-    return at
 
 
 def _decode_bytes(resource: ResourceInfo, values: dict[str, Any]) -> dict[str, bytes]:
     """Base64 values decoded as Go decodes them, and re-encoded in place in canonical form."""
     decoded: dict[str, bytes] = {}
     for key, text in values.items():
-        offset = go_base64_error(text)
+        offset = base64_error(text)
         if offset is not None:
             raise undecodable(resource, f"illegal base64 data at input byte {offset}")
         decoded[key] = base64.b64decode(text.encode("ascii"))  # like Go, ignores newlines and stray padding bits
@@ -231,8 +156,8 @@ def _immutable_changes(new: dict[str, Any], old: dict[str, Any], fields: tuple[s
 
 class ConfigMapStrategy(Strategy):
     def default(self, obj: dict[str, Any]) -> None:
-        _string_map(self.resource, obj, "data", of_bytes=False)
-        _decode_bytes(self.resource, _string_map(self.resource, obj, "binaryData", of_bytes=True))
+        _string_map(obj, "data")
+        _decode_bytes(self.resource, _string_map(obj, "binaryData"))
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
         data, binary = obj.get("data") or {}, obj.get("binaryData") or {}
@@ -256,9 +181,9 @@ class SecretStrategy(Strategy):
     def default(self, obj: dict[str, Any]) -> None:
         """Decoding: `data` is base64, `stringData` overwrites it (as bytes) and is not kept; the type defaults to
         Opaque."""
-        data = _string_map(self.resource, obj, "data", of_bytes=True)
+        data = _string_map(obj, "data")
         _decode_bytes(self.resource, data)
-        for key, text in _string_map(self.resource, obj, "stringData", of_bytes=False).items():
+        for key, text in _string_map(obj, "stringData").items():
             data[key] = base64.b64encode(text.encode("utf-8", "surrogatepass")).decode("ascii")
         obj.pop("stringData", None)
         if data:
@@ -340,7 +265,7 @@ def go_json_error(raw: bytes) -> str:
         )
     if value is None or isinstance(value, dict):
         return ""
-    return f"json: cannot unmarshal {_json_type(value)} into Go value of type map[string]interface {{}}"
+    return f"json: cannot unmarshal {json_type(value)} into Go value of type map[string]interface {{}}"
 
 
 _GO_CONTEXTS = {

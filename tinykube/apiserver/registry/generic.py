@@ -28,6 +28,7 @@ from tinykube.api.meta import (
 )
 from tinykube.api.patch import apply_patch
 from tinykube.api.resources import ResourceInfo
+from tinykube.apiserver import fieldmanager
 from tinykube.apiserver.consistency import RevisionReader
 from tinykube.apiserver.identity import UserInfo
 from tinykube.apiserver.leases import LeaseReuse
@@ -181,9 +182,14 @@ def _strip_for_storage(obj: dict[str, Any]) -> bytes:
             meta["resourceVersion"] = rv
 
 
+INTERNAL_MANAGER = "kube-apiserver"  # the field manager of the apiserver's own writes (upstream's user agent)
+
+
 @dataclass(frozen=True, slots=True)
 class Request:
-    """The parts of an API request the registry needs; `namespace` is "" for cluster-scoped resources."""
+    """The parts of an API request the registry needs; `namespace` is "" for cluster-scoped resources. `manager`
+    is the field manager the write is recorded for in managedFields; `recorded_as` the subresource it is recorded
+    as when that is not `subresource` (a write of `scale` is an update of the parent)."""
 
     resource: ResourceInfo
     namespace: str = ""
@@ -191,6 +197,13 @@ class Request:
     subresource: str = ""
     dry_run: bool = False
     user: UserInfo | None = None
+    manager: str = INTERNAL_MANAGER
+    recorded_as: str = ""
+
+    def field_write(self, strategy: Strategy, resource: ResourceInfo | None = None) -> fieldmanager.Write:
+        """This request as a write whose fields are managed."""
+        subresource = self.recorded_as or self.subresource
+        return fieldmanager.Write(resource or self.resource, self.manager, subresource, strategy.has_status)
 
 
 class Admission(Protocol):
@@ -302,7 +315,8 @@ class Registry:
         if excess > 0:
             raise self._invalid(req, obj, self.strategies[req.resource.plural].too_many_claims(obj, excess))
 
-    async def create(self, req: Request, obj: dict[str, Any]) -> dict[str, Any]:
+    async def create(self, req: Request, obj: dict[str, Any], *, applied: bool = False) -> dict[str, Any]:
+        """POST (and an apply that creates: then `obj` carries its managedFields already)."""
         obj.setdefault("apiVersion", req.resource.api_version)
         obj.setdefault("kind", req.resource.kind)
         meta = obj.setdefault("metadata", {})
@@ -317,8 +331,13 @@ class Registry:
         meta["creationTimestamp"] = now()
         if strategy.tracks_generation:
             meta["generation"] = 1
+        if "managedFields" in meta:  # last, as upstream's ObjectMeta has it
+            meta["managedFields"] = meta.pop("managedFields")
         strategy.prepare_create(obj)
         strategy.record_requester(obj, req.user)
+        if not applied:
+            await fieldmanager.schemas_ready()
+            fieldmanager.update(req.field_write(strategy), None, obj)
         await self.admission.mutate(req, obj, None)
         strategy.prepare_admitted(obj)
         admitted = False  # validating admission runs once: a retry with another name or pick is the same request
@@ -403,6 +422,68 @@ class Registry:
                 continue
         raise errors.conflict(req.resource.plural, req.name, req.resource.group)
 
+    async def apply(
+        self,
+        req: Request,
+        config: dict[str, Any],
+        *,
+        force: bool,
+        view: Converted | None = None,
+        served: ResourceInfo | None = None,
+        create: bool = True,
+    ) -> tuple[dict[str, Any], bool]:
+        """Server-side apply of `config` (in the `served` resource's version): returns (object, created). An object
+        that is not there is created, except through a subresource (or when not to `create`); a write in between is
+        retried, as upstream's patcher does."""
+        strategy = self.strategies[req.resource.plural]
+        write = req.field_write(strategy, served)
+        await fieldmanager.schemas_ready()
+        for _attempt in range(_UPDATE_ATTEMPTS):
+            try:
+                old: dict[str, Any] | None
+                old, revision = await self._read(req)
+            except errors.NotFound:
+                if req.subresource or not create:
+                    raise
+                old, revision = None, 0
+            live = view.out(old) if view is not None and old is not None else old
+            new = fieldmanager.apply(write, live, config, force=force)
+            self._check_applied(req, new, old)
+            if view is not None:
+                new = view.into(new)
+            if old is None:
+                try:
+                    return await self.create(req, new, applied=True), True
+                except errors.AlreadyExists:
+                    continue  # created meanwhile: apply to it
+            try:
+                return await self._write(req, new, old, revision, retry_on_conflict=True, applied=True), False
+            except RevisionConflict:
+                continue
+        raise errors.conflict(req.resource.plural, req.name, req.resource.group)
+
+    def _check_applied(self, req: Request, new: dict[str, Any], old: dict[str, Any] | None) -> None:
+        """The applied object's identity against the URL (upstream's checkName and namespace check)."""
+        meta = new["metadata"] if isinstance(new.get("metadata"), dict) else new.setdefault("metadata", {})
+        name, namespace = meta.get("name", ""), meta.get("namespace", "")
+        if name != req.name:
+            raise errors.BadRequest(f"the name of the object ({name}) does not match the name on the URL ({req.name})")
+        if not req.resource.namespaced:
+            meta.pop("namespace", None)
+        elif namespace and namespace != req.namespace:
+            raise errors.BadRequest(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        if old is None:
+            if meta.get("uid"):
+                reason = f"uid mismatch: the provided object specified uid {meta['uid']}, and no existing object was "
+                reason += "found"
+                raise errors.conflict(req.resource.plural, req.name, req.resource.group, reason=reason)
+            return
+        wanted = meta.get("resourceVersion")
+        if wanted and wanted != old["metadata"]["resourceVersion"]:
+            raise errors.conflict(req.resource.plural, req.name, req.resource.group)
+
     async def _write(
         self,
         req: Request,
@@ -411,9 +492,12 @@ class Registry:
         revision: int,
         *,
         retry_on_conflict: bool = False,
+        applied: bool = False,
     ) -> dict[str, Any]:
+        """The write itself; `applied`: `new` comes from an apply, with its managedFields recorded already."""
         strategy = self.strategies[req.resource.plural]
         self._keep_identity(req, new, old)
+        entries = new["metadata"].get("managedFields") if applied else None
         if req.subresource == "status":
             strategy.prepare_status_update(new, old)
         elif req.subresource:
@@ -421,6 +505,11 @@ class Registry:
         else:
             strategy.prepare_update(new, old)
             _keep_system_meta(new, old, strategy)
+        if applied:  # a subresource write keeps the stored metadata: the applied entries go on it
+            fieldmanager.restore_entries(new, entries)
+        else:
+            await fieldmanager.schemas_ready()
+            fieldmanager.update(req.field_write(strategy), old, new)
         await self.admission.mutate(req, new, old)
         allocates = strategy.allocates and not req.subresource
         admitted = False
