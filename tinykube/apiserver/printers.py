@@ -959,10 +959,6 @@ def container_cells(template: Any) -> tuple[str, str]:
     return ",".join(as_str(c.get("name")) for c in containers), ",".join(as_str(c.get("image")) for c in containers)
 
 
-def _template_containers(spec: Mapping[str, Any]) -> tuple[str, str]:
-    return container_cells(spec.get("template"))
-
-
 def label_selector_text(selector: Any) -> str:
     """``metav1.LabelSelectorAsSelector(...).String()`` (set values sorted, as upstream prints them), or
     ``<invalid>`` when it does not parse."""
@@ -978,9 +974,16 @@ def label_selector_text(selector: Any) -> str:
         return "<invalid>"
 
 
+def format_label_selector(selector: Any) -> str:
+    """``metav1.FormatLabelSelector``: the selector's text, ``<none>`` when it is empty or nil, ``<error>`` when it
+    does not parse."""
+    text = label_selector_text(selector)
+    return "<error>" if text == "<invalid>" else text or "<none>"
+
+
 def _deployment_cells(obj: dict[str, Any], now: datetime) -> Cells:
     spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
-    containers, images = _template_containers(spec)
+    containers, images = container_cells(spec.get("template"))
     return [
         name_of(obj),
         f"{as_int(status.get('readyReplicas'))}/{as_int(spec.get('replicas'))}",
@@ -993,9 +996,10 @@ def _deployment_cells(obj: dict[str, Any], now: datetime) -> Cells:
     ]
 
 
-def _replica_set_cells(obj: dict[str, Any], now: datetime) -> Cells:
+def replicated_cells(obj: dict[str, Any], now: datetime, selector_text: Callable[[Any], str]) -> Cells:
+    """A ReplicaSet's or ReplicationController's row; their selectors (a LabelSelector, a label map) print apart."""
     spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
-    containers, images = _template_containers(spec)
+    containers, images = container_cells(spec.get("template"))
     return [
         name_of(obj),
         as_int(spec.get("replicas")),
@@ -1004,8 +1008,12 @@ def _replica_set_cells(obj: dict[str, Any], now: datetime) -> Cells:
         age(obj, now),
         containers,
         images,
-        label_selector_text(spec.get("selector")),
+        selector_text(spec.get("selector")),
     ]
+
+
+def _replica_set_cells(obj: dict[str, Any], now: datetime) -> Cells:
+    return replicated_cells(obj, now, label_selector_text)
 
 
 # ---------------------------------------------------------------------------------------------

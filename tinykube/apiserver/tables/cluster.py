@@ -23,8 +23,8 @@ from tinykube.apiserver.printers import (
     as_list,
     as_str,
     dicts_in,
+    format_label_selector,
     human_duration,
-    label_selector_text,
     name_of,
 )
 
@@ -225,12 +225,6 @@ NETWORK_POLICY_COLUMNS = (
     ),
     AGE_COLUMN,
 )
-
-
-def format_label_selector(selector: Any) -> str:
-    """`metav1.FormatLabelSelector`: `<none>` for a selector that selects everything, `<error>` for a bad one."""
-    text = label_selector_text(as_dict(selector))
-    return "<error>" if text == "<invalid>" else text or "<none>"
 
 
 def _network_policy_cells(obj: dict[str, Any], now: datetime) -> Cells:

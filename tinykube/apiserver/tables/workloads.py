@@ -25,11 +25,12 @@ from tinykube.apiserver.printers import (
     as_str,
     container_cells,
     dicts_in,
+    format_label_selector,
     format_labels,
     human_duration,
-    label_selector_text,
     meta_of,
     name_of,
+    replicated_cells,
     since,
 )
 
@@ -42,12 +43,6 @@ _RC_URL = (
     "https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller"
 )
 _DS_URL = "https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/"
-
-
-def format_label_selector(selector: Any) -> str:
-    """metav1.FormatLabelSelector: the selector's text, `<none>` when it is empty or nil, `<error>` when invalid."""
-    text = label_selector_text(selector)
-    return "<error>" if text == "<invalid>" else text or "<none>"
 
 
 # ---- StatefulSet ------------------------------------------------------------------------------------------------
@@ -188,18 +183,7 @@ REPLICATION_CONTROLLER_COLUMNS = (
 
 
 def _replication_controller_cells(obj: dict[str, Any], now: datetime) -> Cells:
-    spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
-    names, images = container_cells(spec.get("template"))
-    return [
-        name_of(obj),
-        as_int(spec.get("replicas")),
-        as_int(status.get("replicas")),
-        as_int(status.get("readyReplicas")),
-        age(obj, now),
-        names,
-        images,
-        format_labels(spec.get("selector")),
-    ]
+    return replicated_cells(obj, now, format_labels)
 
 
 # ---- Job --------------------------------------------------------------------------------------------------------
