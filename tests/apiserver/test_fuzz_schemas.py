@@ -366,6 +366,21 @@ def valid(kind: Kind, namespace: str, name: str) -> dict[str, Any]:
         "IngressClass": {"spec": {"controller": "example.com/fz"}},
         "Ingress": {"spec": {"defaultBackend": {"service": {"name": "fz", "port": {"number": 80}}}}},
         "RuntimeClass": {"handler": "fz"},
+        "CustomResourceDefinition": {
+            "spec": {
+                "group": "fz.example.com",
+                "scope": "Namespaced",
+                "names": {"plural": "fzs", "kind": "Fz"},
+                "versions": [
+                    {
+                        "name": "v1",
+                        "served": True,
+                        "storage": True,
+                        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                    }
+                ],
+            }
+        },
         "ClusterRoleBinding": {
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "fz"}
         },
@@ -392,8 +407,9 @@ def valid(kind: Kind, namespace: str, name: str) -> dict[str, Any]:
     }
 
 
-# Kinds whose name is not the client's to choose: an APIService is named after its version and group.
-NAMES = {"APIService": "v1.fz.example.com"}
+# Kinds whose name is not the client's to choose: an APIService is named after its version and group, a CRD after
+# its plural and group.
+NAMES = {"APIService": "v1.fz.example.com", "CustomResourceDefinition": "fzs.fz.example.com"}
 
 
 @functools.cache

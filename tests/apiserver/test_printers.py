@@ -213,7 +213,8 @@ def test_columns_as_upstream(info: ResourceInfo) -> None:
 
 # Upstream registers no table convertor for the review kinds (roles and clusterroles have one, of the default
 # NAME / CREATED AT columns).
-DEFAULT_TABLE = {r.plural for r in RESOURCES if r.verbs == ("create",)}
+# the reviews, and CRDs (whose registry in apiextensions-apiserver 1.32 has no table convertor of its own)
+DEFAULT_TABLE = {r.plural for r in RESOURCES if r.verbs == ("create",)} | {"customresourcedefinitions"}
 
 
 def test_every_served_resource_has_a_printer_as_upstream() -> None:

@@ -38,6 +38,7 @@ mutatingwebhookconfigurations - admissionregistration.k8s.io/v1 false MutatingWe
 validatingadmissionpolicies - admissionregistration.k8s.io/v1 false ValidatingAdmissionPolicy
 validatingadmissionpolicybindings - admissionregistration.k8s.io/v1 false ValidatingAdmissionPolicyBinding
 validatingwebhookconfigurations - admissionregistration.k8s.io/v1 false ValidatingWebhookConfiguration
+customresourcedefinitions crd,crds apiextensions.k8s.io/v1 false CustomResourceDefinition
 apiservices - apiregistration.k8s.io/v1 false APIService
 controllerrevisions - apps/v1 true ControllerRevision
 daemonsets ds apps/v1 true DaemonSet

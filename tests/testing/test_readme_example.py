@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
+from tinykube.testing import ClusterError
+
 WEB = """
 apiVersion: apps/v1
 kind: Deployment
@@ -40,3 +44,40 @@ def test_a_deployment_behind_a_service(tinykube_cluster, namespace):
     cluster_ip = cluster.get("service", "web", namespace=namespace)["spec"]["clusterIP"]
     answer = cluster.dns_query(f"web.{namespace}.svc.cluster.local", "A")
     assert (answer.rcode, answer.records) == ("NOERROR", [cluster_ip])
+
+
+CRONTAB_CRD = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: crontabs.stable.example.com}
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names: {plural: crontabs, singular: crontab, kind: CronTab, shortNames: [ct]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              cronSpec: {type: string}
+              replicas: {type: integer, minimum: 1, default: 1}
+"""
+
+
+def test_a_custom_resource(tinykube_cluster, namespace):
+    cluster = tinykube_cluster
+    cluster.apply(CRONTAB_CRD)  # cluster-wide: it stays for the session's other tests
+    cluster.wait_for("customresourcedefinition", "crontabs.stable.example.com", "Established")
+
+    nightly = {"apiVersion": "stable.example.com/v1", "kind": "CronTab", "metadata": {"name": "nightly"}}
+    cluster.apply({**nightly, "spec": {"cronSpec": "0 3 * * *"}}, namespace=namespace)
+    assert cluster.get("crontab", "nightly", namespace=namespace)["spec"]["replicas"] == 1  # the schema's default
+
+    with pytest.raises(ClusterError, match=r"spec\.replicas in body should be greater than or equal to 1"):
+        cluster.apply({**nightly, "spec": {"cronSpec": "0 3 * * *", "replicas": 0}}, namespace=namespace)

@@ -84,9 +84,13 @@ def apply_patch(original: JSONMap, patch: bytes, content_type: str, *, kind: str
     return patched
 
 
-def unsupported_patch_type() -> UnsupportedMediaType:
+# custom resources have no strategic-merge metadata, so upstream does not take that patch type for them
+CUSTOM_PATCH_TYPES: Final = (JSON_PATCH, MERGE_PATCH, APPLY_PATCH)
+
+
+def unsupported_patch_type(accepted: tuple[str, ...] = PATCH_TYPES) -> UnsupportedMediaType:
     return UnsupportedMediaType(
-        "the body of the request was in an unknown format - accepted media types include: " + ", ".join(PATCH_TYPES)
+        "the body of the request was in an unknown format - accepted media types include: " + ", ".join(accepted)
     )
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 READ_VERBS = ("get", "list", "watch")
 WRITE_VERBS = ("create", "delete", "deletecollection", "patch", "update")
@@ -17,6 +20,7 @@ _STORAGE_SEGMENTS = {
     ("", "replicationcontrollers"): "controllers",
     ("networking.k8s.io", "ingresses"): "ingress",
     ("apiregistration.k8s.io", "apiservices"): "apiregistration.k8s.io/apiservices",
+    ("apiextensions.k8s.io", "customresourcedefinitions"): "apiextensions.k8s.io/customresourcedefinitions",
 }
 
 
@@ -35,6 +39,15 @@ class ResourceInfo:
     # Another version's objects served in this one (`autoscaling/v1` HPAs are stored as `autoscaling/v2`, and
     # `events.k8s.io/v1` Events are the core Events): the stored resource's group-version, converted on the way.
     view_of: str = ""
+    # A custom resource's definition (`tinykube.apiextensions.definition.Definition`: schemas, printer columns,
+    # subresource paths); None for the built-in resources.
+    custom: Any = field(default=None, compare=False, hash=False, repr=False)
+
+    @property
+    def key(self) -> str:
+        """The resource's name among the stored ones: its plural, or `<plural>.<group>` (the CRD's name) for a custom
+        resource, whose plural may be a built-in one's."""
+        return f"{self.plural}.{self.group}" if self.custom is not None else self.plural
 
     @property
     def group_version(self) -> str:
@@ -54,7 +67,10 @@ class ResourceInfo:
 
     @property
     def storage_segment(self) -> str:
-        """Key segment under the storage prefix, as upstream (`/registry/services/specs/...`)."""
+        """Key segment under the storage prefix, as upstream (`/registry/services/specs/...`; a custom resource's
+        `/registry/<group>/<plural>/...`)."""
+        if self.custom is not None:
+            return f"{self.group}/{self.plural}"
         return _STORAGE_SEGMENTS.get((self.group, self.plural), self.plural)
 
 
@@ -111,6 +127,8 @@ RESOURCES: tuple[ResourceInfo, ...] = (
        sub="status", categories="api-extensions"),
     _r("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings",
        CLUSTER, categories="api-extensions"),
+    _r("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", CLUSTER, "crd crds",
+       "status", "api-extensions"),
     _r("apiregistration.k8s.io/v1", "APIService", "apiservices", CLUSTER, sub="status", categories="api-extensions"),
     # apps/v1
     _r("apps/v1", "Deployment", "deployments", NS, "deploy", "status scale", "all"),
@@ -178,7 +196,10 @@ def builtin(group: str, version: str, plural: str) -> ResourceInfo:
 
 
 def stored_of(resource: ResourceInfo) -> ResourceInfo:
-    """The resource whose objects `resource` serves: itself, or the stored version a view converts."""
+    """The resource whose objects `resource` serves: itself, or the stored version a view converts. A custom
+    resource's versions are each their own (written in that version, stored by the CRD's strategy)."""
+    if resource.custom is not None:  # every version shares the storage of its CRD (by `key`)
+        return resource
     if not resource.view_of:
         return resource
     group, _, version = resource.view_of.rpartition("/")
@@ -200,3 +221,69 @@ def group_versions() -> list[tuple[str, str]]:
 
 def in_group_version(group: str, version: str) -> list[ResourceInfo]:
     return [r for r in RESOURCES if r.group == group and r.version == version]
+
+
+_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+
+
+def version_priority(version: str) -> tuple[int, int, int, str]:
+    """A sort key putting versions in upstream's discovery order: GA before beta before alpha, higher numbers first,
+    then the versions that do not look like Kubernetes versions, alphabetically."""
+    found = _VERSION.match(version)
+    if not found:
+        return (3, 0, 0, version)
+    major, level, minor = found.groups()
+    rank = {None: 0, "beta": 1, "alpha": 2}[level]
+    return (rank, -int(major), -int(minor or 0), "")
+
+
+class Catalog:
+    """What one apiserver serves: the built-in table, then the custom resources of its Established CRDs, which
+    come and go at run time (`serve`/`withdraw`). `generation` changes with them, for documents derived from it."""
+
+    def __init__(self) -> None:
+        self._custom: dict[str, tuple[ResourceInfo, ...]] = {}  # CRD name -> its served versions, preferred first
+        self.generation = 0
+        self._reindex()
+
+    def serve(self, crd_name: str, versions: tuple[ResourceInfo, ...]) -> None:
+        self._custom[crd_name] = versions
+        self._reindex()
+
+    def withdraw(self, crd_name: str) -> None:
+        if self._custom.pop(crd_name, None) is not None:
+            self._reindex()
+
+    def _reindex(self) -> None:
+        custom = sorted(
+            (r for versions in self._custom.values() for r in versions),
+            key=lambda r: (r.group, version_priority(r.version), r.plural),
+        )
+        self.resources: tuple[ResourceInfo, ...] = RESOURCES + tuple(custom)
+        self._by_path = {(r.group, r.version, r.plural): r for r in self.resources}
+        self._by_kind = {(r.group_version, r.kind): r for r in self.resources}
+        self.generation += 1
+        self.memo: dict[Any, Any] = {}  # documents derived from this state (discovery), dropped when it changes
+
+    def derived(self, key: Any, make: Callable[[], Any]) -> Any:
+        """`make()`, computed once per state of the catalog."""
+        if key not in self.memo:
+            self.memo[key] = make()
+        return self.memo[key]
+
+    def custom(self) -> list[ResourceInfo]:
+        """The stored form of every custom resource served."""
+        return [versions[0].custom.storage for versions in self._custom.values()]
+
+    def by_path(self, group: str, version: str, plural: str) -> ResourceInfo | None:
+        return self._by_path.get((group, version, plural))
+
+    def by_kind(self, api_version: str, kind: str) -> ResourceInfo | None:
+        return self._by_kind.get((api_version, kind))
+
+    def group_versions(self) -> list[tuple[str, str]]:
+        """(group, version) pairs in serving order: core, the built-in groups, then the custom ones."""
+        return list(dict.fromkeys((r.group, r.version) for r in self.resources))
+
+    def in_group_version(self, group: str, version: str) -> list[ResourceInfo]:
+        return [r for r in self.resources if r.group == group and r.version == version]

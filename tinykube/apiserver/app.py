@@ -20,7 +20,7 @@ from starlette.responses import PlainTextResponse, Response
 
 from tinykube.api import defaults, errors
 from tinykube.api.resources import STORED
-from tinykube.apiserver import admission, discovery, fieldvalidation, openapi
+from tinykube.apiserver import admission, customopenapi, discovery, fieldvalidation, openapi
 from tinykube.apiserver.allocators import report
 from tinykube.apiserver.allocators.index import AllocationIndex
 from tinykube.apiserver.allocators.pool import Pool
@@ -38,6 +38,7 @@ from tinykube.apiserver.bootstrap import (
     ensure_system_services,
 )
 from tinykube.apiserver.componentstatus import ComponentStatuses, Health
+from tinykube.apiserver.crds import CustomResources
 from tinykube.apiserver.events import EventRecorder
 from tinykube.apiserver.handlers import ResourceHandler, json_response, raw_json_response
 from tinykube.apiserver.limits import Limits, RequestLimits
@@ -87,7 +88,7 @@ class ApiServer:
     def __init__(self, config: ApiServerConfig) -> None:
         self.config = config
         self.store = EtcdStore(config.etcd_servers, config.prefix)
-        self.caches = {r.plural: WatchCache(self.store, r) for r in STORED}
+        self.caches = {r.key: WatchCache(self.store, r) for r in STORED}
         self.allocations = AllocationIndex(self.store)
         self.pools = ServicePools(
             [Pool("clusterips", r, self.allocations) for r in parse_service_ranges(config.service_cluster_ip_range)],
@@ -98,6 +99,8 @@ class ApiServer:
         )
         self.registry = Registry(self.store, self.caches, strategies(self.pools, config.event_ttl))
         self.registry.admission = admission.standard(self.registry)
+        self.catalog = self.registry.catalog
+        self.custom_resources = CustomResources(self.registry, self.catalog)
         self.events = EventRecorder(self.registry)
         self.pools.warn = lambda svc, reason, message: self.events.warn(svc, reason, message, "service-controller")
         self.pools.load_balancer_ip_freed = self._serve_pending_load_balancers_soon
@@ -120,6 +123,7 @@ class ApiServer:
         fieldvalidation.load_schemas()
         await self.store.connect()
         await asyncio.gather(*(c.start() for c in self.caches.values()), self.allocations.start())
+        await self.custom_resources.start()
         await ensure_namespaces(self.registry)
         await asyncio.gather(ensure_bootstrap_policy(self.registry), ensure_default_service_accounts(self.registry))
         await ensure_priority_classes(self.registry)
@@ -134,6 +138,7 @@ class ApiServer:
         finally:
             for task in tasks:
                 task.cancel()
+            await self.custom_resources.stop()
             await asyncio.gather(*(c.stop() for c in self.caches.values()), self.allocations.stop())
             await self.pod_logs.close()
             await self.store.close()
@@ -255,19 +260,18 @@ class ApiServer:
         return self._discovery(request, True) or json_response(discovery.api_versions(self.config.server_address))
 
     async def _apis(self, request: Request) -> Response:
-        return self._discovery(request, False) or json_response(discovery.api_group_list())
+        return self._discovery(request, False) or json_response(discovery.api_group_list(self.catalog))
 
-    @staticmethod
-    def _discovery(request: Request, core: bool) -> Response | None:
+    def _discovery(self, request: Request, core: bool) -> Response | None:
         version = discovery.aggregated_version(request.headers.get("accept", ""))
         if version is None:
             return None
-        body = discovery.aggregated(core, f"apidiscovery.k8s.io/{version}")
+        body = discovery.aggregated(self.catalog, core, f"apidiscovery.k8s.io/{version}")
         media = f"application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
         return Response(orjson.dumps(body, option=orjson.OPT_APPEND_NEWLINE), media_type=media)
 
     async def _group(self, request: Request) -> Response:
-        body = discovery.api_group(request.path_params["group"])
+        body = discovery.api_group(self.catalog, request.path_params["group"])
         if body is None:
             raise errors.resource_not_found()
         return json_response(body)
@@ -275,7 +279,7 @@ class ApiServer:
     async def _group_version(self, request: Request) -> Response:
         group = request.path_params.get("group", "")
         version = request.path_params.get("version", "v1")
-        body = discovery.api_resource_list(group, version)
+        body = discovery.api_resource_list(self.catalog, group, version)
         if body is None:
             raise errors.resource_not_found()
         return json_response(body)
@@ -319,17 +323,20 @@ class ApiServer:
     async def _openapi_v2(self, request: Request) -> Response:
         # kubectl validates `kind: List` manifests client-side from the v2 document, which it reads only as protobuf.
         if openapi.wants_v2_protobuf(request.headers.get("accept")):
-            body = await asyncio.to_thread(openapi.openapi_v2_protobuf)
+            body = await asyncio.to_thread(customopenapi.v2_protobuf, self.catalog)
             return Response(body, media_type=openapi.V2_PROTOBUF_MEDIA_TYPE)
-        return Response(await asyncio.to_thread(openapi.openapi_v2), media_type="application/json")
+        return Response(await asyncio.to_thread(customopenapi.v2_json, self.catalog), media_type="application/json")
 
     async def _openapi_v3(self, _request: Request) -> Response:
         # kube-openapi writes its documents with json.Marshal: no newline at the end, unlike the API's responses
-        index = await asyncio.to_thread(openapi.openapi_v3_index)
+        index = await asyncio.to_thread(customopenapi.v3_index, self.catalog)
         return Response(orjson.dumps(index), media_type="application/json")
 
     async def _openapi_v3_group(self, request: Request) -> Response:
-        body = await asyncio.to_thread(openapi.openapi_v3_group, request.path_params["path"])
+        path = request.path_params["path"]
+        body = await asyncio.to_thread(customopenapi.v3_document, self.catalog, path)
+        if body is None:
+            body = await asyncio.to_thread(openapi.openapi_v3_group, path)
         if body is None:
             raise errors.resource_not_found()
         return Response(body, media_type="application/json")

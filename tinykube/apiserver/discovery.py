@@ -3,11 +3,10 @@ and the aggregated `apidiscovery.k8s.io` form kubectl 1.32 asks for first."""
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 from tinykube import __version__
-from tinykube.api.resources import RESOURCES, ResourceInfo, group_versions, in_group_version
+from tinykube.api.resources import Catalog, ResourceInfo
 from tinykube.apiserver.negotiation import accept_params
 
 KUBE_VERSION = (1, 32, 0)
@@ -59,22 +58,25 @@ def _group_version(group: str, version: str) -> dict[str, str]:
     return {"groupVersion": f"{group}/{version}", "version": version}
 
 
-def _groups() -> list[dict[str, Any]]:
+def _groups(catalog: Catalog) -> list[dict[str, Any]]:
     """Named groups with their versions, the preferred (first served) one first."""
     groups: dict[str, list[dict[str, str]]] = {}
-    for group, version in group_versions():
+    for group, version in catalog.group_versions():
         if group:
             groups.setdefault(group, []).append(_group_version(group, version))
     return [{"name": name, "versions": versions, "preferredVersion": versions[0]} for name, versions in groups.items()]
 
 
-def api_group_list() -> dict[str, Any]:
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": _groups()}
+def api_group_list(catalog: Catalog) -> dict[str, Any]:
+    found: dict[str, Any] = catalog.derived(
+        "groups", lambda: {"kind": "APIGroupList", "apiVersion": "v1", "groups": _groups(catalog)}
+    )
+    return found
 
 
-def api_group(name: str) -> dict[str, Any] | None:
+def api_group(catalog: Catalog, name: str) -> dict[str, Any] | None:
     """`/apis/<group>`: one APIGroup, or None for a group not served."""
-    found = next((g for g in _groups() if g["name"] == name), None)
+    found = next((g for g in api_group_list(catalog)["groups"] if g["name"] == name), None)
     return {"kind": "APIGroup", "apiVersion": "v1", **found} if found else None
 
 
@@ -107,9 +109,15 @@ def _subresource_entry(r: ResourceInfo, sub: str) -> dict[str, Any]:
     return entry | {"kind": kind["kind"], "verbs": SUBRESOURCE_VERBS[sub]}
 
 
-@cache
-def api_resource_list(group: str, version: str) -> dict[str, Any] | None:
-    members = in_group_version(group, version)
+def api_resource_list(catalog: Catalog, group: str, version: str) -> dict[str, Any] | None:
+    found: dict[str, Any] | None = catalog.derived(
+        ("resources", group, version), lambda: _api_resource_list(catalog, group, version)
+    )
+    return found
+
+
+def _api_resource_list(catalog: Catalog, group: str, version: str) -> dict[str, Any] | None:
+    members = catalog.in_group_version(group, version)
     if not members:
         return None
     resources: list[dict[str, Any]] = []
@@ -147,14 +155,20 @@ def _aggregated_resource(r: ResourceInfo) -> dict[str, Any]:
     return entry
 
 
-@cache
-def aggregated(core: bool, api_version: str) -> dict[str, Any]:
+def aggregated(catalog: Catalog, core: bool, api_version: str) -> dict[str, Any]:
     """`/api` (core=True) or `/apis` as an APIGroupDiscoveryList of `api_version` (v2 or v2beta1)."""
+    found: dict[str, Any] = catalog.derived(
+        ("aggregated", core, api_version), lambda: _aggregated(catalog, core, api_version)
+    )
+    return found
+
+
+def _aggregated(catalog: Catalog, core: bool, api_version: str) -> dict[str, Any]:
     items: dict[str, dict[str, Any]] = {}
-    for group, version in group_versions():
+    for group, version in catalog.group_versions():
         if (group == "") != core:
             continue
-        resources = [_aggregated_resource(r) for r in RESOURCES if r.group == group and r.version == version]
+        resources = [_aggregated_resource(r) for r in catalog.in_group_version(group, version)]
         if not group:
             resources += [
                 {

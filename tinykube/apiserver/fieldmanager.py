@@ -318,7 +318,8 @@ class SchemaCompiler:
             properties = schema.get("properties")
             if isinstance(properties, dict):
                 fields = functools.partial(self._fields, owner, properties)
-                return st.Node(st.STRUCT, atomic=atomic, resolve_fields=fields)
+                elem = st.DEDUCED_NODE if schema.get("x-kubernetes-preserve-unknown-fields") else None
+                return st.Node(st.STRUCT, atomic=atomic, elem=elem, resolve_fields=fields)
             return st.DEDUCED_NODE
         if schema.get("format") == "int-or-string" or kind not in _SCALARS:
             return st.SCALAR_NODE
@@ -349,7 +350,31 @@ def _compiler() -> SchemaCompiler:
 
 
 def schema_for(resource: ResourceInfo) -> st.Node:
+    if resource.custom is not None:
+        return _custom_schema(resource)
     return _schema(resource.api_version, resource.kind)
+
+
+def _custom_schema(resource: ResourceInfo) -> st.Node:
+    """A custom resource version's schema as upstream's field manager reads a CRD's: its openAPIV3Schema with the
+    object's apiVersion, kind and ObjectMeta; deduced where the CRD has no schema. Kept with the CRD's serving
+    state, so a changed CRD gets a new one."""
+    nodes: dict[str, st.Node] = resource.custom.structured
+    node = nodes.get(resource.version)
+    if node is None:
+        raw = resource.custom.versions[resource.version].raw_schema
+        if not isinstance(raw, dict):
+            node = st.DEDUCED_NODE
+        else:
+            properties = {
+                **(raw.get("properties") or {}),
+                "apiVersion": {"type": "string"},
+                "kind": {"type": "string"},
+                "metadata": {"$ref": f"{openapi.META}.ObjectMeta"},
+            }
+            node = _compiler()._compile({**raw, "type": "object", "properties": properties}, "")
+        nodes[resource.version] = node
+    return node
 
 
 @functools.cache
@@ -496,7 +521,7 @@ class Write:
 
     @property
     def zero(self) -> dict[str, Any]:
-        return zero(self.resource.kind)
+        return zero(self.resource.kind if self.resource.custom is None else "")
 
 
 def _strip(fields: FieldSet) -> FieldSet:

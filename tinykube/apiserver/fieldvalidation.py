@@ -88,6 +88,9 @@ def field_check(request: Request, resource: ResourceInfo) -> FieldCheck:
             f"fieldValidation parameter unsupported: {mode}. Supported values are: Ignore, Warn, Strict"
         )
 
+    if resource.custom is not None:
+        return _custom_check(resource, mode)
+
     async def check(obj: dict[str, Any]) -> list[str]:
         """Raise for a field of the wrong type; then for an unknown field under Strict; otherwise drop unknown fields
         (as upstream's decoder does) and warn for Warn."""
@@ -97,13 +100,30 @@ def field_check(request: Request, resource: ResourceInfo) -> FieldCheck:
             await check_types(resource, obj, source, patch=patch)
         found = await _unknown_fields(resource, obj)
         unknown = list(dict.fromkeys(text for text, _ in found))[:100]  # as upstream reports them
-        if unknown and mode == "Strict":
-            raise errors.BadRequest("strict decoding error: " + ", ".join(f'unknown field "{f}"' for f in unknown))
+        warnings = _report_unknown(unknown, mode)
         for _, steps in found:
             _prune(obj, steps)
-        return [f'unknown field "{f}"' for f in unknown] if mode == "Warn" else []
+        return warnings
 
     return check
+
+
+def _custom_check(resource: ResourceInfo, mode: str) -> FieldCheck:
+    """A custom resource's fields are its CRD version's schema's: what it does not declare is pruned (types are
+    the schema validation's, a 422 later)."""
+    schema = resource.custom.versions[resource.version].schema
+
+    async def check(obj: dict[str, Any]) -> list[str]:
+        unknown = list(dict.fromkeys(schema.prune(obj)))[:100] if schema is not None else []
+        return _report_unknown(unknown, mode)
+
+    return check
+
+
+def _report_unknown(unknown: list[str], mode: str) -> list[str]:
+    if unknown and mode == "Strict":
+        raise errors.BadRequest("strict decoding error: " + ", ".join(f'unknown field "{f}"' for f in unknown))
+    return [f'unknown field "{f}"' for f in unknown] if mode == "Warn" else []
 
 
 def _prune(obj: Any, steps: openapi.FieldPath) -> None:

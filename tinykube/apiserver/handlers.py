@@ -18,8 +18,8 @@ from starlette.responses import Response
 
 from tinykube.api import errors
 from tinykube.api.conversion import Converted, converter
-from tinykube.api.patch import APPLY_PATCH, PATCH_TYPES, apply_patch, unsupported_patch_type
-from tinykube.api.resources import BINDING, SCALE, ResourceInfo, by_path, stored_of
+from tinykube.api.patch import APPLY_PATCH, CUSTOM_PATCH_TYPES, PATCH_TYPES, apply_patch, unsupported_patch_type
+from tinykube.api.resources import BINDING, SCALE, Catalog, ResourceInfo, stored_of
 from tinykube.apiserver import consistency, fieldmanager, listing
 from tinykube.apiserver.fieldvalidation import check_duplicates, field_check
 from tinykube.apiserver.identity import UserInfo, user_of
@@ -70,7 +70,7 @@ class Target:
         return self.converted.into(served) if self.converted else served
 
 
-def parse_path(path: str) -> Target:
+def parse_path(path: str, catalog: Catalog) -> Target:
     """`/api/v1/...` or `/apis/<group>/<version>/...` into the resource, namespace, name and subresource."""
     parts = [p for p in path.split("/") if p]
     if parts[:1] == ["api"] and len(parts) >= 3:
@@ -80,9 +80,9 @@ def parse_path(path: str) -> Target:
     else:
         raise errors.resource_not_found()
     namespace = ""
-    if rest[0] == "namespaces" and len(rest) >= 3 and by_path(group, version, rest[2]) is not None:
+    if rest[0] == "namespaces" and len(rest) >= 3 and catalog.by_path(group, version, rest[2]) is not None:
         namespace, rest = rest[1], rest[2:]
-    resource = by_path(group, version, rest[0])
+    resource = catalog.by_path(group, version, rest[0])
     if resource is None or len(rest) > 3 or (namespace and not resource.namespaced):
         raise errors.resource_not_found()
     name = rest[1] if len(rest) > 1 else ""
@@ -144,8 +144,28 @@ class ResourceHandler:
             if request.method != "POST":
                 raise _not_allowed()
             return await self._bind(request, Target(BINDING, legacy_namespace))
-        target = parse_path(request.url.path)
+        target = parse_path(request.url.path, self.registry.catalog)
         request.scope[RESOURCE_KEY] = target.resource.plural
+        if target.resource.custom is not None:
+            return await self._custom(request, target)
+        return await self._serve(request, target)
+
+    async def _custom(self, request: Request, target: Target) -> Response:
+        """A custom resource: refused creates while its CRD is terminating, and its version's deprecation warning
+        on every answer, as upstream's CRD handler."""
+        definition = target.resource.custom
+        if definition.terminating and request.method == "POST" and not target.name:
+            raise errors.forbidden_request(
+                target.resource.plural,
+                "",
+                "create not allowed while custom resource definition is terminating",
+                target.resource.group,
+            )
+        response = await self._serve(request, target)
+        warning = definition.versions[target.resource.version].warning
+        return _with_warnings(response, [warning]) if warning else response
+
+    async def _serve(self, request: Request, target: Target) -> Response:
         if self.answered is not None and self.answered.handles(target.resource, target.subresource):
             return await self.answered(request, target.resource, target.namespace, target.name, target.subresource)
         method = request.method
@@ -191,7 +211,10 @@ class ResourceHandler:
             return json_response(table(target.resource, [cached.obj], include_object=view.include_object))
         if view.metadata_only:
             return json_response(partial_metadata(cached.obj))
-        return json_response(target.out(cached.obj) if target.converted else cached.raw)
+        converted = target.converted
+        return json_response(
+            target.out(cached.obj) if converted and not converted.unchanged(cached.obj) else cached.raw
+        )
 
     async def _list(self, request: Request, target: Target, view: Rendering) -> Response:
         page = await listing.list_objects(self.registry, target.resource, target.namespace, request.query_params)
@@ -215,7 +238,10 @@ class ResourceHandler:
             )
             return json_response(body)
         converted = target.converted
-        items = [orjson.dumps(converted.out(o.obj)) for o in page.items] if converted else [o.raw for o in page.items]
+        items = [
+            orjson.dumps(converted.out(o.obj)) if converted and not converted.unchanged(o.obj) else o.raw
+            for o in page.items
+        ]
         return json_response(listing.list_body(target.resource.list_kind, target.resource.api_version, page, items))
 
     # ---- writes ----------------------------------------------------------------------------------------------
@@ -247,7 +273,7 @@ class ResourceHandler:
         return _with_warnings(json_response(target.out(updated), 201 if created else 200), warnings)
 
     async def _patch(self, request: Request, target: Target) -> Response:
-        content_type = _patch_type(request)
+        content_type = _patch_type(request, target.resource)
         body = await self._body(request)
         manager, force = _patch_options(request, content_type)
         req = target.registry_request(_dry_run(request), manager=manager)
@@ -279,7 +305,7 @@ class ResourceHandler:
         )
         req = target.registry_request(_dry_run(request) or options.get("dryRun") == ["All"])
         obj, gone = await self.registry.delete(req, options)
-        strategy = self.registry.strategies[target.resource.plural]
+        strategy = self.registry.strategies[target.resource.key]
         warnings = strategy.delete_warnings(options)
         if not gone or strategy.return_deleted_object:
             return _with_warnings(json_response(target.out(obj)), warnings)
@@ -301,7 +327,7 @@ class ResourceHandler:
             deleted.append(orjson.dumps(target.out(obj)))
         page = listing.Page(page.items, page.revision, "", None)
         body = listing.list_body(target.resource.list_kind, target.resource.api_version, page, deleted)
-        warnings = self.registry.strategies[target.resource.plural].delete_warnings(options)
+        warnings = self.registry.strategies[target.resource.key].delete_warnings(options)
         return _with_warnings(json_response(body), warnings)
 
     async def _bind(self, request: Request, target: Target) -> Response:
@@ -317,8 +343,9 @@ class ResourceHandler:
 
     async def _scale(self, request: Request, target: Target) -> Response:
         """`deployments/{name}/scale`, `replicasets/{name}/scale`: the parent's replicas as an autoscaling/v1 Scale."""
+        custom = target.resource.custom.versions[target.resource.version].scale if target.resource.custom else None
         if request.method == "GET":
-            scale = to_scale(self.registry.get(target.registry_request()).obj)
+            scale = to_scale(self.registry.get(target.registry_request()).obj, custom)
             view = rendering(request.headers.get("accept", ""), request.query_params.get("includeObject"))
             return json_response(table(SCALE, [scale], include_object=view.include_object) if view.table else scale)
         check = field_check(request, SCALE)
@@ -339,14 +366,14 @@ class ResourceHandler:
             raise _not_allowed()
         force = False
         if request.method == "PATCH":
-            patch_type = _patch_type(request)
+            patch_type = _patch_type(request, target.resource)
             manager, force = _patch_options(request, patch_type)
         else:
             patch_type, manager = "", _manager(request, "UpdateOptions")
         req = target.registry_request(_dry_run(request), manager=manager)
         if patch_type == APPLY_PATCH:
             return await self._apply_scale(req, body, force)
-        scale = await update_scale(self.registry, req, wanted, patch=request.method == "PATCH")
+        scale = await update_scale(self.registry, req, wanted, patch=request.method == "PATCH", custom=custom)
         return _with_warnings(json_response(scale), warnings)
 
     async def _apply_scale(self, req: RegistryRequest, body: bytes, force: bool) -> Response:
@@ -366,11 +393,13 @@ class ResourceHandler:
             )
 
 
-def _patch_type(request: Request) -> str:
-    """The patch type of a PATCH's Content-Type (parameters dropped), refused with 415 unless upstream knows it."""
+def _patch_type(request: Request, resource: ResourceInfo) -> str:
+    """The patch type of a PATCH's Content-Type (parameters dropped), refused with 415 unless upstream takes it for
+    the resource."""
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if content_type not in PATCH_TYPES:
-        raise unsupported_patch_type()
+    accepted = CUSTOM_PATCH_TYPES if resource.custom is not None else PATCH_TYPES
+    if content_type not in accepted:
+        raise unsupported_patch_type(accepted)
     return content_type
 
 

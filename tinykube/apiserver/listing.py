@@ -17,7 +17,7 @@ import orjson
 
 from tinykube.api import errors
 from tinykube.api.resources import ResourceInfo
-from tinykube.api.selectors import parse_field_selector, parse_label_selector, supported_fields
+from tinykube.api.selectors import DEFAULT_FIELDS, parse_field_selector, parse_label_selector, supported_fields
 from tinykube.apiserver import consistency
 from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.watchcache import CachedObject, decode
@@ -40,10 +40,17 @@ class Page:
 def object_filter(resource: ResourceInfo, params: Mapping[str, str]) -> Callable[[CachedObject], bool]:
     """The label and field selectors of a request as one predicate."""
     labels = parse_label_selector(params.get("labelSelector", ""))
-    fields = parse_field_selector(params.get("fieldSelector", ""), supported_fields(resource.plural))
+    fields = parse_field_selector(params.get("fieldSelector", ""), _supported_fields(resource))
     if labels.empty and fields.empty:
         return lambda _o: True
     return lambda o: labels.matches(o.labels) and fields.matches(o.obj)
+
+
+def _supported_fields(resource: ResourceInfo) -> frozenset[str]:
+    """A built-in kind's field labels; a custom resource's metadata fields and its version's `selectableFields`."""
+    if resource.custom is None:
+        return supported_fields(resource.plural)
+    return DEFAULT_FIELDS | frozenset(resource.custom.versions[resource.version].selectable)
 
 
 def encode_continue(revision: int, start: str) -> str:
@@ -134,7 +141,7 @@ async def _from_store(
         except Compacted:
             raise errors.Expired(_EXPIRED_CONTINUE) from None
         for kv in batch.items:
-            obj = decode(kv.value, kv.mod_revision)
+            obj = decode(kv.value, kv.mod_revision, registry.cache(resource).normalize)
             if not keep(obj):
                 continue
             if limit and len(chosen) == limit:

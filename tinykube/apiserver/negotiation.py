@@ -105,6 +105,12 @@ def decode_object(body: bytes, content_type: str, resource: ResourceInfo) -> dic
     """A request body as an object of `resource`'s kind: a missing kind/apiVersion is taken from the URL. The fields
     every later step reads (kind, apiVersion, the metadata naming the object) are refused here when their JSON type
     is wrong, in the decoder's words; the rest of the object's types are `decodetypes`' (through `field_check`)."""
+    if resource.custom is not None and body_media_type(content_type) == protobuf.MEDIA_TYPE:
+        # custom resources have no protobuf encoding
+        raise errors.UnsupportedMediaType(
+            "the body of the request was in an unknown format - accepted media types include: "
+            "application/json, application/yaml"
+        )
     obj = decode_body(body, content_type)
     if not isinstance(obj, dict):
         raise errors.BadRequest(f"the body of the request must be a JSON object, not {type(obj).__name__}")

@@ -830,6 +830,7 @@ class _Op:
     query: tuple[str, ...] = ()
     body: str | None = None  # definition name of the request body
     patch: bool = False
+    patch_types: tuple[str, ...] = ()  # what a PATCH takes, where not every type (custom resources: no strategic)
     responses: tuple[tuple[str, str, str | None], ...] = ()  # (code, description, definition name)
     gvk: dict[str, str] | None = None
     tag: str = ""
@@ -1183,9 +1184,9 @@ def _render_refs(node: Any, prefix: str, wrap: bool) -> Any:
         return [_render_refs(v, prefix, wrap) for v in node]
     if not isinstance(node, dict):
         return node
+    if not isinstance(node.get("$ref"), str):  # JSONSchemaProps has a *property* named `$ref`
+        return {k: _render_refs(v, prefix, wrap) for k, v in node.items()}
     out = {k: _render_refs(v, prefix, wrap) for k, v in node.items() if k != "$ref"}
-    if "$ref" not in node:
-        return out
     ref = {"$ref": prefix + node["$ref"]}
     if not out:
         return ref
@@ -1267,7 +1268,7 @@ def _v2_op(op: _Op) -> Schema:
         params.insert(0, {"in": "body", "name": "body", "required": op.method != "delete", "schema": {"$ref": op.body}})
     if params:
         out["parameters"] = params
-    out["consumes"] = list(_PATCH_TYPES) if op.patch else ["*/*"]
+    out["consumes"] = list(op.patch_types or _PATCH_TYPES) if op.patch else ["*/*"]
     out["produces"] = ["application/json"]
     out["schemes"] = ["https"]
     out["responses"] = {
@@ -1285,7 +1286,7 @@ def _v3_op(op: _Op) -> Schema:
     if op.query:
         out["parameters"] = [_v3_param(q, "query") for q in op.query]
     if op.body:
-        types = _PATCH_TYPES if op.patch else ("*/*",)
+        types = (op.patch_types or _PATCH_TYPES) if op.patch else ("*/*",)
         out["requestBody"] = {"content": {t: {"schema": {"$ref": op.body}} for t in types}}
         if op.method != "delete":
             out["requestBody"]["required"] = True

@@ -1081,7 +1081,10 @@ def table(
     when = now if now is not None else datetime.now(UTC)
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    printer = all_printers().get(resource.plural, DEFAULT_PRINTER)
+    if resource.custom is not None:  # a CRD's additionalPrinterColumns
+        printer: Printer = resource.custom.versions[resource.version].printer
+    else:
+        printer = all_printers().get(resource.plural, DEFAULT_PRINTER)
 
     rows: list[dict[str, Any]] = []
     for obj in objects:

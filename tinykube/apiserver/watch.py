@@ -53,7 +53,8 @@ class _Encoder:
         elif self.view.metadata_only:
             body = partial_metadata(obj.obj)
         else:
-            raw = orjson.dumps(self.converted.out(obj.obj)) if self.converted else obj.raw
+            converted = self.converted
+            raw = orjson.dumps(converted.out(obj.obj)) if converted and not converted.unchanged(obj.obj) else obj.raw
             return b'{"type":"' + kind.encode() + b'","object":' + raw + b"}\n"
         return orjson.dumps({"type": kind, "object": body}) + b"\n"
 

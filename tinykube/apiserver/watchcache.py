@@ -56,9 +56,14 @@ class CacheEvent:
     previous: CachedObject | None
 
 
-def decode(value: bytes, revision: int) -> CachedObject:
+Normalize = Callable[[dict[str, Any]], None]
+
+
+def decode(value: bytes, revision: int, normalize: Normalize | None = None) -> CachedObject:
     obj = orjson.loads(value)
     obj["metadata"]["resourceVersion"] = str(revision)
+    if normalize is not None:
+        normalize(obj)
     return CachedObject(obj, orjson.dumps(obj), revision)
 
 
@@ -93,9 +98,10 @@ class Watcher:
 
 
 class WatchCache:
-    def __init__(self, store: EtcdStore, resource: ResourceInfo) -> None:
+    def __init__(self, store: EtcdStore, resource: ResourceInfo, normalize: Normalize | None = None) -> None:
         self.store = store
         self.resource = resource
+        self.normalize = normalize  # applied to each object read from etcd (custom resources: defaults, pruning)
         self.prefix = resource.storage_segment + "/"
         self.objects: dict[str, CachedObject] = {}
         self.revision = 0
@@ -123,7 +129,9 @@ class WatchCache:
 
     async def _relist(self) -> None:
         listed = await self.store.scan(self.prefix)
-        self.objects = {kv.key[len(self.prefix) :]: decode(kv.value, kv.mod_revision) for kv in listed.items}
+        self.objects = {
+            kv.key[len(self.prefix) :]: decode(kv.value, kv.mod_revision, self.normalize) for kv in listed.items
+        }
         self.events.clear()
         self.revision = self.oldest = listed.revision
         for watcher in self.watchers:  # their view is no longer continuous: make them reconnect
@@ -180,7 +188,7 @@ class WatchCache:
             self.objects.pop(name, None)
             event = CacheEvent("DELETED", change.revision, current, previous)
         else:
-            current = decode(change.value, change.revision)
+            current = decode(change.value, change.revision, self.normalize)
             self.objects[name] = current
             event = CacheEvent("MODIFIED" if previous else "ADDED", change.revision, current, previous)
         if len(self.events) == self.events.maxlen:

@@ -10,13 +10,15 @@ cache is safe.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import logging
 from typing import Any
 
 from tinykube.api import errors
-from tinykube.api.resources import STORED, ResourceInfo, by_kind
+from tinykube.api.resources import STORED, ResourceInfo, builtin, by_kind
+from tinykube.apiextensions.served import CRDS_PATH, client_resource
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.rest import path_for
 from tinykube.client.workqueue import WorkQueue, run_workers
@@ -30,8 +32,10 @@ ORPHAN, FOREGROUND = "orphan", "foregroundDeletion"
 OWNER_INDEX = "gc:owner-uid"
 WORKERS = 8
 # Every kind the apiserver serves, as upstream's collector watches every resource it can list: any object may be
-# an owner, a dependent, or deleted with a propagation policy whose finalizer this collector removes.
+# an owner, a dependent, or deleted with a propagation policy whose finalizer this collector removes. Custom
+# resources join as their CRDs are Established (upstream finds them by discovery, every 30 s).
 WATCHED = STORED
+CRDS = builtin(*CRDS_PATH)
 
 
 def owner_uids(obj: Object) -> list[str]:
@@ -44,23 +48,74 @@ class GarbageCollector:
         self.informers = ctx.informers
         self.watched: dict[str, Informer] = {r.plural: ctx.informers.informer(r) for r in WATCHED}
         self.resources = {r.plural: r for r in WATCHED}
-        self.queue: WorkQueue[tuple[str, str]] = WorkQueue()  # (plural, key)
+        self.queue: WorkQueue[tuple[str, str]] = WorkQueue()  # (plural, key); `plural.group` for custom resources
         self.workers = workers
+        self.custom_kinds: dict[tuple[str, str], ResourceInfo] = {}  # (apiVersion, kind) of every served version
+        self._custom_runs: dict[str, asyncio.Task[None]] = {}
 
     async def run(self) -> None:
         for plural, informer in self.watched.items():
-            informer.store.add_index(OWNER_INDEX, owner_uids)
-            informer.add_handler(
-                on_add=functools.partial(self._changed, plural),
-                on_update=functools.partial(self._updated, plural),
-                on_delete=self._gone,
-            )
+            self._handle(plural, informer)
+        self.watched["customresourcedefinitions"].add_handler(
+            on_add=self._crd_changed, on_update=lambda _old, new: self._crd_changed(new), on_delete=self._crd_gone
+        )
         self.informers.start()
         await self.informers.wait_synced()
         try:
             await run_workers(self.queue, self.workers, self.sync)
         finally:
             self.queue.shutdown()
+            for task in self._custom_runs.values():
+                task.cancel()
+
+    def _handle(self, plural: str, informer: Informer) -> None:
+        informer.store.add_index(OWNER_INDEX, owner_uids)
+        informer.add_handler(
+            on_add=functools.partial(self._changed, plural),
+            on_update=functools.partial(self._updated, plural),
+            on_delete=self._gone,
+        )
+
+    # ---- custom resources --------------------------------------------------------------------------------------
+
+    def _crd_changed(self, crd: Object) -> None:
+        resource = client_resource(crd)
+        if resource is None:
+            return
+        key = f"{resource.plural}.{resource.group}"
+        for version in crd["spec"].get("versions") or []:
+            if version.get("served"):
+                self.custom_kinds[(f"{resource.group}/{version['name']}", resource.kind)] = resource
+        known = self.resources.get(key)
+        if known == resource and key in self._custom_runs:
+            return
+        self._stop_custom(key)
+        informer = Informer(self.client, resource)
+        self._handle(key, informer)
+        self.watched[key], self.resources[key] = informer, resource
+        self._custom_runs[key] = asyncio.create_task(informer.run(), name=f"gc informer {key}")
+
+    def _crd_gone(self, crd: Object) -> None:
+        spec = crd.get("spec") or {}
+        key = f"{(spec.get('names') or {}).get('plural')}.{spec.get('group')}"
+        self._stop_custom(key)
+        self.watched.pop(key, None)
+        self.resources.pop(key, None)
+        self.custom_kinds = {k: r for k, r in self.custom_kinds.items() if f"{r.plural}.{r.group}" != key}
+
+    def _stop_custom(self, key: str) -> None:
+        task = self._custom_runs.pop(key, None)
+        if task is not None:
+            task.cancel()
+
+    def _kind(self, ref: Object) -> tuple[str, ResourceInfo] | None:
+        """The watched resource (its key here and its description) an owner reference names, if any."""
+        api_version, kind = str(ref.get("apiVersion", "")), str(ref.get("kind", ""))
+        resource = by_kind(api_version, kind)
+        if resource is not None:
+            return resource.plural, resource
+        custom = self.custom_kinds.get((api_version, kind))
+        return (f"{custom.plural}.{custom.group}", custom) if custom is not None else None
 
     def _changed(self, plural: str, obj: Object) -> None:
         meta = obj["metadata"]
@@ -76,10 +131,11 @@ class GarbageCollector:
             self.queue.add((plural, object_key(dependent)))
         namespace = obj["metadata"].get("namespace", "")
         for ref in obj["metadata"].get("ownerReferences") or []:
-            resource = by_kind(str(ref.get("apiVersion", "")), str(ref.get("kind", "")))
-            if resource is not None and resource.plural in self.watched:
+            found = self._kind(ref)
+            if found is not None and found[0] in self.watched:
+                watched, resource = found
                 key = f"{namespace}/{ref['name']}" if resource.namespaced else str(ref["name"])
-                self.queue.add((resource.plural, key))
+                self.queue.add((watched, key))
 
     def _dependents(self, uid: str) -> list[tuple[str, Object]]:
         return [(p, d) for p, informer in self.watched.items() for d in informer.store.by_index(OWNER_INDEX, uid)]
@@ -88,7 +144,8 @@ class GarbageCollector:
 
     async def sync(self, item: tuple[str, str]) -> None:
         plural, key = item
-        obj = self.watched[plural].store.get(key)
+        informer = self.watched.get(plural)
+        obj = informer.store.get(key) if informer is not None else None
         if obj is None:
             return
         finalizers = set(obj["metadata"].get("finalizers") or ())
@@ -115,11 +172,12 @@ class GarbageCollector:
     async def _owner_state(self, ref: Object, namespace: str) -> str:
         """ "present", "foreground" (being deleted, dependents first) or "absent" (gone, or replaced by a namesake).
         Kinds this cluster does not serve count as present: nothing is deleted on a guess."""
-        resource = by_kind(str(ref.get("apiVersion", "")), str(ref.get("kind", "")))
-        if resource is None:
+        found = self._kind(ref)
+        if found is None:
             return "present"
+        watched, resource = found
         ns = namespace if resource.namespaced else ""
-        informer = self.watched.get(resource.plural)
+        informer = self.watched.get(watched)
         owner = informer.store.get(f"{ns}/{ref['name']}" if ns else str(ref["name"])) if informer else None
         if owner is None or owner["metadata"].get("uid") != ref.get("uid"):
             owner = await self._read(resource, ns, str(ref["name"]))  # the cache may not have seen it yet

@@ -12,13 +12,15 @@ import logging
 from typing import Any
 
 from tinykube.api import errors
-from tinykube.api.resources import STORED, ResourceInfo, by_path
+from tinykube.api.resources import STORED, ResourceInfo, builtin, by_path
+from tinykube.apiextensions.served import CRDS_PATH, client_resource
 from tinykube.client.rest import RestClient
 
 log = logging.getLogger(__name__)
 
 FINALIZER = "kubernetes"
 NAMESPACES = by_path("", "v1", "namespaces")
+CRDS = builtin(*CRDS_PATH)
 
 
 class NamespaceController:
@@ -81,9 +83,16 @@ class NamespaceController:
             self.busy.discard(name)
 
     async def _empty(self, name: str) -> bool:
-        """Delete what is left in the namespace; True once nothing is."""
-        counts = await asyncio.gather(*(self._delete_all(r, name) for r in STORED if r.namespaced))
+        """Delete what is left in the namespace, custom resources included; True once nothing is."""
+        resources = [r for r in STORED if r.namespaced] + await self._custom_resources()
+        counts = await asyncio.gather(*(self._delete_all(r, name) for r in resources))
         return sum(counts) == 0
+
+    async def _custom_resources(self) -> list[ResourceInfo]:
+        """The namespaced custom resources of the Established CRDs (upstream's deleter finds them by discovery)."""
+        crds = (await self.client.list(CRDS))["items"]
+        found = (client_resource(crd) for crd in crds)
+        return [r for r in found if r is not None and r.namespaced]
 
     async def _delete_all(self, resource: ResourceInfo, namespace: str) -> int:
         """Delete every object of `resource` in `namespace`; how many there were."""

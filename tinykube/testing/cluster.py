@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from tinykube.api.resources import RESOURCES, ResourceInfo
+from tinykube.apiextensions.served import client_resource
 from tinykube.testing import etcdreset
 from tinykube.testing.server import PARENT_ENV
 
@@ -53,11 +54,13 @@ class DnsAnswer:
     records: list[str]  # the answer section's data, e.g. ["10.96.0.12"] or ["0 100 80 web.demo.svc.cluster.local."]
 
 
-def find_resource(kind: str) -> ResourceInfo:
-    """A served resource by kind, plural, singular or short name, as kubectl accepts them ("svc", "Service")."""
+def find_resource(kind: str, crds: Sequence[Object] = ()) -> ResourceInfo:
+    """A served resource by kind, plural, singular or short name, as kubectl accepts them ("svc", "Service"), or
+    `plural.group` ("crontabs.stable.example.com"); a built-in one first, then one of the Established `crds`."""
     wanted = kind.lower()
-    for resource in RESOURCES:
-        if wanted in (resource.kind.lower(), resource.plural, resource.singular, *resource.short_names):
+    for resource in (*RESOURCES, *filter(None, map(client_resource, crds))):
+        names = (resource.kind.lower(), resource.plural, resource.singular, *resource.short_names)
+        if wanted in names or wanted == f"{resource.plural}.{resource.group}":
             return resource
     raise ValueError(f"unknown kind {kind!r}")
 
@@ -256,9 +259,17 @@ class Cluster:
 
     # ---- reading and waiting --------------------------------------------------------------------------------
 
+    def resource(self, kind: str) -> ResourceInfo:
+        """`find_resource`, custom resources included (the cluster's CRDs are read when the name is no built-in)."""
+        try:
+            return find_resource(kind)
+        except ValueError:
+            crds = self.http.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions").raise_for_status()
+            return find_resource(kind, crds.json()["items"])
+
     def get(self, kind: str, name: str, *, namespace: str = "default") -> Object | None:
         """One object, or None when it does not exist."""
-        response = self.http.get(resource_path(find_resource(kind), namespace, name))
+        response = self.http.get(resource_path(self.resource(kind), namespace, name))
         if response.status_code == 404:
             return None
         response.raise_for_status()
@@ -268,7 +279,7 @@ class Cluster:
     def list(self, kind: str, *, namespace: str | None = None, selector: str | None = None) -> list[Object]:
         """Objects of a kind, in one namespace or (namespace None) all; `selector` is a label selector."""
         params = {"labelSelector": selector} if selector else {}
-        response = self.http.get(resource_path(find_resource(kind), namespace), params=params)
+        response = self.http.get(resource_path(self.resource(kind), namespace), params=params)
         response.raise_for_status()
         return list(response.json()["items"])
 

@@ -42,7 +42,30 @@ class Converted:
     def into(self, served: dict[str, Any]) -> dict[str, Any]:
         return self.conversion.to_storage(served)
 
+    def unchanged(self, stored: dict[str, Any]) -> bool:
+        """Whether `out` would give `stored` as it is (so its cached encoding can be sent)."""
+        return False
+
+
+class CustomVersion(Converted):
+    """A custom resource read in one of its CRD's versions: with `conversion: None` only apiVersion changes. A
+    write keeps the version it is made in (it is validated in it); the registry stores it in the storage one."""
+
+    def __init__(self, api_version: str) -> None:
+        self.api_version = api_version
+
+    def out(self, stored: dict[str, Any]) -> dict[str, Any]:
+        return stored if self.unchanged(stored) else {**stored, "apiVersion": self.api_version}
+
+    def into(self, served: dict[str, Any]) -> dict[str, Any]:
+        return served
+
+    def unchanged(self, stored: dict[str, Any]) -> bool:
+        return stored.get("apiVersion") == self.api_version
+
 
 def converter(resource: ResourceInfo) -> Converted | None:
     """How objects of a view are converted to and from its stored version; None for a stored resource."""
+    if resource.custom is not None:
+        return CustomVersion(resource.api_version)
     return Converted(CONVERSIONS[(resource.group_version, resource.kind)]) if resource.view_of else None

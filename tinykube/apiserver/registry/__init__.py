@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from tinykube.api.resources import STORED, by_path
 from tinykube.apiserver.registry import (
     admissionregistration,
+    apiextensions,
     apps,
     autoscaling,
     batch,
@@ -41,13 +42,14 @@ KIND_STRATEGIES: dict[str, type[Strategy]] = {
     **certificates.STRATEGIES,
     **networking.STRATEGIES,
     **admissionregistration.STRATEGIES,
+    **apiextensions.STRATEGIES,
     **flowcontrol.STRATEGIES,
     **rbac.STRATEGIES,
 }
 
 
 def strategies(service_pools: ServicePools, event_ttl: float = 3600.0) -> dict[str, Strategy]:
-    found = {r.plural: KIND_STRATEGIES.get(r.plural, Strategy)(r) for r in STORED}
+    found = {r.key: KIND_STRATEGIES.get(r.plural, Strategy)(r) for r in STORED}
     services = by_path("", "v1", "services")
     assert services is not None
     found["services"] = ServiceStrategy(services, service_pools)

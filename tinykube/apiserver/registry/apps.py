@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from tinykube.api import errors
 from tinykube.api.errors import ErrorType, FieldError, forbidden, go_value, invalid, not_supported, required
@@ -341,17 +341,23 @@ STRATEGIES: dict[str, type[Strategy]] = {"deployments": DeploymentStrategy, "rep
 # ---- scale ------------------------------------------------------------------------------------------------------
 
 
-def to_scale(obj: dict[str, Any]) -> dict[str, Any]:
-    """The autoscaling/v1 Scale of a Deployment, ReplicaSet, StatefulSet or ReplicationController (`spec.replicas`
-    is omitted when 0, as in Go)."""
+def to_scale(obj: dict[str, Any], custom: CustomScale | None = None) -> dict[str, Any]:
+    """The autoscaling/v1 Scale of a Deployment, ReplicaSet, StatefulSet or ReplicationController, or of a custom
+    resource by its CRD's scale paths (`spec.replicas` is omitted when 0, as in Go)."""
     meta, spec, status = obj["metadata"], _dict(obj.get("spec")), _dict(obj.get("status"))
     fields = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
-    replicas = _int(spec.get("replicas")) or 0
-    scale_status: dict[str, Any] = {"replicas": _int(status.get("replicas")) or 0}
-    selector = spec.get("selector")
-    if obj.get("kind") == "ReplicationController":  # a plain label map, not a LabelSelector
-        selector = {"matchLabels": selector} if isinstance(selector, dict) else None
-    selector = label_selector_text(selector)
+    if custom is not None:
+        replicas = _int(_nested(obj, custom.spec_replicas)) or 0
+        scale_status: dict[str, Any] = {"replicas": _int(_nested(obj, custom.status_replicas)) or 0}
+        found = _nested(obj, custom.label_selector) if custom.label_selector else None
+        selector = found if isinstance(found, str) else ""  # the CRD's path holds the selector as text
+    else:
+        replicas = _int(spec.get("replicas")) or 0
+        scale_status = {"replicas": _int(status.get("replicas")) or 0}
+        label_selector: Any = spec.get("selector")
+        if obj.get("kind") == "ReplicationController":  # a plain label map, not a LabelSelector
+            label_selector = {"matchLabels": label_selector} if isinstance(label_selector, dict) else None
+        selector = label_selector_text(label_selector)
     if selector:
         scale_status["selector"] = selector
     return {
@@ -373,7 +379,31 @@ def _validate_scale(scale: dict[str, Any]) -> list[FieldError]:
 ScaleChange = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
-async def update_scale(registry: Registry, req: Request, change: ScaleChange, *, patch: bool) -> dict[str, Any]:
+class CustomScale(Protocol):
+    """A CRD version's scale subresource: where replicas and the selector are (each path as its keys)."""
+
+    spec_replicas: tuple[str, ...]
+    status_replicas: tuple[str, ...]
+    label_selector: tuple[str, ...] | None
+
+
+def _nested(obj: Any, keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
+
+
+def _set_nested(obj: dict[str, Any], keys: tuple[str, ...], value: Any) -> None:
+    for key in keys[:-1]:
+        if not isinstance(obj.get(key), dict):
+            obj[key] = {}
+        obj = obj[key]
+    obj[keys[-1]] = value
+
+
+async def update_scale(
+    registry: Registry, req: Request, change: ScaleChange, *, patch: bool, custom: CustomScale | None = None
+) -> dict[str, Any]:
     """Write a Scale: `change` turns the current Scale into the wanted one (a PUT's body, or the PATCH applied).
 
     The wanted Scale's resourceVersion is a precondition on the parent; without one (or, for a PATCH, with the one
@@ -384,11 +414,13 @@ async def update_scale(registry: Registry, req: Request, change: ScaleChange, *,
     for _attempt in range(_SCALE_ATTEMPTS):
         current = await registry.latest(parent)
         current_rv = current["metadata"]["resourceVersion"]
-        wanted = await change(to_scale(current))
+        wanted = await change(to_scale(current, custom))
         _check_scale(req, wanted)
         rv = _dict(wanted.get("metadata")).get("resourceVersion") or ""
         new = copy.deepcopy(current)
-        new["spec"]["replicas"] = _dict(wanted.get("spec")).get("replicas", 0)
+        _set_nested(
+            new, custom.spec_replicas if custom else ("spec", "replicas"), _dict(wanted.get("spec")).get("replicas", 0)
+        )
         new["metadata"]["resourceVersion"] = rv or current_rv
         try:
             updated, _ = await registry.update(parent, new)
@@ -396,7 +428,7 @@ async def update_scale(registry: Registry, req: Request, change: ScaleChange, *,
             if rv and not (patch and rv == current_rv):
                 raise
             continue
-        return to_scale(updated)
+        return to_scale(updated, custom)
     raise errors.conflict(req.resource.plural, req.name, req.resource.group)
 
 

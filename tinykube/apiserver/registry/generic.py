@@ -27,7 +27,7 @@ from tinykube.api.meta import (
     validate_object_meta,
 )
 from tinykube.api.patch import apply_patch
-from tinykube.api.resources import ResourceInfo
+from tinykube.api.resources import Catalog, ResourceInfo
 from tinykube.apiserver import fieldmanager
 from tinykube.apiserver.consistency import RevisionReader
 from tinykube.apiserver.identity import UserInfo
@@ -79,6 +79,7 @@ class Strategy:
     tracks_generation = False
     allocates = False  # `allocate` fills in values (picks), so a retry must start from the request as sent
     ttl = 0.0  # seconds an object lives after each write (etcd deletes it then); 0: for ever
+    storage_api_version = ""  # the apiVersion objects are stored in, when not the one they are written in
 
     def __init__(self, resource: ResourceInfo) -> None:
         self.resource = resource
@@ -171,15 +172,21 @@ def _copy_field(src: dict[str, Any], dst: dict[str, Any], field: str) -> None:
         dst.pop(field, None)
 
 
-def _strip_for_storage(obj: dict[str, Any]) -> bytes:
-    """What goes into etcd: the object without its resourceVersion (the key's mod revision is the truth)."""
+def _strip_for_storage(obj: dict[str, Any], api_version: str = "") -> bytes:
+    """What goes into etcd: the object without its resourceVersion (the key's mod revision is the truth), in the
+    `api_version` it is stored as when that is not the one it was written in (custom resources)."""
     meta = obj["metadata"]
     rv = meta.pop("resourceVersion", None)
+    written = obj.get("apiVersion")
+    if api_version:
+        obj["apiVersion"] = api_version
     try:
         return orjson.dumps(obj)
     finally:
         if rv is not None:
             meta["resourceVersion"] = rv
+        if api_version:
+            obj["apiVersion"] = written
 
 
 INTERNAL_MANAGER = "kube-apiserver"  # the field manager of the apiserver's own writes (upstream's user agent)
@@ -229,6 +236,7 @@ class Registry:
         self.caches = caches
         self.revisions = RevisionReader(store)  # etcd's current revision, for consistent reads
         self.strategies = strategies
+        self.catalog = Catalog()  # what is served: the built-in resources and the Established CRDs' (crds.py)
         self.admission: Admission = NoAdmission()  # the apiserver sets its chain, whose plugins use this registry
         self.leases = LeaseReuse(store)
 
@@ -242,7 +250,7 @@ class Registry:
         return req.resource.storage_segment + "/" + self.cache_key(req.namespace, name or req.name)
 
     def cache(self, resource: ResourceInfo) -> WatchCache:
-        return self.caches[resource.plural]
+        return self.caches[resource.key]
 
     def get(self, req: Request) -> CachedObject:
         found = self.cache(req.resource).get(self.cache_key(req.namespace, req.name))
@@ -273,7 +281,7 @@ class Registry:
 
     async def _lease(self, req: Request) -> int:
         """The etcd lease a write of this resource takes (0: none): its TTL starts again with every write."""
-        ttl = self.strategies[req.resource.plural].ttl
+        ttl = self.strategies[req.resource.key].ttl
         return await self._store_call(self.leases.lease_for(ttl)) if ttl > 0 else 0
 
     async def _settle(self, req: Request, revision: int) -> None:
@@ -296,7 +304,7 @@ class Registry:
         return errors.invalid_object(req.resource.kind, name, errs, req.resource.group)
 
     def _validate(self, req: Request, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        strategy = self.strategies[req.resource.plural]
+        strategy = self.strategies[req.resource.key]
         errs = validate_object_meta(obj["metadata"], namespaced=req.resource.namespaced, name_rule=strategy.name_rule)
         if old is not None:
             errs += _immutable_meta(obj, old)
@@ -313,7 +321,7 @@ class Registry:
         claims = allocation.claims
         excess = 1 + len(claims.take) + len(claims.release) - MAX_TXN_OPS
         if excess > 0:
-            raise self._invalid(req, obj, self.strategies[req.resource.plural].too_many_claims(obj, excess))
+            raise self._invalid(req, obj, self.strategies[req.resource.key].too_many_claims(obj, excess))
 
     async def create(self, req: Request, obj: dict[str, Any], *, applied: bool = False) -> dict[str, Any]:
         """POST (and an apply that creates: then `obj` carries its managedFields already)."""
@@ -322,7 +330,7 @@ class Registry:
         meta = obj.setdefault("metadata", {})
         if req.resource.namespaced:
             meta["namespace"] = req.namespace
-        strategy = self.strategies[req.resource.plural]
+        strategy = self.strategies[req.resource.key]
         generated = not meta.get("name") and bool(meta.get("generateName"))
         for field_name in ("resourceVersion", *SYSTEM_FIELDS):
             meta.pop(field_name, None)
@@ -356,7 +364,7 @@ class Registry:
                     admitted = True
                 if req.dry_run:
                     return candidate
-                value = _strip_for_storage(candidate)
+                value = _strip_for_storage(candidate, strategy.storage_api_version)
                 lease = await self._lease(req)
                 revision = await self._store_call(self.store.create(key, value, allocation.claims, lease=lease))
                 allocation.committed(revision)
@@ -381,7 +389,7 @@ class Registry:
 
     async def update(self, req: Request, body: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         """PUT: returns (object, created)."""
-        strategy = self.strategies[req.resource.plural]
+        strategy = self.strategies[req.resource.key]
         try:
             old, revision = await self._read(req)
         except errors.NotFound:
@@ -435,7 +443,7 @@ class Registry:
         """Server-side apply of `config` (in the `served` resource's version): returns (object, created). An object
         that is not there is created, except through a subresource (or when not to `create`); a write in between is
         retried, as upstream's patcher does."""
-        strategy = self.strategies[req.resource.plural]
+        strategy = self.strategies[req.resource.key]
         write = req.field_write(strategy, served)
         await fieldmanager.schemas_ready()
         for _attempt in range(_UPDATE_ATTEMPTS):
@@ -495,7 +503,7 @@ class Registry:
         applied: bool = False,
     ) -> dict[str, Any]:
         """The write itself; `applied`: `new` comes from an apply, with its managedFields recorded already."""
-        strategy = self.strategies[req.resource.plural]
+        strategy = self.strategies[req.resource.key]
         self._keep_identity(req, new, old)
         entries = new["metadata"].get("managedFields") if applied else None
         if req.subresource == "status":
@@ -546,7 +554,8 @@ class Registry:
         self, req: Request, new: dict[str, Any], revision: int, allocation: Allocation | None = None
     ) -> dict[str, Any]:
         allocation = allocation or Allocation()
-        value, lease = _strip_for_storage(new), await self._lease(req)
+        storage_api_version = self.strategies[req.resource.key].storage_api_version
+        value, lease = _strip_for_storage(new, storage_api_version), await self._lease(req)
         try:
             written = await self._store_call(
                 self.store.update(
@@ -592,14 +601,16 @@ class Registry:
         meta["name"] = req.name
         if req.resource.namespaced:
             meta["namespace"] = req.namespace
-        new["apiVersion"] = old.get("apiVersion", req.resource.api_version)
+        # a custom resource is written in the request's version (and validated in it); stored in the storage one
+        custom = req.resource.custom is not None
+        new["apiVersion"] = req.resource.api_version if custom else old.get("apiVersion", req.resource.api_version)
         new["kind"] = old.get("kind", req.resource.kind)
 
     # ---- delete ----------------------------------------------------------------------------------------------
 
     async def delete(self, req: Request, options: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         """DELETE: returns (object to answer with, whether it is gone already)."""
-        strategy = self.strategies[req.resource.plural]
+        strategy = self.strategies[req.resource.key]
         for _attempt in range(_UPDATE_ATTEMPTS):
             old, revision = await self._read(req)
             _check_preconditions(req, old, options.get("preconditions") or {})
@@ -624,7 +635,7 @@ class Registry:
 
     async def _delete_stored(self, req: Request, obj: dict[str, Any], revision: int) -> dict[str, Any]:
         try:
-            release = self.strategies[req.resource.plural].release(obj)
+            release = self.strategies[req.resource.key].release(obj)
             _, written = await self._store_call(
                 self.store.delete(self.key(req), expected_revision=revision, claims=release.claims)
             )
