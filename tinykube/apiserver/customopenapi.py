@@ -117,24 +117,7 @@ def _split(doc_path: str) -> tuple[str, str]:
 def _v3(catalog: Catalog, group: str, version: str) -> bytes:
     items, custom = _group_version(catalog, group, version)
     schemas = {**_built_in_closure(items, custom), **custom}
-    doc: Schema = {
-        "openapi": "3.0.0",
-        "info": openapi._INFO,
-        "paths": openapi._render_refs(openapi._render_paths(items, v3=True), openapi._V3_REF, wrap=False),
-        "components": {
-            "schemas": openapi._v3_schemas(dict(sorted(schemas.items()))),
-            "securitySchemes": {
-                "BearerToken": {
-                    "description": "Bearer Token authentication",
-                    "in": "header",
-                    "name": "authorization",
-                    "type": "apiKey",
-                }
-            },
-        },
-        "security": [{"BearerToken": []}],
-    }
-    return openapi._dumps(doc)
+    return openapi.v3_document(items, dict(sorted(schemas.items())))
 
 
 def v3_index(catalog: Catalog) -> dict[str, Any]:

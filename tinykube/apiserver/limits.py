@@ -141,11 +141,23 @@ def _scan_yaml(body: bytes, depth_limit: int) -> bool:
     return aliased > 0
 
 
+class _Loader(yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader):  # type: ignore[misc]
+    """Safe YAML whose integers beyond int64 are floats, as upstream's decoder reads such a JSON number (YAML
+    reaches it as JSON); everything after the decoding handles int64 only."""
+
+
+def _int64_or_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int | float:
+    value: int = loader.construct_yaml_int(node)
+    return value if -(2**63) <= value < 2**63 else float(value)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _int64_or_float)
+
+
 def load_yaml(body: bytes, depth_limit: int = MAX_DEPTH) -> Any:
-    loader = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
     try:
         aliased = _scan_yaml(body, depth_limit)
-        value = yaml.load(body, Loader=loader)
+        value = yaml.load(body, Loader=_Loader)
     except yaml.YAMLError as err:
         raise errors.BadRequest(f"couldn't get version/kind; yaml parse error: {err}") from err
     except RecursionError as err:  # not reached below the depth limit; kept as a 400 all the same

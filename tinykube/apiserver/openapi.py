@@ -1497,12 +1497,17 @@ def openapi_v3_group(path: str) -> bytes | None:
     items = _doc_paths(path.strip("/"))
     if items is None:
         return None
+    return v3_document(items, _closure(_path_roots(items)))
+
+
+def v3_document(items: list[_PathItem], schemas: dict[str, Schema]) -> bytes:
+    """A group-version's OpenAPI 3.0 document: its paths and the definitions they reach (built-in or custom)."""
     doc: Schema = {
         "openapi": "3.0.0",
         "info": _INFO,
         "paths": _render_refs(_render_paths(items, v3=True), _V3_REF, wrap=False),
         "components": {
-            "schemas": _v3_schemas(_closure(_path_roots(items))),
+            "schemas": _v3_schemas(schemas),
             "securitySchemes": {
                 "BearerToken": {
                     "description": "Bearer Token authentication",

@@ -104,12 +104,17 @@ class WatchCache:
         self.normalize = normalize  # applied to each object read from etcd (custom resources: defaults, pruning)
         self.prefix = resource.storage_segment + "/"
         self.objects: dict[str, CachedObject] = {}
-        self.revision = 0
+        self.revision = 0  # reached by events or by etcd's progress reports: what readers may rely on
+        # Reached by the events themselves (or a list). etcd before 3.4.25/3.5.8 may send a progress report ahead
+        # of events it has yet to deliver (etcd#15220), so a writer waits for its own event, and the watch resumes
+        # after the last event, never after a report.
+        self.applied = 0
         self.oldest = 0  # watches may resume from any revision >= oldest
         self.events: deque[CacheEvent] = deque(maxlen=EVENT_WINDOW)
         self.watchers: set[Watcher] = set()
         # (revision, tiebreak, future) for writers waiting to see their own write: woken in revision order
         self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._writers: list[tuple[int, int, asyncio.Future[None]]] = []  # the same, woken by events only
         self._tiebreak = itertools.count()
         self._task: asyncio.Task[None] | None = None
         self._progress_asked: float | None = None  # when the progress request in flight was sent
@@ -133,7 +138,8 @@ class WatchCache:
             kv.key[len(self.prefix) :]: decode(kv.value, kv.mod_revision, self.normalize) for kv in listed.items
         }
         self.events.clear()
-        self.revision = self.oldest = listed.revision
+        self.revision = self.applied = self.oldest = listed.revision
+        self._progressed(listed.revision, applied=True)
         for watcher in self.watchers:  # their view is no longer continuous: make them reconnect
             watcher.queue.put_nowait(None)
         self.watchers.clear()
@@ -143,7 +149,7 @@ class WatchCache:
         backoff = 0.1
         while True:
             try:
-                async for batch in self.store.watch(self.prefix, self.revision + 1):
+                async for batch in self.store.watch(self.prefix, self.applied + 1):
                     if isinstance(batch, Progress):
                         self._progress_asked = None
                         self._progressed(batch.revision)
@@ -167,15 +173,15 @@ class WatchCache:
     def _apply(self, batch: list[WatchEvent]) -> None:
         for change in batch:
             self._apply_one(change)
-        self._progressed(batch[-1].revision)
+        self._progressed(batch[-1].revision, applied=True)
 
-    def _progressed(self, revision: int) -> None:
-        """Everything under the prefix up to `revision` is applied: wake the readers waiting for it."""
+    def _progressed(self, revision: int, *, applied: bool = False) -> None:
+        """Everything under the prefix up to `revision` is applied (or reported so): wake who waits for it."""
         self.revision = max(self.revision, revision)
-        while self._waiters and self._waiters[0][0] <= self.revision:
-            _, _, waiter = heapq.heappop(self._waiters)
-            if not waiter.done():
-                waiter.set_result(None)
+        _wake(self._waiters, self.revision)
+        if applied:
+            self.applied = max(self.applied, revision)
+            _wake(self._writers, self.applied)
 
     def _apply_one(self, change: WatchEvent) -> None:
         name = change.key[len(self.prefix) :]
@@ -199,12 +205,12 @@ class WatchCache:
 
     async def wait_for(self, revision: int, timeout: float = 3.0, *, own_write: bool = False) -> bool:
         """Wait until the cache has seen `revision`; False if it did not within `timeout`. A writer waiting for its
-        own write (`own_write`) knows an event will come; any other reader's revision may be another resource's,
-        and only etcd's progress report moves this cache there."""
-        if self.revision >= revision:
+        own write (`own_write`) knows an event will come, and waits for it; any other reader's revision may be
+        another resource's, and only etcd's progress report moves this cache there."""
+        if (self.applied if own_write else self.revision) >= revision:
             return True
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._waiters, (revision, next(self._tiebreak), waiter))
+        heapq.heappush(self._writers if own_write else self._waiters, (revision, next(self._tiebreak), waiter))
         if not own_write:
             self._ask_progress()
         try:
@@ -243,3 +249,10 @@ class WatchCache:
 
     def unsubscribe(self, watcher: Watcher) -> None:
         self.watchers.discard(watcher)
+
+
+def _wake(waiters: list[tuple[int, int, asyncio.Future[None]]], revision: int) -> None:
+    while waiters and waiters[0][0] <= revision:
+        _, _, waiter = heapq.heappop(waiters)
+        if not waiter.done():
+            waiter.set_result(None)

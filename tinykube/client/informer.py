@@ -298,6 +298,8 @@ class Informer:
             except errors.Expired as err:
                 log.info("%r: %s; relisting", self, err)
                 self.resource_version = ""
+            except errors.NotFound as err:  # a custom resource whose CRD is going: its owner stops this informer
+                log.info("%r: list/watch failed (%r); retrying in %.1f s", self, err, backoff.delay)
             except (TransportError, errors.ApiError) as err:
                 log.warning("%r: list/watch failed (%r); retrying in %.1f s", self, err, backoff.delay)
             except Exception:

@@ -44,6 +44,7 @@ _WATCH = "/etcdserverpb.Watch/Watch"
 _WRITE_ATTEMPTS = 3  # a write whose outcome was unknown, found not applied, is sent again at most this often
 _HISTORY_LIMIT = 2048  # revisions read to learn whether a write whose answer was lost was applied
 _PROGRESS_REQUEST = rpc_pb2.WatchRequest(progress_request=rpc_pb2.WatchProgressRequest()).SerializeToString()
+UNSYNCED_WATCH_GRACE = 0.3  # seconds: three rounds of etcd's watch sync loop
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,6 +382,7 @@ class EtcdStore:
             request = rpc_pb2.WatchRequest(create_request=create).SerializeToString()
             member, call = await self._members.open_stream(_WATCH, request)
             self._watches[prefix] = call
+            reports_from = 0.0  # progress reports are trusted from this time on (see below)
             try:
                 async for message in call:
                     response = parse(message)
@@ -393,10 +395,17 @@ class EtcdStore:
                     if response.events:
                         next_revision = response.events[-1].kv.mod_revision + 1
                         yield [self._event(e) for e in response.events]
-                    elif not response.created:
-                        revision = int(response.header.revision)
-                        next_revision = max(next_revision, revision + 1)
-                        yield Progress(revision)
+                    elif response.created:
+                        # A watch that starts in the past replays it from etcd's sync loop (every 100 ms), and
+                        # etcd before 3.4.25/3.5.8 answers a progress request at once all the same (etcd#15220):
+                        # its reports are not trusted until the replay has had time to be sent.
+                        if response.header.revision >= next_revision:
+                            reports_from = time.monotonic() + UNSYNCED_WATCH_GRACE
+                    elif time.monotonic() >= reports_from:
+                        yield Progress(int(response.header.revision))
+                    else:  # asked too early: ask again once the replay has been sent
+                        delay = reports_from - time.monotonic()
+                        asyncio.get_running_loop().call_later(delay, call.send, _PROGRESS_REQUEST)
                 error = GrpcError(14, "etcd ended the watch")
             except GrpcError as err:
                 error = err
