@@ -48,6 +48,7 @@ def _factories() -> dict[str, Factory]:
     from tinykube.controllers.resourcequota import ResourceQuotaController
     from tinykube.controllers.scheduler import Scheduler
     from tinykube.controllers.serviceaccount import ServiceAccountsController
+    from tinykube.controllers.statefulset import StatefulSetController
 
     return {
         "namespace": lambda ctx: NamespaceController(ctx.client),
@@ -58,6 +59,7 @@ def _factories() -> dict[str, Factory]:
         "replicaset": ReplicaSetController,
         "resourcequota": ResourceQuotaController,
         "deployment": DeploymentController,
+        "statefulset": StatefulSetController,
         "garbagecollector": GarbageCollector,
         "scheduler": Scheduler,
         "serviceaccount": ServiceAccountsController,

@@ -1,0 +1,441 @@
+"""The StatefulSet controller: pods with a stable identity, `<set>-<ordinal>`, as upstream's.
+
+Each pod gets the set's `serviceName` as its `subdomain` and its own name as `hostname`, so the headless Service
+gives it a DNS name (`web-0.nginx.<ns>.svc.cluster.local`), and one PersistentVolumeClaim per
+`volumeClaimTemplates` entry (`www-web-0`), which outlives the pod. With `OrderedReady` pods are created one at a
+time in ordinal order, each once the one before is Running and Ready, and removed from the highest ordinal down;
+with `Parallel` all at once. Templates are recorded as ControllerRevisions (`<set>-<hash>`, the data a strategic
+merge patch that `kubectl rollout undo` applies); a `RollingUpdate` replaces the pods of an older revision from
+the highest ordinal down to `partition`, `maxUnavailable` at a time, and `OnDelete` waits for pods to be deleted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+import re
+import time
+from typing import Any
+
+from tinykube.api import errors
+from tinykube.api.resources import builtin
+from tinykube.client.events import record_event
+from tinykube.client.informer import Informer, object_key
+from tinykube.client.workqueue import WorkQueue, run_workers
+from tinykube.controllers.deployment import template_hash
+from tinykube.controllers.manager import ControllerContext
+from tinykube.controllers.ownership import CONTROLLER_INDEX, claim, controller_of, controller_ref, controller_uid
+from tinykube.controllers.pods import pod_ready
+from tinykube.controllers.replicaset import available, selector_of, update_status
+
+log = logging.getLogger(__name__)
+
+Object = dict[str, Any]
+PODS = builtin("", "v1", "pods")
+CLAIMS = builtin("", "v1", "persistentvolumeclaims")
+STATEFULSETS = builtin("apps", "v1", "statefulsets")
+REVISIONS = builtin("apps", "v1", "controllerrevisions")
+WORKERS = 5  # upstream's --concurrent-statefulset-syncs
+COMPONENT = "statefulset-controller"
+REVISION_LABEL = "controller-revision-hash"
+POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
+POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+
+
+def ordinal_of(set_name: str, pod: Object) -> int | None:
+    """The ordinal in a pod's name `<set>-<ordinal>`, or None for a pod not named so."""
+    match = re.fullmatch(re.escape(set_name) + r"-(0|[1-9][0-9]*)", pod["metadata"]["name"])
+    return int(match.group(1)) if match else None
+
+
+def revision_data(sts: Object) -> Object:
+    """What a ControllerRevision records of a set: its pod template as a strategic merge patch that replaces it."""
+    template = copy.deepcopy((sts.get("spec") or {}).get("template") or {})
+    template["$patch"] = "replace"
+    return {"spec": {"template": template}}
+
+
+def template_of(data: Object) -> Object:
+    """The pod template a ControllerRevision's data holds."""
+    template = copy.deepcopy(((data.get("spec") or {}).get("template")) or {})
+    template.pop("$patch", None)
+    return template
+
+
+def claim_name(template: Object, pod_name: str) -> str:
+    return f"{template['metadata']['name']}-{pod_name}"
+
+
+def running_and_ready(pod: Object) -> bool:
+    return (pod.get("status") or {}).get("phase") == "Running" and pod_ready(pod)
+
+
+def terminating(pod: Object) -> bool:
+    return bool(pod["metadata"].get("deletionTimestamp"))
+
+
+def failed(pod: Object) -> bool:
+    return (pod.get("status") or {}).get("phase") == "Failed"
+
+
+def revision_of(pod: Object) -> str:
+    return str((pod["metadata"].get("labels") or {}).get(REVISION_LABEL, ""))
+
+
+class StatefulSetController:
+    def __init__(self, ctx: ControllerContext, workers: int = WORKERS) -> None:
+        self.client = ctx.client
+        self.informers = ctx.informers
+        self.sets: Informer = ctx.informers.informer(STATEFULSETS)
+        self.pods: Informer = ctx.informers.informer(PODS)
+        self.revisions: Informer = ctx.informers.informer(REVISIONS)
+        self.queue: WorkQueue[str] = WorkQueue()
+        self.workers = workers
+
+    async def run(self) -> None:
+        for informer in (self.pods, self.revisions):
+            with contextlib.suppress(ValueError):  # shared with other controllers, which may have added it
+                informer.store.add_index(CONTROLLER_INDEX, controller_uid)
+        self.sets.add_handler(
+            on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new), on_delete=self._enqueue
+        )
+        self.pods.add_handler(on_add=self._on_pod, on_update=self._on_pod_update, on_delete=self._on_pod)
+        self.informers.start()
+        await asyncio.gather(self.sets.wait_synced(), self.pods.wait_synced(), self.revisions.wait_synced())
+        try:
+            await run_workers(self.queue, self.workers, self.sync)
+        finally:
+            self.queue.shutdown()
+
+    def _enqueue(self, sts: Object) -> None:
+        self.queue.add(object_key(sts))
+
+    def _on_pod_update(self, old: Object, new: Object) -> None:
+        self._on_pod(old)
+        self._on_pod(new)
+
+    def _on_pod(self, pod: Object) -> None:
+        ref = controller_of(pod)
+        if ref and ref.get("kind") == "StatefulSet":
+            self.queue.add(f"{pod['metadata']['namespace']}/{ref['name']}")
+        elif ref is None:  # an orphan: a set may adopt it
+            namespace, labels = pod["metadata"].get("namespace", ""), pod["metadata"].get("labels") or {}
+            for sts in self.sets.store.by_index("namespace", namespace):
+                if selector_of(sts).matches(labels):
+                    self._enqueue(sts)
+
+    # ---- sync --------------------------------------------------------------------------------------------------
+
+    async def sync(self, key: str) -> None:
+        sts = self.sets.store.get(key)
+        if sts is None or sts["metadata"].get("deletionTimestamp"):
+            return  # its pods and revisions go with it: the garbage collector deletes them
+        selector = selector_of(sts)
+        pods = await claim(self.client, (sts, STATEFULSETS), (self.pods.store, PODS), selector)
+        pods = [p for p in pods if ordinal_of(sts["metadata"]["name"], p) is not None]
+        revisions = await claim(self.client, (sts, STATEFULSETS), (self.revisions.store, REVISIONS), selector)
+        current, update, collisions = await self._revisions(sts, revisions)
+        await self._update(sts, pods, current, update)
+        await self._write_status(sts, current, update, collisions)
+
+    # ---- revisions ---------------------------------------------------------------------------------------------
+
+    async def _revisions(self, sts: Object, revisions: list[Object]) -> tuple[Object, Object, int]:
+        """The current revision (what the pods were made from), the update revision (the template now) and the
+        collision count, creating the update revision if the template is new."""
+        status = sts.get("status") or {}
+        collisions = int(status.get("collisionCount") or 0)
+        data = revision_data(sts)
+        by_age = sorted(revisions, key=lambda r: int(r.get("revision") or 0))
+        latest = int(by_age[-1].get("revision") or 0) if by_age else 0
+        update = next((r for r in reversed(by_age) if r.get("data") == data), None)
+        if update is None:
+            update, collisions = await self._create_revision(sts, data, latest + 1, collisions)
+            by_age.append(update)
+        elif int(update.get("revision") or 0) < latest:  # back to an older template: it is the newest again
+            update = await self._renumber(update, latest + 1)
+        current = next((r for r in by_age if r["metadata"]["name"] == status.get("currentRevision")), update)
+        await self._trim_history(sts, by_age, {current["metadata"]["name"], update["metadata"]["name"]})
+        return current, update, collisions
+
+    async def _create_revision(self, sts: Object, data: Object, number: int, collisions: int) -> tuple[Object, int]:
+        meta = sts["metadata"]
+        labels = dict(((sts["spec"].get("template") or {}).get("metadata") or {}).get("labels") or {})
+        while True:
+            name = f"{meta['name']}-{template_hash(data, collisions)}"
+            labels[REVISION_LABEL] = name
+            revision = {
+                "apiVersion": "apps/v1",
+                "kind": "ControllerRevision",
+                "metadata": {
+                    "name": name,
+                    "namespace": meta["namespace"],
+                    "labels": labels,
+                    "ownerReferences": [controller_ref(sts, STATEFULSETS)],
+                },
+                "data": data,
+                "revision": number,
+            }
+            try:
+                return await self.client.create(REVISIONS, meta["namespace"], revision), collisions
+            except errors.AlreadyExists:
+                existing = await self.client.get(REVISIONS, meta["namespace"], name)
+                if existing.get("data") == data and (controller_of(existing) or {}).get("uid") == meta["uid"]:
+                    return existing, collisions
+                collisions += 1  # a namesake of other content: upstream's hash collision
+
+    async def _renumber(self, revision: Object, number: int) -> Object:
+        meta = revision["metadata"]
+        patch = {"revision": number}
+        return await self.client.patch(REVISIONS, meta["namespace"], meta["name"], patch, patch_type="merge")
+
+    async def _trim_history(self, sts: Object, by_age: list[Object], in_use: set[str]) -> None:
+        """Old revisions beyond `revisionHistoryLimit` go, but never one a pod or the status names."""
+        limit = int((sts.get("spec") or {}).get("revisionHistoryLimit", 10))
+        live = {revision_of(p) for p in self.pods.store.by_index(CONTROLLER_INDEX, sts["metadata"]["uid"])}
+        history = [r for r in by_age if r["metadata"]["name"] not in in_use | live]
+        for revision in history[: max(len(history) - limit, 0)]:
+            with contextlib.suppress(errors.NotFound):
+                await self.client.delete(REVISIONS, revision["metadata"]["namespace"], revision["metadata"]["name"])
+
+    # ---- pods --------------------------------------------------------------------------------------------------
+
+    async def _update(self, sts: Object, pods: list[Object], current: Object, update: Object) -> None:
+        """upstream's updateStatefulSet: make the missing pods, replace failed ones, remove the condemned, then roll
+        the pods of an older revision; `OrderedReady` stops at the first pod not yet Running and Ready."""
+        spec = sts["spec"]
+        name = sts["metadata"]["name"]
+        replicas = int(spec.get("replicas", 1))
+        ordered = spec.get("podManagementPolicy", "OrderedReady") != "Parallel"
+        by_ordinal = {ordinal_of(name, p): p for p in pods}
+        condemned = sorted(
+            (p for o, p in by_ordinal.items() if o is not None and o >= replicas), key=lambda p: -_ord(name, p)
+        )
+        for ordinal in range(replicas):
+            pod = by_ordinal.get(ordinal)
+            if pod is not None and failed(pod) and not terminating(pod):
+                await self._delete_pod(sts, pod)
+                if ordered:
+                    return
+                continue
+            if pod is None:
+                await self._create_pod(sts, ordinal, current, update)
+                if ordered:
+                    return
+                continue
+            if ordered and (terminating(pod) or not self._healthy(sts, pod)):
+                return  # wait for this one before touching the next
+        for pod in condemned:
+            if ordered and any(terminating(p) or not running_and_ready(p) for p in pods if p is not pod):
+                return  # scale down only a healthy set, one pod at a time
+            if not terminating(pod):
+                await self._release_claims(sts, pod)
+                await self._delete_pod(sts, pod)
+            if ordered:
+                return
+        await self._roll(
+            sts, [by_ordinal[o] for o in sorted(k for k in by_ordinal if k is not None and k < replicas)], update
+        )
+
+    def _healthy(self, sts: Object, pod: Object) -> bool:
+        min_ready = int(sts["spec"].get("minReadySeconds") or 0)
+        if not running_and_ready(pod):
+            return False
+        if min_ready and not available(pod, min_ready, time.time()):
+            self.queue.add_after(object_key(sts), 1.0)  # availability changes without an event
+            return False
+        return True
+
+    async def _roll(self, sts: Object, pods: list[Object], update: Object) -> None:
+        """RollingUpdate: from the highest ordinal down to `partition`, delete the pods of an older revision (they
+        come back at the new one). As upstream by default: one at a time, waiting for an unhealthy pod; with
+        `maxUnavailable` (upstream's MaxUnavailableStatefulSet gate): as many as keep that many unavailable."""
+        strategy = sts["spec"].get("updateStrategy") or {}
+        if strategy.get("type", "RollingUpdate") != "RollingUpdate":
+            return  # OnDelete: pods are replaced when someone deletes them
+        rolling = strategy.get("rollingUpdate") or {}
+        partition = int(rolling.get("partition") or 0)
+        name, target = sts["metadata"]["name"], update["metadata"]["name"]
+        candidates = [p for p in reversed(pods) if _ord(name, p) >= partition]
+        if rolling.get("maxUnavailable") is None:
+            for pod in candidates:
+                if revision_of(pod) != target and not terminating(pod):
+                    await self._delete_pod(sts, pod)
+                    return
+                if not self._healthy(sts, pod):
+                    return
+            return
+        budget = _max_unavailable(rolling["maxUnavailable"], int(sts["spec"].get("replicas", 1)))
+        budget -= sum(1 for p in pods if terminating(p) or not self._healthy(sts, p))
+        for pod in [p for p in candidates if revision_of(p) != target and not terminating(p)][: max(budget, 0)]:
+            await self._delete_pod(sts, pod)
+
+    async def _create_pod(self, sts: Object, ordinal: int, current: Object, update: Object) -> None:
+        """upstream's newVersionedStatefulSetPod: below the partition (or the current replicas, without one) a pod
+        is made from the current revision, above it from the update revision."""
+        spec, status = sts["spec"], sts.get("status") or {}
+        strategy = spec.get("updateStrategy") or {}
+        rolling = strategy.get("rollingUpdate")
+        below = (
+            int(rolling.get("partition") or 0) > ordinal
+            if rolling is not None
+            else ordinal < int(status.get("currentReplicas") or 0)
+        )
+        revision = current if strategy.get("type", "RollingUpdate") == "RollingUpdate" and below else update
+        pod = self._new_pod(sts, ordinal, template_of(revision.get("data") or {}), revision["metadata"]["name"])
+        namespace = sts["metadata"]["namespace"]
+        for template in spec.get("volumeClaimTemplates") or []:
+            await self._create_claim(sts, template, pod["metadata"]["name"])
+        try:
+            await self.client.create(PODS, namespace, pod)
+        except errors.AlreadyExists:
+            return  # its event is on the way
+        except errors.ApiError as err:
+            if not errors.is_namespace_terminating(err):
+                message = f"create Pod {pod['metadata']['name']} in StatefulSet {sts['metadata']['name']} failed"
+                await self._event(sts, "Warning", "FailedCreate", f"{message} error: {err}")
+            raise
+        await self._event(
+            sts,
+            "Normal",
+            "SuccessfulCreate",
+            f"create Pod {pod['metadata']['name']} in StatefulSet {sts['metadata']['name']} successful",
+        )
+
+    def _new_pod(self, sts: Object, ordinal: int, template: Object, revision: str) -> Object:
+        name = f"{sts['metadata']['name']}-{ordinal}"
+        meta = template.get("metadata") or {}
+        labels = dict(meta.get("labels") or {})
+        labels |= {POD_NAME_LABEL: name, POD_INDEX_LABEL: str(ordinal), REVISION_LABEL: revision}
+        spec = copy.deepcopy(template.get("spec") or {})
+        spec["hostname"] = name
+        if sts["spec"].get("serviceName"):
+            spec["subdomain"] = sts["spec"]["serviceName"]
+        claims = sts["spec"].get("volumeClaimTemplates") or []
+        if claims:
+            mounted = {t["metadata"]["name"] for t in claims}
+            volumes = [v for v in spec.get("volumes") or [] if v.get("name") not in mounted]
+            for claim_template in claims:
+                source = {"claimName": claim_name(claim_template, name)}
+                volumes.append({"name": claim_template["metadata"]["name"], "persistentVolumeClaim": source})
+            spec["volumes"] = volumes
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": sts["metadata"]["namespace"],
+                "labels": labels,
+                "annotations": dict(meta.get("annotations") or {}),
+                "ownerReferences": [controller_ref(sts, STATEFULSETS)],
+            },
+            "spec": spec,
+        }
+
+    async def _create_claim(self, sts: Object, template: Object, pod_name: str) -> None:
+        """A pod's claim from its template, unless it is there already (claims outlive their pods)."""
+        meta = template.get("metadata") or {}
+        labels = dict(meta.get("labels") or {}) | dict((sts["spec"].get("selector") or {}).get("matchLabels") or {})
+        name = claim_name(template, pod_name)
+        body: Object = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": sts["metadata"]["namespace"], "labels": labels},
+            "spec": copy.deepcopy(template.get("spec") or {}),
+        }
+        if meta.get("annotations"):
+            body["metadata"]["annotations"] = dict(meta["annotations"])
+        if _retention(sts, "whenDeleted") == "Delete":  # the set owns it (not as controller): it goes with the set
+            body["metadata"]["ownerReferences"] = [{**controller_ref(sts, STATEFULSETS), "controller": False}]
+        try:
+            await self.client.create(CLAIMS, sts["metadata"]["namespace"], body)
+        except errors.AlreadyExists:
+            return
+        await self._event(
+            sts,
+            "Normal",
+            "SuccessfulCreate",
+            f"create Claim {name} Pod {pod_name} in StatefulSet {sts['metadata']['name']} success",
+        )
+
+    async def _release_claims(self, sts: Object, pod: Object) -> None:
+        """`whenScaled: Delete`: a scaled-down pod's claims are given to the pod, so they go with it."""
+        if _retention(sts, "whenScaled") != "Delete":
+            return
+        ref = {"apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]}
+        for template in sts["spec"].get("volumeClaimTemplates") or []:
+            name = claim_name(template, pod["metadata"]["name"])
+            patch = {"metadata": {"ownerReferences": [ref]}}
+            with contextlib.suppress(errors.NotFound):
+                await self.client.patch(CLAIMS, sts["metadata"]["namespace"], name, patch, patch_type="merge")
+
+    async def _delete_pod(self, sts: Object, pod: Object) -> None:
+        meta = pod["metadata"]
+        try:
+            await self.client.delete(PODS, meta["namespace"], meta["name"])
+        except errors.NotFound:
+            return
+        await self._event(
+            sts,
+            "Normal",
+            "SuccessfulDelete",
+            f"delete Pod {meta['name']} in StatefulSet {sts['metadata']['name']} successful",
+        )
+
+    async def _event(self, sts: Object, type_: str, reason: str, message: str) -> None:
+        await record_event(self.client, sts, type_=type_, reason=reason, message=message, component=COMPONENT)
+
+    # ---- status ------------------------------------------------------------------------------------------------
+
+    async def _write_status(self, sts: Object, current: Object, update: Object, collisions: int) -> None:
+        """Counted from the pods as they are now in the cache (this sync's own writes show in the next one)."""
+        name = sts["metadata"]["name"]
+        pods = [
+            p
+            for p in self.pods.store.by_index(CONTROLLER_INDEX, sts["metadata"]["uid"])
+            if ordinal_of(name, p) is not None
+        ]
+        min_ready = int(sts["spec"].get("minReadySeconds") or 0)
+        now = time.time()
+        current_name, update_name = current["metadata"]["name"], update["metadata"]["name"]
+        live = [p for p in pods if not terminating(p)]
+        counts = {
+            "readyReplicas": sum(1 for p in pods if running_and_ready(p)),
+            "currentReplicas": sum(1 for p in live if revision_of(p) == current_name),
+            "updatedReplicas": sum(1 for p in live if revision_of(p) == update_name),
+        }
+        status: Object = {"replicas": len(pods), "observedGeneration": sts["metadata"].get("generation", 1)}
+        status |= {k: v for k, v in counts.items() if v}  # zeros left out, as upstream's `omitempty`
+        status["availableReplicas"] = sum(1 for p in pods if running_and_ready(p) and available(p, min_ready, now))
+        status["currentRevision"], status["updateRevision"] = current_name, update_name
+        status["collisionCount"] = collisions
+        strategy = (sts["spec"].get("updateStrategy") or {}).get("type", "RollingUpdate")
+        if strategy == "RollingUpdate" and counts["updatedReplicas"] == len(pods) == counts["readyReplicas"]:
+            status["currentReplicas"], status["currentRevision"] = counts["updatedReplicas"], update_name
+            if not status["currentReplicas"]:
+                del status["currentReplicas"]
+        kept = {k: v for k, v in (sts.get("status") or {}).items() if k == "conditions"}
+        status = kept | status
+        if status != (sts.get("status") or {}):
+            await update_status(self.client, STATEFULSETS, sts, status)
+
+
+def _ord(set_name: str, pod: Object) -> int:
+    ordinal = ordinal_of(set_name, pod)
+    return ordinal if ordinal is not None else -1
+
+
+def _retention(sts: Object, when: str) -> str:
+    policy = sts["spec"].get("persistentVolumeClaimRetentionPolicy") or {}
+    return str(policy.get(when) or "Retain")
+
+
+def _max_unavailable(value: Any, replicas: int) -> int:
+    """`maxUnavailable` (a count or a percentage of the replicas, rounded down, at least 1; 1 when unset)."""
+    if value is None:
+        return 1
+    if isinstance(value, str) and value.endswith("%"):
+        return max(int(value[:-1]) * replicas // 100, 1)
+    return max(int(value), 1)
