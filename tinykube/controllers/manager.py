@@ -37,11 +37,13 @@ Factory = Callable[[ControllerContext], Controller]
 
 def _factories() -> dict[str, Factory]:
     from tinykube.controllers.clusterroleaggregation import ClusterRoleAggregationController
+    from tinykube.controllers.cronjob import CronJobController
     from tinykube.controllers.deployment import DeploymentController
     from tinykube.controllers.endpoints import EndpointsController
     from tinykube.controllers.endpointslice import EndpointSliceController
     from tinykube.controllers.endpointslicemirroring import EndpointSliceMirroringController
     from tinykube.controllers.garbagecollector import GarbageCollector
+    from tinykube.controllers.job import JobController
     from tinykube.controllers.namespace import NamespaceController
     from tinykube.controllers.nodeipam import NodeIpamController
     from tinykube.controllers.replicaset import ReplicaSetController
@@ -49,6 +51,7 @@ def _factories() -> dict[str, Factory]:
     from tinykube.controllers.scheduler import Scheduler
     from tinykube.controllers.serviceaccount import ServiceAccountsController
     from tinykube.controllers.statefulset import StatefulSetController
+    from tinykube.controllers.ttlafterfinished import TtlAfterFinishedController
 
     return {
         "namespace": lambda ctx: NamespaceController(ctx.client),
@@ -60,6 +63,9 @@ def _factories() -> dict[str, Factory]:
         "resourcequota": ResourceQuotaController,
         "deployment": DeploymentController,
         "statefulset": StatefulSetController,
+        "job": JobController,
+        "cronjob": CronJobController,
+        "ttl-after-finished": TtlAfterFinishedController,
         "garbagecollector": GarbageCollector,
         "scheduler": Scheduler,
         "serviceaccount": ServiceAccountsController,

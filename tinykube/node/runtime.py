@@ -3,14 +3,22 @@ executed: pods get an IP and run, as kwok's do)."""
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
+import time
 from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
 from tinykube.api import errors
 from tinykube.api.meta import now
+from tinykube.node.containers import Backoff, back_off_message, pod_phase, should_restart
 from tinykube.node.status import ContainerState, annotated_ready
+
+RUN_SECONDS_ANNOTATION = "tinykube.io/run-seconds"  # how long a simulated container of a pod that may end runs
+EXIT_CODE_ANNOTATION = "tinykube.io/exit-code"  # and the exit code it ends with
+DEFAULT_RUN_SECONDS = 1.0
 
 Object = dict[str, Any]
 
@@ -102,48 +110,132 @@ def reported_running(pod: Object) -> dict[str, tuple[str, int]]:
     return found
 
 
+@dataclass
+class _Simulated:
+    """One simulated container: when its current run began, and how its runs ended."""
+
+    since: str
+    restarts: int = 0
+    finished: dict[str, Any] | None = None  # the current state when it has ended (or waits to restart)
+    last: dict[str, Any] | None = None  # the run before the current one
+    waiting: str = ""  # CrashLoopBackOff between a failed run and its restart
+    waiting_message: str = ""
+    backoff: Backoff = field(default_factory=Backoff)
+
+
+def _annotation(pod: Object, name: str, default: float) -> float:
+    try:
+        return float((pod["metadata"].get("annotations") or {}).get(name, default))
+    except (TypeError, ValueError):
+        return default
+
+
 class SimulatedRuntime:
     """Containers are running from the moment the pod starts; ready follows the `tinykube.io/ready` annotation.
+    A pod that may end (`restartPolicy` Never or OnFailure) has its containers exit after `tinykube.io/run-seconds`
+    (default 1) with `tinykube.io/exit-code` (default 0), as kwok's stages end pods; OnFailure restarts a failed
+    container after the kubelet's back-off (10 s doubling to 5 min), in `CrashLoopBackOff` meanwhile.
 
     A pod whose status already shows its containers running (an agent restarted: nothing of a simulated pod ever
     stopped) keeps their `startedAt` and `restartCount`, as a kubelet restarted finds its runtime's containers."""
 
     def __init__(self) -> None:
         self.on_change: Callable[[str], None] = lambda key: None
-        self._started: dict[str, dict[str, tuple[str, int]]] = {}  # pod key -> container -> (since, restarts)
+        self._started: dict[str, dict[str, _Simulated]] = {}  # pod key -> container -> its runs
+        self._timers: dict[str, list[asyncio.TimerHandle]] = {}
 
     async def start(self, key: str, pod: Object, ip: str) -> None:
-        if key not in self._started:
-            since, before = now(), reported_running(pod)
-            names = [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
-            self._started[key] = {name: before.get(name, (since, 0)) for name in names}
+        if key in self._started:
+            return
+        since, before = now(), reported_running(pod)
+        names = [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
+        runs = {}
+        for name in names:
+            started, restarts = before.get(name, (since, 0))
+            runs[name] = _Simulated(started, restarts)
+        self._started[key] = runs
+        if (pod.get("spec") or {}).get("restartPolicy", "Always") != "Always":
+            for name in names:
+                self._run(key, pod, name)
+
+    def _run(self, key: str, pod: Object, name: str) -> None:
+        """The container `name` ends after the pod's run time (then perhaps restarts)."""
+        seconds = max(_annotation(pod, RUN_SECONDS_ANNOTATION, DEFAULT_RUN_SECONDS), 0.0)
+        handle = asyncio.get_running_loop().call_later(seconds, self._exit, key, pod, name)
+        self._timers.setdefault(key, []).append(handle)
+
+    def _exit(self, key: str, pod: Object, name: str) -> None:
+        run = self._started.get(key, {}).get(name)
+        if run is None:
+            return
+        code = int(_annotation(pod, EXIT_CODE_ANNOTATION, 0))
+        uid = pod["metadata"].get("uid", key)
+        run.finished = {
+            "exitCode": code,
+            "reason": "Completed" if code == 0 else "Error",
+            "startedAt": run.since,
+            "finishedAt": now(),
+            "containerID": f"tinykube://{uid}-{name}",
+        }
+        policy = str((pod.get("spec") or {}).get("restartPolicy") or "Always")
+        if should_restart(policy, code):
+            delay = run.backoff.next_delay(time.monotonic())  # the first restart is at once, as the kubelet's
+            if delay:
+                run.waiting, run.waiting_message = "CrashLoopBackOff", back_off_message(delay, name, pod)
+            handle = asyncio.get_running_loop().call_later(delay, self._restart, key, pod, name)
+            self._timers.setdefault(key, []).append(handle)
+        self.on_change(key)
+
+    def _restart(self, key: str, pod: Object, name: str) -> None:
+        run = self._started.get(key, {}).get(name)
+        if run is None:
+            return
+        run.last, run.finished, run.waiting, run.waiting_message = run.finished, None, "", ""
+        run.since, run.restarts = now(), run.restarts + 1
+        self._run(key, pod, name)
+        self.on_change(key)
 
     def containers(self, key: str, pod: Object) -> list[ContainerState]:
         started = self._started.get(key)
         ready = started is not None and annotated_ready(pod)
         states = []
         for container in (pod.get("spec") or {}).get("containers") or []:
-            since, restarts = (started or {}).get(container["name"], ("", 0))
-            states.append(
-                ContainerState(
-                    name=container["name"],
-                    image=container.get("image", ""),
-                    container_id=f"tinykube://{pod['metadata'].get('uid', key)}-{container['name']}",
-                    running_since=since,
-                    ready=ready and bool(since),
-                    restart_count=restarts,
-                )
+            run = (started or {}).get(container["name"])
+            running = run is not None and run.finished is None
+            state = ContainerState(
+                name=container["name"],
+                image=container.get("image", ""),
+                container_id=f"tinykube://{pod['metadata'].get('uid', key)}-{container['name']}",
+                running_since=run.since if run is not None and running else "",
+                ready=ready and running,
+                restart_count=run.restarts if run is not None else 0,
             )
+            if run is not None and run.finished is not None:
+                if run.waiting:  # between a failed run and its restart: waiting, the failed run its last state
+                    state.waiting_reason, state.waiting_message = run.waiting, run.waiting_message
+                    state.last_terminated = run.finished
+                else:
+                    state.terminated, state.last_terminated = run.finished, run.last
+            elif run is not None:
+                state.last_terminated = run.last
+            states.append(state)
         return states
 
     def phase(self, key: str, pod: Object) -> str:
-        return "Running"
+        policy = str((pod.get("spec") or {}).get("restartPolicy") or "Always")
+        return pod_phase(self.containers(key, pod), policy) if key in self._started else "Pending"
 
     async def stop(self, key: str, grace_seconds: float) -> None:
         self._started.pop(key, None)
+        for handle in self._timers.pop(key, []):
+            handle.cancel()
 
     async def close(self) -> None:
         self._started.clear()
+        for handles in self._timers.values():
+            for handle in handles:
+                handle.cancel()
+        self._timers.clear()
 
     async def prune(self, pods: Iterable[Object]) -> list[str]:
         return []  # nothing of a simulated pod outlives its agent

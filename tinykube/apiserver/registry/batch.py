@@ -410,14 +410,16 @@ def _check_go_duration(spec: str, text: str) -> None:
         position = match.end()
 
 
-def check_schedule(schedule: str) -> None:
+def check_schedule(schedule: str) -> tuple[str, str]:
     """Refuse what upstream's cron parser (robfig/cron v3, standard five fields plus descriptors and a leading
-    `TZ=`/`CRON_TZ=`) refuses, with its messages; then have croniter parse the fields.
+    `TZ=`/`CRON_TZ=`) refuses, with its messages; then have croniter parse the fields. Returns the schedule's
+    location ("" when none) and its expression as the CronJob controller evaluates it: five fields as croniter
+    spells them, or a descriptor (`@daily`, `@every 1h30m`).
 
     croniter is the well-kept parser, but it accepts more than robfig (a day-of-week 7, `L`, `W`, `#`, six or seven
     fields, reversed ranges), so robfig's rules are checked first, field by field, and croniter is given the
     normalized ranges."""
-    spec = schedule
+    spec, location = schedule, ""
     if spec.startswith(("TZ=", "CRON_TZ=")):
         space = spec.find(" ")
         end = space if space >= 0 else len(spec)
@@ -427,7 +429,7 @@ def check_schedule(schedule: str) -> None:
         spec = spec[end:].strip()
     if spec.startswith("@"):
         _check_descriptor(spec)
-        return
+        return location, spec
     fields = spec.split()
     if len(fields) != 5:
         raise ScheduleError(f"expected exactly 5 fields, found {len(fields)}: [{' '.join(fields)}]")
@@ -439,6 +441,7 @@ def check_schedule(schedule: str) -> None:
         croniter.expand(" ".join(normalized))
     except (ValueError, KeyError) as err:
         raise ScheduleError(str(err)) from None
+    return location, " ".join(normalized)
 
 
 def _load_location_error(name: str) -> str:

@@ -1,0 +1,436 @@
+"""The Job controller: runs pods to completion, as upstream's.
+
+`completions` pods must succeed (or, without `completions`, one, once no pod is active), at most `parallelism` at
+a time; `completionMode: Indexed` gives each pod an index (`batch.kubernetes.io/job-completion-index`, the
+`JOB_COMPLETION_INDEX` variable, hostname `<job>-<index>`) and is done when every index has succeeded. Pods carry
+the `batch.kubernetes.io/job-tracking` finalizer until the Job has counted them: a finished pod's uid is first
+written to `status.uncountedTerminatedPods`, then its finalizer is removed, then it moves to `succeeded` or
+`failed`, so a restart can neither lose nor double a count. Failures: more than `backoffLimit` failed pods
+(recreated after upstream's back-off, 10 s doubling to 6 min), `activeDeadlineSeconds`, or a `podFailurePolicy`
+rule with `FailJob` (`Ignore` rules are not counted); then `FailureTarget`, the active pods deleted, and `Failed`.
+Success gives `SuccessCriteriaMet` and `Complete`. `suspend` deletes the active pods and holds the Job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from tinykube.api import errors
+from tinykube.api.meta import now, parse_time
+from tinykube.api.resources import builtin
+from tinykube.client.events import record_event
+from tinykube.client.informer import Informer, object_key
+from tinykube.client.workqueue import WorkQueue, run_workers
+from tinykube.controllers.manager import ControllerContext
+from tinykube.controllers.ownership import CONTROLLER_INDEX, claim, controller_of, controller_ref, controller_uid
+from tinykube.controllers.pods import pod_ready
+from tinykube.controllers.replicaset import selector_of, update_status
+
+log = logging.getLogger(__name__)
+
+Object = dict[str, Any]
+PODS = builtin("", "v1", "pods")
+JOBS = builtin("batch", "v1", "jobs")
+WORKERS = 5  # upstream's --concurrent-job-syncs
+COMPONENT = "job-controller"
+TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
+INDEX_KEY = "batch.kubernetes.io/job-completion-index"  # the annotation, and (since 1.28) the label
+BACKOFF_BASE, BACKOFF_CAP = 10.0, 360.0  # upstream's DefaultJobPodFailureBackOff and MaxJobPodFailureBackOff
+
+
+def finished(job: Object) -> str:
+    """ "Complete" or "Failed" when the Job has ended, else ""."""
+    for condition in (job.get("status") or {}).get("conditions") or []:
+        if condition.get("type") in ("Complete", "Failed") and condition.get("status") == "True":
+            return str(condition["type"])
+    return ""
+
+
+def pod_finished(pod: Object) -> bool:
+    """Terminal, or being deleted (a deleted pod that did not succeed counts as failed, as upstream's with
+    `podReplacementPolicy: TerminatingOrFailed`)."""
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") or bool(
+        pod["metadata"].get("deletionTimestamp")
+    )
+
+
+def pod_succeeded(pod: Object) -> bool:
+    return (pod.get("status") or {}).get("phase") == "Succeeded"
+
+
+def index_of(pod: Object) -> int | None:
+    value = (pod["metadata"].get("annotations") or {}).get(INDEX_KEY)
+    return int(value) if isinstance(value, str) and value.isdigit() else None
+
+
+def format_indexes(indexes: set[int]) -> str:
+    """upstream's interval text for `completedIndexes`: `1,3-5,7`."""
+    runs: list[list[int]] = []
+    for index in sorted(indexes):
+        if runs and index == runs[-1][1] + 1:
+            runs[-1][1] = index
+        else:
+            runs.append([index, index])
+    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def parse_indexes(text: str) -> set[int]:
+    found: set[int] = set()
+    for part in filter(None, (text or "").split(",")):
+        low, _, high = part.partition("-")
+        if low.isdigit() and (not high or high.isdigit()):
+            found.update(range(int(low), int(high or low) + 1))
+    return found
+
+
+def failure_rule(job: Object, pod: Object) -> tuple[int, Object] | None:
+    """The first `podFailurePolicy` rule a failed pod matches (upstream's matchPodFailurePolicy), with its index."""
+    rules = ((job.get("spec") or {}).get("podFailurePolicy") or {}).get("rules") or []
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    for i, rule in enumerate(rules):
+        codes = rule.get("onExitCodes")
+        if codes:
+            values, operator = set(codes.get("values") or []), codes.get("operator")
+            for status in statuses:
+                if codes.get("containerName") and status.get("name") != codes["containerName"]:
+                    continue
+                code = ((status.get("state") or {}).get("terminated") or {}).get("exitCode")
+                if code is None or code == 0:
+                    continue
+                if (operator == "In") == (code in values):
+                    return i, {**rule, "_container": status.get("name"), "_code": code}
+        for wanted in rule.get("onPodConditions") or []:
+            want = wanted.get("status", "True")
+            if any(c.get("type") == wanted.get("type") and c.get("status") == want for c in conditions):
+                return i, rule
+    return None
+
+
+def set_condition(job: Object, kind: str, status: str, reason: str, message: str) -> None:
+    conditions = job.setdefault("status", {}).setdefault("conditions", [])
+    stamp = now()
+    for condition in conditions:
+        if condition.get("type") == kind:
+            if condition.get("status") != status:
+                condition["lastTransitionTime"] = stamp
+            condition.update(status=status, reason=reason, message=message, lastProbeTime=stamp)
+            return
+    conditions.append(
+        {
+            "type": kind,
+            "status": status,
+            "lastProbeTime": stamp,
+            "lastTransitionTime": stamp,
+            "reason": reason,
+            "message": message,
+        }
+    )
+
+
+class JobController:
+    def __init__(self, ctx: ControllerContext, workers: int = WORKERS) -> None:
+        self.client = ctx.client
+        self.informers = ctx.informers
+        self.jobs: Informer = ctx.informers.informer(JOBS)
+        self.pods: Informer = ctx.informers.informer(PODS)
+        self.queue: WorkQueue[str] = WorkQueue()
+        self.workers = workers
+
+    async def run(self) -> None:
+        with contextlib.suppress(ValueError):  # shared with other controllers, which may have added it
+            self.pods.store.add_index(CONTROLLER_INDEX, controller_uid)
+        self.jobs.add_handler(on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new))
+        self.pods.add_handler(on_add=self._on_pod, on_update=self._on_pod_update, on_delete=self._on_pod)
+        self.informers.start()
+        await asyncio.gather(self.jobs.wait_synced(), self.pods.wait_synced())
+        try:
+            await run_workers(self.queue, self.workers, self.sync)
+        finally:
+            self.queue.shutdown()
+
+    def _enqueue(self, job: Object) -> None:
+        self.queue.add(object_key(job))
+
+    def _on_pod_update(self, old: Object, new: Object) -> None:
+        self._on_pod(new)
+
+    def _on_pod(self, pod: Object) -> None:
+        ref = controller_of(pod)
+        if ref and ref.get("kind") == "Job":
+            self.queue.add(f"{pod['metadata']['namespace']}/{ref['name']}")
+
+    # ---- sync --------------------------------------------------------------------------------------------------
+
+    async def sync(self, key: str) -> None:
+        job = self.jobs.store.get(key)
+        if job is None:
+            return
+        job = copy.deepcopy(job)
+        pods = await claim(self.client, (job, JOBS), (self.pods.store, PODS), selector_of(job))
+        if finished(job) or job["metadata"].get("deletionTimestamp"):
+            await self._release(pods)  # nothing more is counted: pods keep no finalizer of ours
+            return
+        status = job.setdefault("status", {})
+        if await self._count(job, pods):
+            return  # the status write brings the Job back with the counts
+        active = [p for p in pods if not pod_finished(p)]
+        failure = self._failure(job, pods)
+        if failure is not None:
+            await self._fail(job, active, *failure)
+        elif self._succeeded(job, active):
+            await self._complete(job, active)
+        elif job["spec"].get("suspend"):
+            await self._suspend(job, active)
+        else:
+            await self._resume(job)
+            await self._manage(job, pods, active)
+        status["active"] = sum(1 for p in active if not p["metadata"].get("deletionTimestamp"))
+        status["ready"] = sum(1 for p in active if pod_ready(p))
+        status["terminating"] = sum(1 for p in pods if p["metadata"].get("deletionTimestamp") and not _terminal(p))
+        for field in ("active", "succeeded", "failed"):  # `omitempty` counts
+            if not status.get(field):
+                status.pop(field, None)
+        await self._write(job)
+
+    # ---- counting ----------------------------------------------------------------------------------------------
+
+    async def _count(self, job: Object, pods: list[Object]) -> bool:
+        """upstream's two-step tracking: finished pods' uids go to `uncountedTerminatedPods`, their finalizers are
+        removed, then they are counted. True if a status write was made (a new sync follows it)."""
+        status = job["status"]
+        uncounted = status.setdefault("uncountedTerminatedPods", {})
+        listed = set(uncounted.get("succeeded") or []) | set(uncounted.get("failed") or [])
+        new = [p for p in pods if pod_finished(p) and _tracked(p) and p["metadata"]["uid"] not in listed]
+        for pod in new:
+            field = "succeeded" if pod_succeeded(pod) else "failed"
+            if field == "failed" and (rule := failure_rule(job, pod)) and rule[1].get("action") == "Ignore":
+                field = "ignored"  # upstream: not counted towards the backoff limit
+            uncounted.setdefault(field, []).append(pod["metadata"]["uid"])
+        if new:
+            ignored = uncounted.pop("ignored", [])
+            await self._write(job)
+            await self._release([p for p in pods if p["metadata"]["uid"] in set(ignored)])
+            return True
+        if not listed:
+            return False
+        by_uid = {p["metadata"]["uid"]: p for p in pods}
+        await self._release([by_uid[u] for u in listed if u in by_uid])
+        status["succeeded"] = int(status.get("succeeded") or 0) + len(uncounted.get("succeeded") or [])
+        status["failed"] = int(status.get("failed") or 0) + len(uncounted.get("failed") or [])
+        if job["spec"].get("completionMode") == "Indexed":
+            done = parse_indexes(status.get("completedIndexes", ""))
+            for uid in uncounted.get("succeeded") or []:
+                index = index_of(by_uid[uid]) if uid in by_uid else None
+                if index is not None:
+                    done.add(index)
+            status["completedIndexes"] = format_indexes(done)
+        status["uncountedTerminatedPods"] = {}
+        await self._write(job)
+        return True
+
+    async def _release(self, pods: list[Object]) -> None:
+        for pod in pods:
+            if not _tracked(pod):
+                continue
+            meta = pod["metadata"]
+            finalizers = [f for f in meta.get("finalizers") or [] if f != TRACKING_FINALIZER]
+            patch = {"metadata": {"finalizers": finalizers or None, "resourceVersion": meta["resourceVersion"]}}
+            with contextlib.suppress(errors.NotFound):
+                try:
+                    await self.client.patch(PODS, meta["namespace"], meta["name"], patch, patch_type="merge")
+                except errors.Conflict:
+                    self.queue.add_after(f"{meta['namespace']}/{controller_of(pod)['name']}", 0.1)  # type: ignore[index]
+
+    # ---- decisions ---------------------------------------------------------------------------------------------
+
+    def _failure(self, job: Object, pods: list[Object]) -> tuple[str, str] | None:
+        spec, status = job["spec"], job["status"]
+        for condition in status.get("conditions") or []:
+            if condition.get("type") == "FailureTarget" and condition.get("status") == "True":
+                return condition["reason"], condition["message"]
+        for pod in pods:
+            if pod_finished(pod) and not pod_succeeded(pod) and (found := failure_rule(job, pod)):
+                index, rule = found
+                if rule.get("action") == "FailJob":
+                    meta = pod["metadata"]
+                    who = f"pod {meta['namespace']}/{meta['name']}"
+                    if "_container" in rule:
+                        what = f"Container {rule['_container']} for {who} failed with exit code {rule['_code']}"
+                    else:
+                        what = f"Pod {meta['namespace']}/{meta['name']} has condition"
+                    return "PodFailurePolicy", f"{what} matching FailJob rule at index {index}"
+        if int(status.get("failed") or 0) > int(spec.get("backoffLimit", 6)):
+            return "BackoffLimitExceeded", "Job has reached the specified backoff limit"
+        deadline = spec.get("activeDeadlineSeconds")
+        started = parse_time(status.get("startTime"))
+        if deadline is not None and started is not None and not spec.get("suspend"):
+            left = started.timestamp() + int(deadline) - time.time()
+            if left <= 0:
+                return "DeadlineExceeded", "Job was active longer than specified deadline"
+            self.queue.add_after(object_key(job), left)
+        return None
+
+    def _succeeded(self, job: Object, active: list[Object]) -> bool:
+        spec, status = job["spec"], job["status"]
+        succeeded = int(status.get("succeeded") or 0)
+        completions = spec.get("completions")
+        if spec.get("completionMode") == "Indexed":
+            return set(range(int(completions or 0))) <= parse_indexes(status.get("completedIndexes", ""))
+        if completions is None:  # a work queue: done once a pod succeeded and none is left running
+            return succeeded > 0 and not active
+        return succeeded >= int(completions)
+
+    async def _fail(self, job: Object, active: list[Object], reason: str, message: str) -> None:
+        set_condition(job, "FailureTarget", "True", reason, message)
+        await self._delete(job, active)
+        if not active:  # once the pods deleted are counted (a later sync)
+            set_condition(job, "Failed", "True", reason, message)
+            await self._event(job, "Warning", reason, message)
+
+    async def _complete(self, job: Object, active: list[Object]) -> None:
+        message = "Reached expected number of succeeded pods"
+        set_condition(job, "SuccessCriteriaMet", "True", "CompletionsReached", message)
+        await self._delete(job, active)
+        if not active:  # once the pods deleted are counted (a later sync)
+            set_condition(job, "Complete", "True", "CompletionsReached", message)
+            job["status"]["completionTime"] = now()
+            await self._event(job, "Normal", "Completed", "Job completed")
+
+    async def _suspend(self, job: Object, active: list[Object]) -> None:
+        await self._delete(job, active)
+        if not _condition_true(job, "Suspended"):
+            set_condition(job, "Suspended", "True", "JobSuspended", "Job suspended")
+            await self._event(job, "Normal", "Suspended", "Job suspended")
+
+    async def _resume(self, job: Object) -> None:
+        status = job["status"]
+        if _condition_true(job, "Suspended"):
+            set_condition(job, "Suspended", "False", "JobResumed", "Job resumed")
+            status["startTime"] = now()  # upstream starts the deadline again
+            await self._event(job, "Normal", "Resumed", "Job resumed")
+        status.setdefault("startTime", now())
+
+    async def _manage(self, job: Object, pods: list[Object], active: list[Object]) -> None:
+        spec, status = job["spec"], job["status"]
+        parallelism = int(spec.get("parallelism", 1))
+        live = [p for p in active if not p["metadata"].get("deletionTimestamp")]
+        if spec.get("completionMode") == "Indexed":
+            taken = parse_indexes(status.get("completedIndexes", "")) | {index_of(p) for p in live}
+            pending = [i for i in range(int(spec.get("completions") or 0)) if i not in taken]
+            wanted: list[int | None] = list(pending[: max(parallelism - len(live), 0)])
+        else:
+            completions = spec.get("completions")
+            remaining = parallelism if completions is None else int(completions) - int(status.get("succeeded") or 0)
+            if completions is None and int(status.get("succeeded") or 0) > 0:
+                remaining = 0  # a work queue that had a success makes no new pods
+            wanted = [None] * max(min(parallelism, remaining) - len(live), 0)
+        if not wanted:
+            return
+        delay = self._backoff(job, pods)
+        if delay > 0:
+            self.queue.add_after(object_key(job), delay)
+            return
+        await self._create(job, wanted)
+
+    def _backoff(self, job: Object, pods: list[Object]) -> float:
+        """Seconds left before a failed pod may be replaced (upstream's exponential back-off per failure)."""
+        failed = int(job["status"].get("failed") or 0)
+        if not failed:
+            return 0.0
+        last = max((_finished_at(p) for p in pods if pod_finished(p) and not pod_succeeded(p)), default=0.0)
+        wait = min(BACKOFF_BASE * 2 ** (failed - 1), BACKOFF_CAP)
+        return max(last + wait - time.time(), 0.0) if last else 0.0
+
+    # ---- writes ------------------------------------------------------------------------------------------------
+
+    async def _create(self, job: Object, indexes: list[int | None]) -> None:
+        results = await asyncio.gather(
+            *(self.client.create(PODS, job["metadata"]["namespace"], self._new_pod(job, i)) for i in indexes),
+            return_exceptions=True,
+        )
+        for result in results:
+            if isinstance(result, dict):
+                await self._event(job, "Normal", "SuccessfulCreate", f"Created pod: {result['metadata']['name']}")
+        failed = [r for r in results if isinstance(r, BaseException) and not errors.is_namespace_terminating(r)]
+        if failed:
+            await self._event(job, "Warning", "FailedCreate", f"Error creating: {failed[0]}")
+            raise failed[0]
+
+    def _new_pod(self, job: Object, index: int | None) -> Object:
+        template = copy.deepcopy(job["spec"].get("template") or {})
+        meta, spec = template.get("metadata") or {}, template.get("spec") or {}
+        name = job["metadata"]["name"]
+        labels, annotations = dict(meta.get("labels") or {}), dict(meta.get("annotations") or {})
+        generate = f"{name}-"
+        if index is not None:
+            annotations[INDEX_KEY] = labels[INDEX_KEY] = str(index)
+            generate = f"{name}-{index}-"
+            spec.setdefault("hostname", f"{name}-{index}")
+            variable = {"name": "JOB_COMPLETION_INDEX",
+                        "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{INDEX_KEY}']"}}}  # fmt: skip
+            for container in [*spec.get("initContainers", []), *spec.get("containers", [])]:
+                if not any(e.get("name") == "JOB_COMPLETION_INDEX" for e in container.get("env") or []):
+                    container["env"] = [*(container.get("env") or []), variable]
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "generateName": generate,
+                "namespace": job["metadata"]["namespace"],
+                "labels": labels,
+                "annotations": annotations,
+                "finalizers": [TRACKING_FINALIZER],
+                "ownerReferences": [controller_ref(job, JOBS)],
+            },
+            "spec": spec,
+        }
+
+    async def _delete(self, job: Object, pods: list[Object]) -> None:
+        for pod in pods:
+            meta = pod["metadata"]
+            if meta.get("deletionTimestamp"):
+                continue
+            with contextlib.suppress(errors.NotFound):
+                await self.client.delete(PODS, meta["namespace"], meta["name"])
+                await self._event(job, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
+
+    async def _write(self, job: Object) -> None:
+        current = self.jobs.store.get(object_key(job))
+        if current is not None and current.get("status") == job["status"]:
+            return
+        await update_status(self.client, JOBS, job, job["status"])
+
+    async def _event(self, job: Object, type_: str, reason: str, message: str) -> None:
+        await record_event(self.client, job, type_=type_, reason=reason, message=message, component=COMPONENT)
+
+
+def _terminal(pod: Object) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def _tracked(pod: Object) -> bool:
+    return TRACKING_FINALIZER in (pod["metadata"].get("finalizers") or [])
+
+
+def _condition_true(job: Object, kind: str) -> bool:
+    return any(
+        c.get("type") == kind and c.get("status") == "True" for c in (job.get("status") or {}).get("conditions") or []
+    )
+
+
+def _finished_at(pod: Object) -> float:
+    """When a pod's last container finished (its deletion time for a deleted one), as a Unix time."""
+    stamps = [
+        ((s.get("state") or {}).get("terminated") or {}).get("finishedAt")
+        for s in (pod.get("status") or {}).get("containerStatuses") or []
+    ]
+    stamps.append(pod["metadata"].get("deletionTimestamp"))
+    times = [t.timestamp() for t in map(parse_time, stamps) if t is not None]
+    return max(times, default=datetime.now(UTC).timestamp())
