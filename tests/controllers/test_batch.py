@@ -242,3 +242,10 @@ def test_forbid_starts_no_job_while_one_runs(client: httpx.Client, ns: str) -> N
         what="the skipped start reported",
     )
     assert len(client.get(f"{BATCH}/{ns}/jobs").json()["items"]) == 1
+
+
+def test_deleting_a_running_job_deletes_its_pods(cluster: RunningCluster, client: httpx.Client, ns: str) -> None:
+    create(client, ns, job("gone", seconds=60, parallelism=2, completions=2))
+    eventually(lambda: len(pods(client, ns, "gone")) == 2, what="two pods running")
+    cluster.kubectl("-n", ns, "delete", "job", "gone", "--cascade=background")
+    eventually(lambda: not pods(client, ns, "gone"), what="the pods gone, finalizers and all")

@@ -41,6 +41,7 @@ WORKERS = 5  # upstream's --concurrent-job-syncs
 COMPONENT = "job-controller"
 TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
 INDEX_KEY = "batch.kubernetes.io/job-completion-index"  # the annotation, and (since 1.28) the label
+ORPHAN = "orphan:"  # a work-queue key for a tracked pod whose Job is gone (+ the pod's key)
 BACKOFF_BASE, BACKOFF_CAP = 10.0, 360.0  # upstream's DefaultJobPodFailureBackOff and MaxJobPodFailureBackOff
 
 
@@ -146,7 +147,9 @@ class JobController:
     async def run(self) -> None:
         with contextlib.suppress(ValueError):  # shared with other controllers, which may have added it
             self.pods.store.add_index(CONTROLLER_INDEX, controller_uid)
-        self.jobs.add_handler(on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new))
+        self.jobs.add_handler(
+            on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new), on_delete=self._on_job_gone
+        )
         self.pods.add_handler(on_add=self._on_pod, on_update=self._on_pod_update, on_delete=self._on_pod)
         self.informers.start()
         await asyncio.gather(self.jobs.wait_synced(), self.pods.wait_synced())
@@ -158,17 +161,37 @@ class JobController:
     def _enqueue(self, job: Object) -> None:
         self.queue.add(object_key(job))
 
+    def _on_job_gone(self, job: Object) -> None:
+        for pod in self.pods.store.by_index(CONTROLLER_INDEX, job["metadata"]["uid"]):
+            if _tracked(pod):
+                self.queue.add(ORPHAN + object_key(pod))
+
     def _on_pod_update(self, old: Object, new: Object) -> None:
         self._on_pod(new)
 
     def _on_pod(self, pod: Object) -> None:
         ref = controller_of(pod)
+        namespace = pod["metadata"]["namespace"]
         if ref and ref.get("kind") == "Job":
-            self.queue.add(f"{pod['metadata']['namespace']}/{ref['name']}")
+            self.queue.add(f"{namespace}/{ref['name']}")
+        if _tracked(pod) and self._job_of(pod) is None:  # its Job is gone: nobody else would remove our finalizer
+            self.queue.add(ORPHAN + object_key(pod))
+
+    def _job_of(self, pod: Object) -> Object | None:
+        ref = controller_of(pod)
+        if not ref or ref.get("kind") != "Job":
+            return None
+        job = self.jobs.store.get(f"{pod['metadata']['namespace']}/{ref['name']}")
+        return job if job is not None and job["metadata"]["uid"] == ref.get("uid") else None
 
     # ---- sync --------------------------------------------------------------------------------------------------
 
     async def sync(self, key: str) -> None:
+        if key.startswith(ORPHAN):
+            pod = self.pods.store.get(key.removeprefix(ORPHAN))
+            if pod is not None and self._job_of(pod) is None:
+                await self._release([pod])
+            return
         job = self.jobs.store.get(key)
         if job is None:
             return

@@ -258,6 +258,8 @@ class NodeAgent:
             return
         self.last_seen[key] = pod
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            if key in self.started_at and await self.runtime.release(key):  # as a kubelet frees an ended pod's IP
+                self.addresses.release(key)
             return
         try:
             ip = self.addresses.allocate(key)

@@ -147,6 +147,10 @@ class NetnsRuntime:
         policy = str((pod.get("spec") or {}).get("restartPolicy") or "Always")
         return pod_phase(self.containers(key, pod), policy)
 
+    async def release(self, key: str) -> bool:
+        """An ended pod keeps its namespace, and so its address, until it is deleted: its logs live beside it."""
+        return False
+
     async def stop(self, key: str, grace_seconds: float) -> None:
         run = self.pods.pop(key, None)
         if run is None:

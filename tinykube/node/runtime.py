@@ -43,6 +43,11 @@ class Runtime(Protocol):
     async def stop(self, key: str, grace_seconds: float) -> None:
         """Stop the pod's containers (SIGTERM, then SIGKILL after the grace period) and remove its sandbox."""
 
+    async def release(self, key: str) -> bool:
+        """The pod has ended (Succeeded or Failed): free its sandbox if what a user may still read of it (status,
+        logs) stays without it; True if its address may be given to another pod."""
+        ...
+
     async def close(self) -> None:
         """Stop every pod (the agent is going away)."""
 
@@ -227,8 +232,12 @@ class SimulatedRuntime:
 
     async def stop(self, key: str, grace_seconds: float) -> None:
         self._started.pop(key, None)
+        await self.release(key)
+
+    async def release(self, key: str) -> bool:
         for handle in self._timers.pop(key, []):
             handle.cancel()
+        return True  # nothing of it needs the address: its containers' records stay for status and logs
 
     async def close(self) -> None:
         self._started.clear()
