@@ -14,7 +14,6 @@ import sys
 import time
 
 import httpx
-
 from common import Bench, start
 
 BATCH = "/apis/batch/v1/namespaces/bench/jobs"
@@ -25,7 +24,12 @@ def job(i: int) -> dict[str, object]:
         "metadata": {"annotations": {"tinykube.io/run-seconds": "0"}},
         "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]},
     }
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": f"job-{i:04d}"}, "spec": {"template": template}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": f"job-{i:04d}"},
+        "spec": {"template": template},
+    }
 
 
 async def create_all(bench: Bench, count: int) -> float:
@@ -49,7 +53,9 @@ def complete(bench: Bench) -> int:
     return sum(
         1
         for j in items
-        if any(x["type"] == "Complete" and x["status"] == "True" for x in (j.get("status") or {}).get("conditions") or [])
+        if any(
+            x["type"] == "Complete" and x["status"] == "True" for x in (j.get("status") or {}).get("conditions") or []
+        )
     )
 
 

@@ -41,6 +41,7 @@ WORKERS = 5  # upstream's --concurrent-job-syncs
 COMPONENT = "job-controller"
 TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
 INDEX_KEY = "batch.kubernetes.io/job-completion-index"  # the annotation, and (since 1.28) the label
+POD_BATCH_PERIOD = 1.0  # seconds; upstream's syncJobBatchPeriod
 ORPHAN = "orphan:"  # a work-queue key for a tracked pod whose Job is gone (+ the pod's key)
 BACKOFF_BASE, BACKOFF_CAP = 10.0, 360.0  # upstream's DefaultJobPodFailureBackOff and MaxJobPodFailureBackOff
 
@@ -172,8 +173,8 @@ class JobController:
     def _on_pod(self, pod: Object) -> None:
         ref = controller_of(pod)
         namespace = pod["metadata"]["namespace"]
-        if ref and ref.get("kind") == "Job":
-            self.queue.add(f"{namespace}/{ref['name']}")
+        if ref and ref.get("kind") == "Job":  # batched, as upstream's: one sync sees a burst of pod changes
+            self.queue.add_after(f"{namespace}/{ref['name']}", POD_BATCH_PERIOD)
         if _tracked(pod) and self._job_of(pod) is None:  # its Job is gone: nobody else would remove our finalizer
             self.queue.add(ORPHAN + object_key(pod))
 
@@ -202,7 +203,7 @@ class JobController:
             return
         status = job.setdefault("status", {})
         if await self._count(job, pods):
-            return  # the status write brings the Job back with the counts
+            return  # the status write brings the Job back
         active = [p for p in pods if not pod_finished(p)]
         failure = self._failure(job, pods)
         if failure is not None:
@@ -225,8 +226,9 @@ class JobController:
     # ---- counting ----------------------------------------------------------------------------------------------
 
     async def _count(self, job: Object, pods: list[Object]) -> bool:
-        """upstream's two-step tracking: finished pods' uids go to `uncountedTerminatedPods`, their finalizers are
-        removed, then they are counted. True if a status write was made (a new sync follows it)."""
+        """upstream's two-step tracking: finished pods' uids go to `uncountedTerminatedPods` (written at once; True
+        then, and a new sync follows the write), then their finalizers are removed and they are counted (written
+        with the rest of this sync's status)."""
         status = job["status"]
         uncounted = status.setdefault("uncountedTerminatedPods", {})
         listed = set(uncounted.get("succeeded") or []) | set(uncounted.get("failed") or [])
@@ -255,8 +257,7 @@ class JobController:
                     done.add(index)
             status["completedIndexes"] = format_indexes(done)
         status["uncountedTerminatedPods"] = {}
-        await self._write(job)
-        return True
+        return False
 
     async def _release(self, pods: list[Object]) -> None:
         for pod in pods:
