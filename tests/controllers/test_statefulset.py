@@ -16,7 +16,8 @@ import pytest
 from dnslib import QTYPE, DNSRecord
 
 from tests.conftest import RunningCluster, eventually, fresh_namespace, running_cluster
-from tinykube.controllers.statefulset import ordinal_of, revision_data, template_of
+from tinykube.controllers.revisions import revision_data, template_of
+from tinykube.controllers.statefulset import ordinal_of
 
 Object = dict[str, Any]
 APPS = "/apis/apps/v1/namespaces"

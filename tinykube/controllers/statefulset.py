@@ -24,11 +24,18 @@ from tinykube.api.resources import builtin
 from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.workqueue import WorkQueue, run_workers
-from tinykube.controllers.deployment import template_hash
 from tinykube.controllers.manager import ControllerContext
 from tinykube.controllers.ownership import CONTROLLER_INDEX, claim, controller_of, controller_ref, controller_uid
 from tinykube.controllers.pods import pod_ready
 from tinykube.controllers.replicaset import available, selector_of, update_status
+from tinykube.controllers.revisions import (
+    REVISION_LABEL,
+    REVISIONS,
+    revision_of,
+    template_of,
+    trim_history,
+    update_revision,
+)
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +43,8 @@ Object = dict[str, Any]
 PODS = builtin("", "v1", "pods")
 CLAIMS = builtin("", "v1", "persistentvolumeclaims")
 STATEFULSETS = builtin("apps", "v1", "statefulsets")
-REVISIONS = builtin("apps", "v1", "controllerrevisions")
 WORKERS = 5  # upstream's --concurrent-statefulset-syncs
 COMPONENT = "statefulset-controller"
-REVISION_LABEL = "controller-revision-hash"
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
 
@@ -48,20 +53,6 @@ def ordinal_of(set_name: str, pod: Object) -> int | None:
     """The ordinal in a pod's name `<set>-<ordinal>`, or None for a pod not named so."""
     match = re.fullmatch(re.escape(set_name) + r"-(0|[1-9][0-9]*)", pod["metadata"]["name"])
     return int(match.group(1)) if match else None
-
-
-def revision_data(sts: Object) -> Object:
-    """What a ControllerRevision records of a set: its pod template as a strategic merge patch that replaces it."""
-    template = copy.deepcopy((sts.get("spec") or {}).get("template") or {})
-    template["$patch"] = "replace"
-    return {"spec": {"template": template}}
-
-
-def template_of(data: Object) -> Object:
-    """The pod template a ControllerRevision's data holds."""
-    template = copy.deepcopy(((data.get("spec") or {}).get("template")) or {})
-    template.pop("$patch", None)
-    return template
 
 
 def claim_name(template: Object, pod_name: str) -> str:
@@ -78,10 +69,6 @@ def terminating(pod: Object) -> bool:
 
 def failed(pod: Object) -> bool:
     return (pod.get("status") or {}).get("phase") == "Failed"
-
-
-def revision_of(pod: Object) -> str:
-    return str((pod["metadata"].get("labels") or {}).get(REVISION_LABEL, ""))
 
 
 class StatefulSetController:
@@ -144,61 +131,14 @@ class StatefulSetController:
 
     async def _revisions(self, sts: Object, revisions: list[Object]) -> tuple[Object, Object, int]:
         """The current revision (what the pods were made from), the update revision (the template now) and the
-        collision count, creating the update revision if the template is new."""
+        collision count."""
         status = sts.get("status") or {}
         collisions = int(status.get("collisionCount") or 0)
-        data = revision_data(sts)
-        by_age = sorted(revisions, key=lambda r: int(r.get("revision") or 0))
-        latest = int(by_age[-1].get("revision") or 0) if by_age else 0
-        update = next((r for r in reversed(by_age) if r.get("data") == data), None)
-        if update is None:
-            update, collisions = await self._create_revision(sts, data, latest + 1, collisions)
-            by_age.append(update)
-        elif int(update.get("revision") or 0) < latest:  # back to an older template: it is the newest again
-            update = await self._renumber(update, latest + 1)
+        update, by_age, collisions = await update_revision(self.client, sts, STATEFULSETS, revisions, collisions)
         current = next((r for r in by_age if r["metadata"]["name"] == status.get("currentRevision")), update)
-        await self._trim_history(sts, by_age, {current["metadata"]["name"], update["metadata"]["name"]})
-        return current, update, collisions
-
-    async def _create_revision(self, sts: Object, data: Object, number: int, collisions: int) -> tuple[Object, int]:
-        meta = sts["metadata"]
-        labels = dict(((sts["spec"].get("template") or {}).get("metadata") or {}).get("labels") or {})
-        while True:
-            name = f"{meta['name']}-{template_hash(data, collisions)}"
-            labels[REVISION_LABEL] = name
-            revision = {
-                "apiVersion": "apps/v1",
-                "kind": "ControllerRevision",
-                "metadata": {
-                    "name": name,
-                    "namespace": meta["namespace"],
-                    "labels": labels,
-                    "ownerReferences": [controller_ref(sts, STATEFULSETS)],
-                },
-                "data": data,
-                "revision": number,
-            }
-            try:
-                return await self.client.create(REVISIONS, meta["namespace"], revision), collisions
-            except errors.AlreadyExists:
-                existing = await self.client.get(REVISIONS, meta["namespace"], name)
-                if existing.get("data") == data and (controller_of(existing) or {}).get("uid") == meta["uid"]:
-                    return existing, collisions
-                collisions += 1  # a namesake of other content: upstream's hash collision
-
-    async def _renumber(self, revision: Object, number: int) -> Object:
-        meta = revision["metadata"]
-        patch = {"revision": number}
-        return await self.client.patch(REVISIONS, meta["namespace"], meta["name"], patch, patch_type="merge")
-
-    async def _trim_history(self, sts: Object, by_age: list[Object], in_use: set[str]) -> None:
-        """Old revisions beyond `revisionHistoryLimit` go, but never one a pod or the status names."""
-        limit = int((sts.get("spec") or {}).get("revisionHistoryLimit", 10))
         live = {revision_of(p) for p in self.pods.store.by_index(CONTROLLER_INDEX, sts["metadata"]["uid"])}
-        history = [r for r in by_age if r["metadata"]["name"] not in in_use | live]
-        for revision in history[: max(len(history) - limit, 0)]:
-            with contextlib.suppress(errors.NotFound):
-                await self.client.delete(REVISIONS, revision["metadata"]["namespace"], revision["metadata"]["name"])
+        await trim_history(self.client, sts, by_age, {current["metadata"]["name"], update["metadata"]["name"]} | live)
+        return current, update, collisions
 
     # ---- pods --------------------------------------------------------------------------------------------------
 
