@@ -38,6 +38,7 @@ Factory = Callable[[ControllerContext], Controller]
 def _factories() -> dict[str, Factory]:
     from tinykube.controllers.clusterroleaggregation import ClusterRoleAggregationController
     from tinykube.controllers.cronjob import CronJobController
+    from tinykube.controllers.daemonset import DaemonSetController
     from tinykube.controllers.deployment import DeploymentController
     from tinykube.controllers.endpoints import EndpointsController
     from tinykube.controllers.endpointslice import EndpointSliceController
@@ -63,6 +64,7 @@ def _factories() -> dict[str, Factory]:
         "resourcequota": ResourceQuotaController,
         "deployment": DeploymentController,
         "statefulset": StatefulSetController,
+        "daemonset": DaemonSetController,
         "job": JobController,
         "cronjob": CronJobController,
         "ttl-after-finished": TtlAfterFinishedController,

@@ -2,8 +2,10 @@
 `binding` subresource, as upstream does; a pod no node fits gets `PodScheduled=False` (reason `Unschedulable`)
 and is tried again when nodes change.
 
-Filters, as upstream's essentials: the node is Ready and schedulable, its labels match the pod's `nodeSelector`,
-and the pod tolerates its `NoSchedule`/`NoExecute` taints. No resources, affinity or spreading.
+Filters, as upstream's essentials: the node is Ready and schedulable (or the pod tolerates
+`node.kubernetes.io/unschedulable`, as DaemonSet pods do), its labels match the pod's `nodeSelector` and its required
+node affinity (`matchExpressions` on labels, `matchFields` on `metadata.name`, as DaemonSet pods name their node),
+and the pod tolerates its `NoSchedule`/`NoExecute` taints. No resources, pod affinity or spreading.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ def node_ready(node: Object) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def _tolerates(pod: Object, taint: Object) -> bool:
+def tolerates(pod: Object, taint: Object) -> bool:
     for toleration in (pod.get("spec") or {}).get("tolerations") or []:
         if toleration.get("effect") not in (None, "", taint.get("effect")):
             continue
@@ -58,17 +60,59 @@ def _tolerates(pod: Object, taint: Object) -> bool:
     return False
 
 
+def _term_matches(term: Object, node: Object) -> bool:
+    """One NodeSelectorTerm: every expression on the node's labels and every field (`metadata.name`) holds."""
+    labels = node["metadata"].get("labels") or {}
+    fields = {"metadata.name": node["metadata"]["name"]}
+    checks = [(r, labels) for r in term.get("matchExpressions") or []]
+    checks += [(r, fields) for r in term.get("matchFields") or []]
+    for requirement, values in checks:
+        key, operator, wanted = requirement.get("key"), requirement.get("operator"), requirement.get("values") or []
+        present, value = key in values, values.get(key)
+        if operator == "In" and not (present and value in wanted):
+            return False
+        if operator == "NotIn" and present and value in wanted:
+            return False
+        if operator == "Exists" and not present:
+            return False
+        if operator == "DoesNotExist" and present:
+            return False
+        if operator in ("Gt", "Lt"):
+            try:
+                number, bound = int(str(value)), int(str(wanted[0]))
+            except (ValueError, IndexError):
+                return False
+            if not present or (number <= bound if operator == "Gt" else number >= bound):
+                return False
+    return bool(checks)
+
+
+def node_affinity_matches(pod: Object, node: Object) -> bool:
+    """The pod's `nodeSelector` and required node affinity (terms ORed) accept the node."""
+    spec = pod.get("spec") or {}
+    if not selector_matches(spec.get("nodeSelector") or {}, node["metadata"].get("labels")):
+        return False
+    required = (
+        ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+        or {}
+    ).get("nodeSelectorTerms")
+    return not required or any(_term_matches(term, node) for term in required)
+
+
+UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+
+
 def why_not(pod: Object, node: Object, pods_on_node: int) -> str | None:
     """Why `pod` cannot go to `node` (upstream's per-node reason, counted in the message), or None if it can."""
     spec = node.get("spec") or {}
     if not node_ready(node):
         return "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
-    if spec.get("unschedulable"):
+    if spec.get("unschedulable") and not tolerates(pod, UNSCHEDULABLE_TAINT):
         return "node(s) were unschedulable"
-    if not selector_matches((pod.get("spec") or {}).get("nodeSelector") or {}, node["metadata"].get("labels")):
+    if not node_affinity_matches(pod, node):
         return "node(s) didn't match Pod's node affinity/selector"
     for taint in spec.get("taints") or []:
-        if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(pod, taint):
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(pod, taint):
             return f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value', '')}}}"
     allowed = str(((node.get("status") or {}).get("allocatable") or {}).get("pods", ""))
     if allowed.isdigit() and pods_on_node >= int(allowed):
