@@ -47,7 +47,7 @@ def _factories() -> dict[str, Factory]:
     from tinykube.controllers.job import JobController
     from tinykube.controllers.namespace import NamespaceController
     from tinykube.controllers.nodeipam import NodeIpamController
-    from tinykube.controllers.replicaset import ReplicaSetController
+    from tinykube.controllers.replicaset import REPLICATION_CONTROLLERS, ReplicaSetController
     from tinykube.controllers.resourcequota import ResourceQuotaController
     from tinykube.controllers.scheduler import Scheduler
     from tinykube.controllers.serviceaccount import ServiceAccountsController
@@ -61,6 +61,7 @@ def _factories() -> dict[str, Factory]:
         "endpointslicemirroring": EndpointSliceMirroringController,
         "nodeipam": lambda ctx: NodeIpamController(ctx, ctx.cluster_cidr),
         "replicaset": ReplicaSetController,
+        "replicationcontroller": lambda ctx: ReplicaSetController(ctx, resource=REPLICATION_CONTROLLERS),
         "resourcequota": ResourceQuotaController,
         "deployment": DeploymentController,
         "statefulset": StatefulSetController,

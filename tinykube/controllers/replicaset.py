@@ -33,9 +33,10 @@ log = logging.getLogger(__name__)
 Object = dict[str, Any]
 PODS = builtin("", "v1", "pods")
 REPLICASETS = builtin("apps", "v1", "replicasets")
+REPLICATION_CONTROLLERS = builtin("", "v1", "replicationcontrollers")
 WORKERS = 5  # upstream's --concurrent-replicaset-syncs
 BURST = 500  # pods created or deleted per sync, as upstream's burstReplicas
-COMPONENT = "replicaset-controller"
+COMPONENTS = {"replicasets": "replicaset-controller", "replicationcontrollers": "replication-controller"}
 EXPECTATION_TIMEOUT = 60.0  # seconds; upstream waits 5 minutes for an event that may never come
 
 
@@ -112,7 +113,7 @@ class Expectations:
             table.pop(key, None)
 
 
-def pod_from_template(rs: Object) -> Object:
+def pod_from_template(rs: Object, resource: ResourceInfo = REPLICASETS) -> Object:
     """A pod for `rs`: its template's labels, annotations and spec, a generated name, the ReplicaSet as controller."""
     template = (rs.get("spec") or {}).get("template") or {}
     meta = template.get("metadata") or {}
@@ -124,17 +125,21 @@ def pod_from_template(rs: Object) -> Object:
             "namespace": rs["metadata"]["namespace"],
             "labels": dict(meta.get("labels") or {}),
             "annotations": dict(meta.get("annotations") or {}),
-            "ownerReferences": [controller_ref(rs, REPLICASETS)],
+            "ownerReferences": [controller_ref(rs, resource)],
         },
         "spec": template.get("spec") or {},
     }
 
 
 class ReplicaSetController:
-    def __init__(self, ctx: ControllerContext, workers: int = WORKERS) -> None:
+    """Also the ReplicationController controller (`resource=REPLICATION_CONTROLLERS`), as upstream's runs the
+    ReplicaSet controller on ReplicationControllers: the same but for the selector, a plain label map."""
+
+    def __init__(self, ctx: ControllerContext, workers: int = WORKERS, resource: ResourceInfo = REPLICASETS) -> None:
         self.client = ctx.client
         self.informers = ctx.informers
-        self.replicasets: Informer = ctx.informers.informer(REPLICASETS)
+        self.resource = resource
+        self.replicasets: Informer = ctx.informers.informer(resource)
         self.pods: Informer = ctx.informers.informer(PODS)
         self.queue: WorkQueue[str] = WorkQueue()
         self.expectations = Expectations()
@@ -165,7 +170,7 @@ class ReplicaSetController:
 
     def _owner_key(self, pod: Object) -> str | None:
         ref = controller_of(pod)
-        if not ref or ref.get("kind") != "ReplicaSet":
+        if not ref or ref.get("kind") != self.resource.kind:
             return None
         return f"{pod['metadata']['namespace']}/{ref['name']}"
 
@@ -197,8 +202,13 @@ class ReplicaSetController:
         namespace = pod["metadata"].get("namespace", "")
         labels = pod["metadata"].get("labels") or {}
         for rs in self.replicasets.store.by_index("namespace", namespace):
-            if selector_of(rs).matches(labels):
+            if self._selector(rs).matches(labels):
                 self.queue.add(object_key(rs))
+
+    def _selector(self, obj: Object) -> LabelSelector:
+        if self.resource is REPLICATION_CONTROLLERS:
+            return selector_from_label_selector({"matchLabels": (obj.get("spec") or {}).get("selector") or {}})
+        return selector_of(obj)
 
     # ---- sync --------------------------------------------------------------------------------------------------
 
@@ -207,7 +217,7 @@ class ReplicaSetController:
         if rs is None:
             self.expectations.forget(key)
             return  # its pods go with it: the garbage collector deletes them
-        pods = await claim(self.client, (rs, REPLICASETS), (self.pods.store, PODS), selector_of(rs), active)
+        pods = await claim(self.client, (rs, self.resource), (self.pods.store, PODS), self._selector(rs), active)
         if self.expectations.satisfied(key) and not rs["metadata"].get("deletionTimestamp"):
             await self._manage(key, rs, pods)
         await self._write_status(rs, pods)
@@ -221,7 +231,7 @@ class ReplicaSetController:
             await self._delete(key, rs, sorted(pods, key=deletion_order)[: min(-diff, BURST)])
 
     async def _create(self, key: str, rs: Object, count: int) -> None:
-        pod = pod_from_template(rs)
+        pod = pod_from_template(rs, self.resource)
         self.expectations.expect(key, creates=count)
         results = await asyncio.gather(
             *(self.client.create(PODS, rs["metadata"]["namespace"], pod) for _ in range(count)), return_exceptions=True
@@ -256,7 +266,8 @@ class ReplicaSetController:
                 raise
 
     async def _event(self, rs: Object, type_: str, reason: str, message: str) -> None:
-        await record_event(self.client, rs, type_=type_, reason=reason, message=message, component=COMPONENT)
+        component = COMPONENTS[self.resource.plural]
+        await record_event(self.client, rs, type_=type_, reason=reason, message=message, component=component)
 
     async def _write_status(self, rs: Object, pods: list[Object]) -> None:
         spec = rs.get("spec") or {}
@@ -277,7 +288,7 @@ class ReplicaSetController:
         if min_ready and any(pod_ready(p) and not available(p, min_ready, now) for p in pods):
             self.queue.add_after(object_key(rs), min_ready)  # availability changes without an event
         if status != (rs.get("status") or {}):
-            await update_status(self.client, REPLICASETS, rs, status)
+            await update_status(self.client, self.resource, rs, status)
 
 
 def selector_of(obj: Object) -> LabelSelector:

@@ -1,0 +1,75 @@
+"""ReplicationControllers (issue 19): the ReplicaSet controller run on them, as upstream's, with their equality
+selector; `kubectl scale rc` on a cluster with a simulated node."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.conftest import RunningCluster, eventually, fresh_namespace, running_cluster
+
+RC = """\
+apiVersion: v1
+kind: ReplicationController
+metadata:
+  name: nginx
+spec:
+  replicas: 2
+  selector: {app: nginx}
+  template:
+    metadata:
+      labels: {app: nginx, tier: web}
+    spec:
+      containers: [{name: nginx, image: nginx, ports: [{containerPort: 80}]}]
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
+    with running_cluster(tmp_path_factory.mktemp("rc") / "c", "--nodes", "1", "--controllers", "*") as running:
+        yield running
+
+
+@pytest.fixture
+def client(cluster: RunningCluster) -> Iterator[httpx.Client]:
+    with cluster.http() as http:
+        yield http
+
+
+@pytest.fixture
+def ns(client: httpx.Client, request: pytest.FixtureRequest) -> Iterator[str]:
+    with fresh_namespace(client, request) as name:
+        yield name
+
+
+def pod_names(client: httpx.Client, ns: str) -> list[str]:
+    items = client.get(f"/api/v1/namespaces/{ns}/pods", params={"labelSelector": "app=nginx"}).json()["items"]
+    return sorted(p["metadata"]["name"] for p in items if not p["metadata"].get("deletionTimestamp"))
+
+
+def ready(client: httpx.Client, ns: str, replicas: int) -> bool:
+    status = client.get(f"/api/v1/namespaces/{ns}/replicationcontrollers/nginx").json().get("status") or {}
+    return [status.get(k) for k in ("replicas", "readyReplicas", "availableReplicas")] == [replicas] * 3
+
+
+def test_a_replication_controller_keeps_its_replicas_and_scales(
+    cluster: RunningCluster, client: httpx.Client, ns: str
+) -> None:
+    cluster.kubectl("-n", ns, "apply", "-f", "-", input=RC)
+    eventually(lambda: ready(client, ns, 2), what="two ready replicas")
+    items = client.get(f"/api/v1/namespaces/{ns}/pods", params={"labelSelector": "app=nginx"}).json()["items"]
+    [owner] = {
+        (p["metadata"]["ownerReferences"][0]["kind"], p["metadata"]["ownerReferences"][0]["name"]) for p in items
+    }
+    assert owner == ("ReplicationController", "nginx")
+    assert all(p["metadata"]["generateName"] == "nginx-" for p in items)
+
+    cluster.kubectl("-n", ns, "scale", "rc", "nginx", "--replicas=3")
+    eventually(lambda: ready(client, ns, 3), what="three ready replicas")
+    victim = pod_names(client, ns)[0]
+    client.delete(f"/api/v1/namespaces/{ns}/pods/{victim}")
+    eventually(lambda: len(pod_names(client, ns)) == 3 and victim not in pod_names(client, ns), what="a replacement")
+    printed = cluster.kubectl("-n", ns, "get", "rc", "nginx").stdout.split()
+    assert printed[:5] == ["NAME", "DESIRED", "CURRENT", "READY", "AGE"] and printed[5:9] == ["nginx", "3", "3", "3"]
