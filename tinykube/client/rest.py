@@ -117,6 +117,10 @@ class RestClient:
         self._headers["User-Agent"] = USER_AGENT
         self._ssl = _ssl_context(creds)
         self._session: aiohttp.ClientSession | None = None  # made on first use: it must belong to the running loop
+        # Watches hold a connection each for as long as they run (client-go multiplexes them over HTTP/2): they get
+        # a pool of their own without a cap, so that many watches (50 node agents in one process) never leave the
+        # requests' pool of 100 without a free connection.
+        self._watch_session: aiohttp.ClientSession | None = None
 
     @classmethod
     def from_kubeconfig(cls, path: Path, context: str | None = None) -> RestClient:
@@ -129,10 +133,18 @@ class RestClient:
             )
         return self._session
 
+    def _watch_http(self) -> aiohttp.ClientSession:
+        if self._watch_session is None:
+            self._watch_session = aiohttp.ClientSession(
+                headers=self._headers, connector=aiohttp.TCPConnector(ssl=self._ssl, limit=0), timeout=_TIMEOUT
+            )
+        return self._watch_session
+
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        for session in (self._session, self._watch_session):
+            if session is not None:
+                await session.close()
+        self._session = self._watch_session = None
 
     async def request(
         self, method: str, path: str, body: Any = None, *, content_type: str = "application/json", **params: Any
@@ -193,7 +205,7 @@ class RestClient:
         """Watch events as dicts; the stream ends when the server ends it (timeout) or on error."""
         url = self._server + path_for(resource, namespace)
         query = _query({"watch": "true", **params})
-        async with self._http().get(url, params=query, timeout=_WATCH_TIMEOUT) as response:
+        async with self._watch_http().get(url, params=query, timeout=_WATCH_TIMEOUT) as response:
             if response.status >= 400:
                 _raise_for_status(response.status, await response.read())
             pending = b""  # the start of an event whose newline has not arrived yet
