@@ -97,6 +97,10 @@ class UnsupportedMediaType(ApiError):
     code, reason = 415, "UnsupportedMediaType"
 
 
+class TooManyRequests(ApiError):
+    code, reason = 429, "TooManyRequests"
+
+
 class Invalid(ApiError):
     code, reason = 422, "Invalid"
 

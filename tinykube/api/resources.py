@@ -105,7 +105,7 @@ RESOURCES: tuple[ResourceInfo, ...] = (
     _r("v1", "Namespace", "namespaces", CLUSTER, "ns", "status finalize"),
     _r("v1", "Service", "services", NS, "svc", "status", "all"),
     _r("v1", "Endpoints", "endpoints", NS, "ep"),
-    _r("v1", "Pod", "pods", NS, "po", "status binding log", "all"),
+    _r("v1", "Pod", "pods", NS, "po", "status binding eviction log", "all"),
     _r("v1", "Node", "nodes", CLUSTER, "no", "status"),
     _r("v1", "Event", "events", NS, "ev"),
     _r("v1", "ConfigMap", "configmaps", NS, "cm"),
@@ -179,6 +179,8 @@ STORED: tuple[ResourceInfo, ...] = tuple(r for r in RESOURCES if r.stored)
 SCALE = ResourceInfo("autoscaling", "v1", "Scale", "scale", "scale", True)
 # The kind `pods/binding` and the create-only `bindings` collection take; nothing of it is stored.
 BINDING = ResourceInfo("", "v1", "Binding", "bindings", "binding", True)
+# The kind `pods/eviction` takes (policy/v1); nothing of it is stored.
+EVICTION = ResourceInfo("policy", "v1", "Eviction", "evictions", "eviction", True)
 # The kind `serviceaccounts/token` takes and answers with; nothing of it is stored.
 TOKEN_REQUEST = ResourceInfo("authentication.k8s.io", "v1", "TokenRequest", "tokenrequests", "tokenrequest", True)
 

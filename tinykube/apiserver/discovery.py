@@ -14,6 +14,7 @@ SUBRESOURCE_VERBS = {
     "status": ["get", "patch", "update"],
     "finalize": ["update"],
     "binding": ["create"],
+    "eviction": ["create"],
     "log": ["get"],
     "scale": ["get", "patch", "update"],
     "token": ["create"],
@@ -22,6 +23,7 @@ SUBRESOURCE_VERBS = {
 # What a subresource takes, where it is not the resource's kind: (group, version, kind); "" keeps the resource's.
 SUBRESOURCE_KINDS = {
     "binding": ("", "", "Binding"),
+    "eviction": ("policy", "v1", "Eviction"),
     "scale": ("autoscaling", "v1", "Scale"),
     "token": ("authentication.k8s.io", "v1", "TokenRequest"),
 }

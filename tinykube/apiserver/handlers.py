@@ -19,7 +19,7 @@ from starlette.responses import Response
 from tinykube.api import errors
 from tinykube.api.conversion import Converted, converter
 from tinykube.api.patch import APPLY_PATCH, CUSTOM_PATCH_TYPES, PATCH_TYPES, apply_patch, unsupported_patch_type
-from tinykube.api.resources import BINDING, SCALE, Catalog, ResourceInfo, stored_of
+from tinykube.api.resources import BINDING, EVICTION, SCALE, Catalog, ResourceInfo, stored_of
 from tinykube.apiserver import consistency, fieldmanager, listing
 from tinykube.apiserver.fieldvalidation import check_duplicates, field_check
 from tinykube.apiserver.identity import UserInfo, user_of
@@ -38,6 +38,7 @@ from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.registry import Request as RegistryRequest
 from tinykube.apiserver.registry.apps import to_scale, update_scale
 from tinykube.apiserver.registry.binding import bind
+from tinykube.apiserver.registry.eviction import evict
 from tinykube.apiserver.registry.generic import INTERNAL_MANAGER
 from tinykube.apiserver.watch import watch_response
 
@@ -169,9 +170,11 @@ class ResourceHandler:
         if self.answered is not None and self.answered.handles(target.resource, target.subresource):
             return await self.answered(request, target.resource, target.namespace, target.name, target.subresource)
         method = request.method
-        if target.subresource in ("binding", "log"):  # pods' connect-like subresources: one verb each
+        if target.subresource in ("binding", "eviction", "log"):  # pods' connect-like subresources: one verb each
             if target.subresource == "binding" and method == "POST":
                 return await self._bind(request, target)
+            if target.subresource == "eviction" and method == "POST":
+                return await self._evict(request, target)
             if target.subresource == "log" and method == "GET":
                 return await self.logs.get(target.namespace, target.name, request.query_params)
             raise _not_allowed()
@@ -337,6 +340,15 @@ class ResourceHandler:
         name = target.name if target.resource is not BINDING else binding["metadata"].get("name", "")
         await bind(self.registry, target.namespace, name, binding, _dry_run(request))
         # upstream answers a Status, not the Binding, with the create's 201 filled in as its code
+        return json_response(
+            {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201
+        )
+
+    async def _evict(self, request: Request, target: Target) -> Response:
+        """POST of a policy/v1 Eviction to `pods/{name}/eviction` (what kubectl 1.32 sends; v1beta1 is refused)."""
+        eviction = decode_object(await self._body(request), request.headers.get("content-type", JSON), EVICTION)
+        self._check_namespace(eviction, target)
+        await evict(self.registry, target.namespace, target.name, eviction, _dry_run(request))
         return json_response(
             {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201
         )

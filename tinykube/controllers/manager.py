@@ -40,6 +40,7 @@ def _factories() -> dict[str, Factory]:
     from tinykube.controllers.cronjob import CronJobController
     from tinykube.controllers.daemonset import DaemonSetController
     from tinykube.controllers.deployment import DeploymentController
+    from tinykube.controllers.disruption import DisruptionController
     from tinykube.controllers.endpoints import EndpointsController
     from tinykube.controllers.endpointslice import EndpointSliceController
     from tinykube.controllers.endpointslicemirroring import EndpointSliceMirroringController
@@ -70,6 +71,7 @@ def _factories() -> dict[str, Factory]:
         "cronjob": CronJobController,
         "ttl-after-finished": TtlAfterFinishedController,
         "garbagecollector": GarbageCollector,
+        "disruption": DisruptionController,
         "scheduler": Scheduler,
         "serviceaccount": ServiceAccountsController,
         "clusterrole-aggregation": ClusterRoleAggregationController,
