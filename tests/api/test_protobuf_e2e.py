@@ -357,7 +357,9 @@ def test_certificate_approve(cluster: RunningCluster) -> None:
         cluster.kubectl("delete", "csr", name, check=False)
 
 
-def test_drain_evicts_or_deletes_with_delete_options(cluster: RunningCluster, namespace: str) -> None:
+def test_drain_evicts_with_its_delete_options(cluster: RunningCluster, namespace: str) -> None:
+    """kubectl drain evicts through `pods/eviction` now that discovery lists it; the Eviction goes as JSON (its
+    protobuf DELETE fallback is no longer taken), carrying the grace period in its deleteOptions."""
     node = f"n-{namespace}"[:63]
     pod = {
         "apiVersion": "v1",
@@ -370,11 +372,14 @@ def test_drain_evicts_or_deletes_with_delete_options(cluster: RunningCluster, na
     )
     try:
         cluster.kubectl("create", "-f", "-", input=json.dumps(pod))
-        result, sent = _run(cluster, "drain", node, "--force", "--grace-period=5", "--timeout=30s")
-        assert [
-            body.get("gracePeriodSeconds", body.get("deleteOptions", {}).get("gracePeriodSeconds")) for body in sent
-        ] == [5]
-        assert sent[0]["kind"] in ("Eviction", "DeleteOptions")
+        result = kubectl(cluster, ["drain", node, "--force", "--grace-period=5", "--timeout=30s"], "-v=10")
         assert result.returncode == 0, result.stderr.strip().splitlines()[-1]
+        lines = result.stderr.splitlines()
+        evictions = [
+            json.loads(lines[i + 1])
+            for i, line in enumerate(lines)
+            if "eviction_expansion.go" in line and "Request Body" in line
+        ]
+        assert [(e["kind"], e["deleteOptions"]["gracePeriodSeconds"]) for e in evictions] == [("Eviction", 5)]
     finally:
         cluster.kubectl("delete", "node", node, "--wait=false", check=False)

@@ -627,6 +627,15 @@ def test_discovery_lists_the_subresources(cluster: RunningCluster, api: httpx.Cl
         "kind": "Pod",
         "verbs": ["get"],
     }
+    assert resources["pods/eviction"] == {  # as upstream lists it: another group's kind
+        "name": "pods/eviction",
+        "singularName": "",
+        "namespaced": True,
+        "group": "policy",
+        "version": "v1",
+        "kind": "Eviction",
+        "verbs": ["create"],
+    }
     assert resources["bindings"] == {
         "name": "bindings",
         "singularName": "binding",
@@ -641,6 +650,7 @@ def test_discovery_lists_the_subresources(cluster: RunningCluster, api: httpx.Cl
     assert subresources == {
         "status": ("Pod", ["get", "patch", "update"]),
         "binding": ("Binding", ["create"]),
+        "eviction": ("Eviction", ["create"]),
         "log": ("Pod", ["get"]),
     }
     # kubectl lists top-level resources only (it hides subresources): the older `bindings` collection shows

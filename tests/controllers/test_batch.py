@@ -4,13 +4,12 @@ whose restartPolicy is not Always ends after `tinykube.io/run-seconds` with `tin
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
 
-from tests.conftest import RunningCluster, eventually, fresh_namespace, running_cluster
+from tests.conftest import RunningCluster, eventually
+from tests.controllers.conftest import controllers_cluster
 from tinykube.controllers.job import format_indexes, parse_indexes
 
 Object = dict[str, Any]
@@ -24,22 +23,7 @@ def test_completed_indexes_print_as_intervals() -> None:
     assert parse_indexes("0-2,4,6-7") == {0, 1, 2, 4, 6, 7}
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
-    with running_cluster(tmp_path_factory.mktemp("batch") / "c", "--nodes", "1", "--controllers", "*") as running:
-        yield running
-
-
-@pytest.fixture
-def client(cluster: RunningCluster) -> Iterator[httpx.Client]:
-    with cluster.http() as http:
-        yield http
-
-
-@pytest.fixture
-def ns(client: httpx.Client, request: pytest.FixtureRequest) -> Iterator[str]:
-    with fresh_namespace(client, request) as name:
-        yield name
+cluster = controllers_cluster("--nodes", "1")
 
 
 def job(name: str, seconds: float = 0.2, exit_code: int = 0, policy: str = "Never", **spec: Any) -> Object:

@@ -4,13 +4,12 @@ history and undo, OnDelete."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
 
-from tests.conftest import RunningCluster, eventually, fresh_namespace, running_cluster
+from tests.conftest import RunningCluster, eventually
+from tests.controllers.conftest import controllers_cluster
 from tinykube.controllers.daemonset import daemon_pod_spec, node_of
 
 Object = dict[str, Any]
@@ -29,22 +28,7 @@ def test_a_daemon_pod_names_its_node_and_tolerates_what_upstream_adds() -> None:
     assert node_of({"spec": spec}) == "node-2"
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
-    with running_cluster(tmp_path_factory.mktemp("ds") / "c", "--nodes", "3", "--controllers", "*") as running:
-        yield running
-
-
-@pytest.fixture
-def client(cluster: RunningCluster) -> Iterator[httpx.Client]:
-    with cluster.http() as http:
-        yield http
-
-
-@pytest.fixture
-def ns(client: httpx.Client, request: pytest.FixtureRequest) -> Iterator[str]:
-    with fresh_namespace(client, request) as name:
-        yield name
+cluster = controllers_cluster("--nodes", "3")
 
 
 def daemon_set(name: str, image: str = "busybox:1.36", **spec: Any) -> Object:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
 
-from tests.conftest import RunningCluster, eventually, fresh_namespace, running_cluster
+from tests.conftest import RunningCluster, eventually
+from tests.controllers.conftest import controllers_cluster
 from tinykube.controllers.disruption import scaled
 
 Object = dict[str, Any]
@@ -19,22 +18,7 @@ def test_budgets_scale_percentages_up() -> None:
     assert [scaled("50%", 3), scaled("10%", 3), scaled(2, 3), scaled("x%", 3)] == [2, 1, 2, None]
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
-    with running_cluster(tmp_path_factory.mktemp("pdb") / "c", "--nodes", "2", "--controllers", "*") as running:
-        yield running
-
-
-@pytest.fixture
-def client(cluster: RunningCluster) -> Iterator[httpx.Client]:
-    with cluster.http() as http:
-        yield http
-
-
-@pytest.fixture
-def ns(client: httpx.Client, request: pytest.FixtureRequest) -> Iterator[str]:
-    with fresh_namespace(client, request) as name:
-        yield name
+cluster = controllers_cluster("--nodes", "2")
 
 
 def deploy(cluster: RunningCluster, ns: str, name: str, replicas: int) -> None:

@@ -3,12 +3,10 @@ selector; `kubectl scale rc` on a cluster with a simulated node."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
-import pytest
 
-from tests.conftest import RunningCluster, eventually, fresh_namespace, running_cluster
+from tests.conftest import RunningCluster, eventually
+from tests.controllers.conftest import controllers_cluster
 
 RC = """\
 apiVersion: v1
@@ -26,22 +24,7 @@ spec:
 """
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
-    with running_cluster(tmp_path_factory.mktemp("rc") / "c", "--nodes", "1", "--controllers", "*") as running:
-        yield running
-
-
-@pytest.fixture
-def client(cluster: RunningCluster) -> Iterator[httpx.Client]:
-    with cluster.http() as http:
-        yield http
-
-
-@pytest.fixture
-def ns(client: httpx.Client, request: pytest.FixtureRequest) -> Iterator[str]:
-    with fresh_namespace(client, request) as name:
-        yield name
+cluster = controllers_cluster("--nodes", "1")
 
 
 def pod_names(client: httpx.Client, ns: str) -> list[str]:

@@ -7,15 +7,14 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import orjson
-import pytest
 from dnslib import QTYPE, DNSRecord
 
-from tests.conftest import RunningCluster, eventually, fresh_namespace, running_cluster
+from tests.conftest import RunningCluster, eventually
+from tests.controllers.conftest import controllers_cluster
 from tinykube.controllers.revisions import revision_data, template_of
 from tinykube.controllers.statefulset import ordinal_of
 
@@ -52,22 +51,7 @@ def test_a_revision_holds_the_template_as_a_replacing_patch() -> None:
 # ---- against a cluster -----------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
-    with running_cluster(tmp_path_factory.mktemp("sts") / "c", "--nodes", "1", "--controllers", "*") as running:
-        yield running
-
-
-@pytest.fixture
-def client(cluster: RunningCluster) -> Iterator[httpx.Client]:
-    with cluster.http() as http:
-        yield http
-
-
-@pytest.fixture
-def ns(client: httpx.Client, request: pytest.FixtureRequest) -> Iterator[str]:
-    with fresh_namespace(client, request) as name:
-        yield name
+cluster = controllers_cluster("--nodes", "1")
 
 
 WEB = """\
