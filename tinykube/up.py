@@ -246,7 +246,13 @@ class Cluster:
         opts, client = self.opts, self.client
         assert client is not None
         if opts.leader_election is None or not opts.controllers:
-            return run_controllers(client, opts.controllers, cluster_cidr=opts.cluster_cidr, informers=self.informers)
+            return run_controllers(
+                client,
+                opts.controllers,
+                cluster_cidr=opts.cluster_cidr,
+                informers=self.informers,
+                volumes_dir=opts.dir / "volumes",
+            )
         election = opts.leader_election
         if not election.identity:
             election = replace(election, identity=lasting_identity(opts.dir / "controller-manager-id"))
@@ -257,6 +263,7 @@ class Cluster:
             step_down=True,  # exiting, as kube-controller-manager does, would stop the whole cluster
             cluster_cidr=opts.cluster_cidr,
             informers=self.informers,
+            volumes_dir=opts.dir / "volumes",
         )
 
     async def _start_sandbox(self) -> None:

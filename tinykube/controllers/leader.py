@@ -49,6 +49,7 @@ async def run_elected_controllers(
     step_down: bool,
     cluster_cidr: str,
     informers: SharedInformers | None = None,
+    volumes_dir: Path | None = None,
 ) -> None:
     """Run the named controllers whenever this process holds the Lease, until cancelled (the Lease is then
     released). On a lost Lease: campaign again if `step_down`, else raise LeadershipLost."""
@@ -56,7 +57,7 @@ async def run_elected_controllers(
 
     async def term() -> None:
         log.info("%s leads: starting controllers %s", election.identity, ", ".join(names))
-        await run_controllers(client, names, cluster_cidr=cluster_cidr, informers=informers)
+        await run_controllers(client, names, cluster_cidr=cluster_cidr, informers=informers, volumes_dir=volumes_dir)
 
     while True:
         try:

@@ -7,6 +7,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from tinykube.api.defaults import CLUSTER_CIDR
@@ -23,6 +24,7 @@ class ControllerContext:
     client: RestClient
     informers: SharedInformers
     cluster_cidr: str = CLUSTER_CIDR  # the pod network the node IPAM controller cuts into per-node /24s
+    volumes_dir: Path | None = None  # where the local-path provisioner makes volumes (None: it provisions none)
 
 
 class Controller(Protocol):
@@ -54,6 +56,7 @@ def _factories() -> dict[str, Factory]:
     from tinykube.controllers.serviceaccount import ServiceAccountsController
     from tinykube.controllers.statefulset import StatefulSetController
     from tinykube.controllers.ttlafterfinished import TtlAfterFinishedController
+    from tinykube.controllers.volumes import VolumeController
 
     return {
         "namespace": lambda ctx: NamespaceController(ctx.client),
@@ -72,6 +75,7 @@ def _factories() -> dict[str, Factory]:
         "ttl-after-finished": TtlAfterFinishedController,
         "garbagecollector": GarbageCollector,
         "disruption": DisruptionController,
+        "persistentvolume": VolumeController,
         "scheduler": Scheduler,
         "serviceaccount": ServiceAccountsController,
         "clusterrole-aggregation": ClusterRoleAggregationController,
@@ -107,6 +111,7 @@ async def run_controllers(
     *,
     cluster_cidr: str = CLUSTER_CIDR,
     informers: SharedInformers | None = None,
+    volumes_dir: Path | None = None,
 ) -> None:
     """Run the named controllers until cancelled, on `informers` if given (their owner stops them, and they may be
     run on again: the controllers' handlers leave with them)."""
@@ -114,7 +119,7 @@ async def run_controllers(
 
     owned = informers is None
     informers = informers or SharedInformers(client)
-    ctx = ControllerContext(client, informers, cluster_cidr)
+    ctx = ControllerContext(client, informers, cluster_cidr, volumes_dir)
     factories = _factories()
     with HandlerScope() as handlers:  # the tasks inherit it: what they register is theirs
         tasks = [asyncio.create_task(factories[name](ctx).run(), name=f"{name}-controller") for name in names]

@@ -22,7 +22,8 @@ from tinykube.api.resources import builtin
 from tinykube.client.informer import object_key
 from tinykube.client.workqueue import WorkQueue, run_workers
 from tinykube.controllers.manager import ControllerContext
-from tinykube.controllers.pods import selector_matches
+from tinykube.controllers.pods import node_selector_term_matches, selector_matches
+from tinykube.controllers.volumebinding import VolumeBinding, claims_of
 
 log = logging.getLogger(__name__)
 
@@ -60,33 +61,6 @@ def tolerates(pod: Object, taint: Object) -> bool:
     return False
 
 
-def _term_matches(term: Object, node: Object) -> bool:
-    """One NodeSelectorTerm: every expression on the node's labels and every field (`metadata.name`) holds."""
-    labels = node["metadata"].get("labels") or {}
-    fields = {"metadata.name": node["metadata"]["name"]}
-    checks = [(r, labels) for r in term.get("matchExpressions") or []]
-    checks += [(r, fields) for r in term.get("matchFields") or []]
-    for requirement, values in checks:
-        key, operator, wanted = requirement.get("key"), requirement.get("operator"), requirement.get("values") or []
-        present, value = key in values, values.get(key)
-        if operator == "In" and not (present and value in wanted):
-            return False
-        if operator == "NotIn" and present and value in wanted:
-            return False
-        if operator == "Exists" and not present:
-            return False
-        if operator == "DoesNotExist" and present:
-            return False
-        if operator in ("Gt", "Lt"):
-            try:
-                number, bound = int(str(value)), int(str(wanted[0]))
-            except (ValueError, IndexError):
-                return False
-            if not present or (number <= bound if operator == "Gt" else number >= bound):
-                return False
-    return bool(checks)
-
-
 def node_affinity_matches(pod: Object, node: Object) -> bool:
     """The pod's `nodeSelector` and required node affinity (terms ORed) accept the node."""
     spec = pod.get("spec") or {}
@@ -96,7 +70,7 @@ def node_affinity_matches(pod: Object, node: Object) -> bool:
         ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
         or {}
     ).get("nodeSelectorTerms")
-    return not required or any(_term_matches(term, node) for term in required)
+    return not required or any(node_selector_term_matches(term, node) for term in required)
 
 
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
@@ -144,6 +118,7 @@ class Scheduler:
         self.ctx = ctx
         self.pods = ctx.informers.informer(PODS)
         self.nodes = ctx.informers.informer(NODES)
+        self.volumes = VolumeBinding(ctx)
         self.queue: WorkQueue[str] = WorkQueue()
         self.assumed: dict[str, str] = {}  # pod key -> node, bound by us but not yet seen bound in the cache
         self.pending: set[str] = set()  # pods the cache shows waiting for a node: what a node event retries
@@ -160,8 +135,11 @@ class Scheduler:
             on_update=lambda _old, new: self._nodes_changed(new),
             on_delete=self._nodes_changed,
         )
+        self.volumes.claims_informer.add_handler(
+            on_add=self._claim_changed, on_update=lambda _old, new: self._claim_changed(new)
+        )
         self.ctx.informers.start()
-        await asyncio.gather(self.pods.wait_synced(), self.nodes.wait_synced())
+        await asyncio.gather(self.pods.wait_synced(), self.nodes.wait_synced(), self.volumes.wait_synced())
         try:
             await run_workers(self.queue, WORKERS, self.schedule)
         finally:
@@ -182,6 +160,14 @@ class Scheduler:
         self.assumed.pop(key, None)
         self.pending.discard(key)
 
+    def _claim_changed(self, claim: Object) -> None:
+        """A claim came or was bound: the pods waiting for it may go now."""
+        namespace, name = claim["metadata"]["namespace"], claim["metadata"]["name"]
+        for key in self.pending:
+            pod = self.pods.store.get(key)
+            if pod is not None and pod["metadata"]["namespace"] == namespace and name in claims_of(pod):
+                self.queue.add(key)
+
     def _nodes_changed(self, _node: Object) -> None:
         """A node came, went or changed (a heartbeat too): the pods still waiting may fit now."""
         for key in self.pending:
@@ -201,9 +187,11 @@ class Scheduler:
         if pod is None or not needs_scheduling(pod) or key in self.assumed:
             return
         nodes = sorted(self.nodes.store.list(), key=lambda n: n["metadata"]["name"])
+        claims, problem = self.volumes.claims(pod)
         fit, reasons = [], []
         for node in nodes:
-            reason = why_not(pod, node, self._pods_on(node["metadata"]["name"]))
+            reason = problem or why_not(pod, node, self._pods_on(node["metadata"]["name"]))
+            reason = reason or self.volumes.why_not(claims, node)
             if reason is None:
                 fit.append(node["metadata"]["name"])
             else:
@@ -213,6 +201,8 @@ class Scheduler:
             self.queue.add_after(key, RETRY_UNSCHEDULABLE)
             return
         chosen = min(fit, key=lambda name: (self._pods_on(name), name))
+        if await self.volumes.wait_for_binding(claims, chosen):
+            return  # the claims' node is chosen; the pod is bound once they are (their update brings it back)
         await self._bind(pod, chosen)
 
     async def _bind(self, pod: Object, node: str) -> None:

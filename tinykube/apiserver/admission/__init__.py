@@ -1,7 +1,8 @@
 """Admission: the plugins that run on every create and update between defaulting and storage (see chain.py).
 
 `standard(registry)` is the chain tinykube's apiserver runs, in the order of kube-apiserver's recommended plugins:
-LimitRanger, ServiceAccount, Priority, ResourceQuota (last, so it charges what the others let through and no more).
+LimitRanger, ServiceAccount, DefaultStorageClass, StorageObjectInUseProtection, Priority, ResourceQuota (last, so
+it charges what the others let through and no more).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from tinykube.apiserver.admission.limitranger import LimitRanger
 from tinykube.apiserver.admission.priority import Priority
 from tinykube.apiserver.admission.resourcequota import ResourceQuota
 from tinykube.apiserver.admission.serviceaccount import ServiceAccount
+from tinykube.apiserver.admission.storage import DefaultStorageClass, StorageObjectInUseProtection
 from tinykube.apiserver.registry.generic import Registry
 
 __all__ = ["Chain", "Plugin", "forbidden", "standard"]
@@ -22,4 +24,14 @@ def standard(registry: Registry) -> Chain:
     limit_ranges = NamespaceIndex(registry.cache(builtin("", "v1", "limitranges")))
     priority_classes = registry.cache(builtin("scheduling.k8s.io", "v1", "priorityclasses"))
     accounts = ServiceAccount(registry.cache(builtin("", "v1", "serviceaccounts")))
-    return Chain([LimitRanger(limit_ranges), accounts, Priority(priority_classes), ResourceQuota(registry)])
+    storage_classes = registry.cache(builtin("storage.k8s.io", "v1", "storageclasses"))
+    return Chain(
+        [
+            LimitRanger(limit_ranges),
+            accounts,
+            DefaultStorageClass(storage_classes),
+            StorageObjectInUseProtection(),
+            Priority(priority_classes),
+            ResourceQuota(registry),
+        ]
+    )
