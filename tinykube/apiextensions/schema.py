@@ -24,11 +24,14 @@ upstream. At run time a call stops evaluating rules after one second of evaluati
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tinykube.api.errors import ErrorType, FieldError
-from tinykube.apiextensions import celrules, celscan, defaulting, embedded, listtype, openapi, pruning
+from tinykube.apiextensions import celscan, defaulting, embedded, listtype, openapi, pruning
 from tinykube.apiextensions.node import Node, compile_node
+
+if TYPE_CHECKING:  # the CEL engine is imported where a rule is first compiled or run (~0.14 s at start-up)
+    from tinykube.apiextensions import celrules
 
 STATIC_COST_LIMIT = 10_000_000  # per expression
 STATIC_CRD_COST_LIMIT = 100_000_000  # all the expressions of one schema
@@ -59,7 +62,11 @@ class Schema:
         root = compile_node(openapi_v3_schema)
         openapi.attach(root)
         _prune_defaults(root)
-        rules = celrules.build(root, root, resource=True) if root.needs_rules else None
+        rules = None
+        if root.needs_rules:
+            from tinykube.apiextensions import celrules
+
+            rules = celrules.build(root, root, resource=True)
         return cls(openapi_v3_schema, root, rules)
 
     # ---- decoding --------------------------------------------------------------------------------------------------
@@ -89,6 +96,8 @@ class Schema:
         """The `x-kubernetes-validations` rules (transition rules and ratcheting when `old` is given)."""
         if self.rules is None:
             return []
+        from tinykube.apiextensions import celrules
+
         errs: list[FieldError] = []
         ratchet = celrules.Ratchet(celrules.Correlation(obj, old, self.root)) if old is not None else celrules.Ratchet()
         celrules.evaluate(self.rules, obj, old, None, ratchet, celrules.Budget(), errs)
@@ -152,6 +161,8 @@ def _prune_defaults(node: Node) -> None:
 
 def default_value_errors(raw: dict[str, Any], value: Any, path: str) -> list[FieldError]:
     """A `default` (at field path `path`, e.g. `...properties[x].default`) against its schema and rules."""
+    from tinykube.apiextensions import celrules
+
     node = compile_node(raw)
     openapi.attach(node)
     run = openapi.Run(path)
@@ -295,6 +306,8 @@ def _compile_walk(
 def _rule_compile_errors(
     node: Node, path: str, cardinality: int | None, forbid_old: str | None, resource: bool, costs: _Costs
 ) -> list[FieldError]:
+    from tinykube.apiextensions import celrules
+
     errs: list[FieldError] = []
     times = cardinality if cardinality is not None else celscan.MAX_REQUEST_BYTES // (celscan.min_size(node) + 1)
     for i, rule in enumerate(node.rules):
