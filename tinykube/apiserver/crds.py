@@ -241,7 +241,13 @@ class CustomResources:
                 await self._status(
                     request, "True", "InstanceDeletionInProgress", "CustomResource deletion is in progress"
                 )
-                await self._delete_instances(definition)
+                while True:  # as upstream's finalizer requeues: delete what is left and wait again
+                    try:
+                        await self._delete_instances(definition)
+                        break
+                    except errors.Conflict as err:  # instances still there after the wait (their own finalizers)
+                        log.info("custom resource definition %s: cleanup: %s", name, err)
+                        await self._status(request, "True", "InstanceDeletionCheck", err.message)
                 await self._status(request, "False", "InstanceDeletionCompleted", "removed all instances")
             else:
                 await self._status(request, "False", "NeverEstablished", "resource was never established")
