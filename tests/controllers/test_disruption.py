@@ -8,14 +8,15 @@ import httpx
 
 from tests.conftest import RunningCluster, eventually
 from tests.controllers.conftest import controllers_cluster
-from tinykube.controllers.disruption import scaled
+from tinykube.controllers.intstr import scaled
 
 Object = dict[str, Any]
 MERGE = {"Content-Type": "application/merge-patch+json"}
 
 
-def test_budgets_scale_percentages_up() -> None:
-    assert [scaled("50%", 3), scaled("10%", 3), scaled(2, 3), scaled("x%", 3)] == [2, 1, 2, None]
+def test_counts_scale_percentages_up_or_down() -> None:
+    assert [scaled("50%", 3, round_up=True), scaled("10%", 3, round_up=True), scaled(2, 3, round_up=True)] == [2, 1, 2]
+    assert [scaled("50%", 3, round_up=False), scaled("10%", 3, round_up=False)] == [1, 0]
 
 
 cluster = controllers_cluster("--nodes", "2")

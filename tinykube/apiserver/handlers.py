@@ -126,6 +126,11 @@ def _legacy_bindings(path: str) -> str | None:
     return None
 
 
+def _created() -> Response:
+    """What upstream answers a Binding or an Eviction with: a Status, not the object, its code the create's 201."""
+    return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201)
+
+
 def _not_allowed() -> errors.MethodNotAllowed:
     return errors.MethodNotAllowed("the server does not allow this method on the requested resource")
 
@@ -339,19 +344,14 @@ class ResourceHandler:
         self._check_namespace(binding, target)
         name = target.name if target.resource is not BINDING else binding["metadata"].get("name", "")
         await bind(self.registry, target.namespace, name, binding, _dry_run(request))
-        # upstream answers a Status, not the Binding, with the create's 201 filled in as its code
-        return json_response(
-            {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201
-        )
+        return _created()
 
     async def _evict(self, request: Request, target: Target) -> Response:
         """POST of a policy/v1 Eviction to `pods/{name}/eviction` (what kubectl 1.32 sends; v1beta1 is refused)."""
         eviction = decode_object(await self._body(request), request.headers.get("content-type", JSON), EVICTION)
         self._check_namespace(eviction, target)
         await evict(self.registry, target.namespace, target.name, eviction, _dry_run(request))
-        return json_response(
-            {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201
-        )
+        return _created()
 
     async def _scale(self, request: Request, target: Target) -> Response:
         """`deployments/{name}/scale`, `replicasets/{name}/scale`: the parent's replicas as an autoscaling/v1 Scale."""

@@ -128,17 +128,17 @@ class RestClient:
 
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None:
-            self._session = aiohttp.ClientSession(
-                headers=self._headers, connector=aiohttp.TCPConnector(ssl=self._ssl), timeout=_TIMEOUT
-            )
+            self._session = self._new_session(limit=100)  # aiohttp's default
         return self._session
 
     def _watch_http(self) -> aiohttp.ClientSession:
         if self._watch_session is None:
-            self._watch_session = aiohttp.ClientSession(
-                headers=self._headers, connector=aiohttp.TCPConnector(ssl=self._ssl, limit=0), timeout=_TIMEOUT
-            )
+            self._watch_session = self._new_session(limit=0)  # no cap
         return self._watch_session
+
+    def _new_session(self, limit: int) -> aiohttp.ClientSession:
+        connector = aiohttp.TCPConnector(ssl=self._ssl, limit=limit)
+        return aiohttp.ClientSession(headers=self._headers, connector=connector, timeout=_TIMEOUT)
 
     async def close(self) -> None:
         for session in (self._session, self._watch_session):

@@ -23,7 +23,7 @@ from tinykube.api import errors
 from tinykube.api.meta import parse_time
 from tinykube.api.resources import builtin
 from tinykube.apiextensions.formats import parse_go_duration
-from tinykube.apiserver.registry.batch import ScheduleError, check_schedule
+from tinykube.apiserver.registry.batch import DESCRIPTORS, ScheduleError, check_schedule
 from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.workqueue import WorkQueue, run_workers
@@ -39,15 +39,6 @@ WORKERS = 5  # upstream's --concurrent-cron-job-syncs
 COMPONENT = "cronjob-controller"
 SCHEDULED_ANNOTATION = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 TOO_MANY_MISSED = 100
-_DESCRIPTORS = {
-    "@yearly": "0 0 1 1 *",
-    "@annually": "0 0 1 1 *",
-    "@monthly": "0 0 1 * *",
-    "@weekly": "0 0 * * 0",
-    "@daily": "0 0 * * *",
-    "@midnight": "0 0 * * *",
-    "@hourly": "0 * * * *",
-}
 
 
 class Schedule:
@@ -58,7 +49,7 @@ class Schedule:
         location, expression = check_schedule(str(spec.get("schedule", "")))
         self.zone = ZoneInfo(spec.get("timeZone") or location or "UTC")
         self.every = parse_go_duration(expression[len("@every ") :]) if expression.startswith("@every ") else None
-        self.expression = _DESCRIPTORS.get(expression, expression)
+        self.expression = DESCRIPTORS.get(expression, expression)
 
     def count(self, after: datetime, until: datetime, limit: int) -> int:
         """How many times it fired in (after, until], counted up to `limit`."""

@@ -22,6 +22,7 @@ from tinykube.api.resources import builtin
 from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.workqueue import WorkQueue, run_workers
+from tinykube.controllers.intstr import scaled
 from tinykube.controllers.manager import ControllerContext
 from tinykube.controllers.ownership import CONTROLLER_INDEX, claim, controller_of, controller_ref, controller_uid
 from tinykube.controllers.pods import pod_ready
@@ -303,14 +304,8 @@ def _surge_and_unavailable(ds: Object, desired: int) -> tuple[int, int]:
     """`maxSurge` (default 0) and `maxUnavailable` (default 1) against the number of nodes to run on, percentages
     rounded up (as upstream's for DaemonSets); both 0 means one unavailable."""
     rolling = ((ds["spec"].get("updateStrategy") or {}).get("rollingUpdate")) or {}
-
-    def scaled(value: Any) -> int:
-        text = str(value)
-        if text.endswith("%") and text[:-1].isdigit():
-            return -(-int(text[:-1]) * desired // 100)
-        return int(text) if text.isdigit() else 0
-
-    surge, unavailable = scaled(rolling.get("maxSurge", 0)), scaled(rolling.get("maxUnavailable", 1))
+    surge = scaled(rolling.get("maxSurge", 0), desired, round_up=True)
+    unavailable = scaled(rolling.get("maxUnavailable", 1), desired, round_up=True)
     if desired and surge == 0 and unavailable == 0:
         unavailable = 1
     return surge, unavailable

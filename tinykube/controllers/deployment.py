@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import copy
 import logging
-import math
 import time
 from typing import Any
 
@@ -29,6 +28,7 @@ from tinykube.api.resources import builtin
 from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.workqueue import WorkQueue, run_workers
+from tinykube.controllers.intstr import scaled
 from tinykube.controllers.manager import ControllerContext
 from tinykube.controllers.ownership import (
     CONTROLLER_INDEX,
@@ -80,21 +80,13 @@ def same_template(a: Object, b: Object) -> bool:
     return _without_hash(a) == _without_hash(b)
 
 
-def _scaled(value: Any, total: int, round_up: bool) -> int:
-    """An IntOrString (`2` or `"25%"`) against `total`."""
-    if isinstance(value, str) and value.endswith("%"):
-        share = total * int(value[:-1]) / 100
-        return math.ceil(share) if round_up else math.floor(share)
-    return int(value or 0)
-
-
 def surge_and_unavailable(deployment: Object) -> tuple[int, int]:
     """(maxSurge, maxUnavailable) in pods: surge rounds up, unavailability down, and both 0 means 1 unavailable."""
     spec = deployment.get("spec") or {}
     replicas = int(spec.get("replicas", 1))
     rolling = (spec.get("strategy") or {}).get("rollingUpdate") or {}
-    surge = _scaled(rolling.get("maxSurge", "25%"), replicas, True)
-    unavailable = _scaled(rolling.get("maxUnavailable", "25%"), replicas, False)
+    surge = scaled(rolling.get("maxSurge", "25%"), replicas, round_up=True)
+    unavailable = scaled(rolling.get("maxUnavailable", "25%"), replicas, round_up=False)
     if surge == 0 and unavailable == 0:
         unavailable = 1
     return surge, min(unavailable, replicas)

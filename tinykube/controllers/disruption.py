@@ -12,7 +12,6 @@ condition.
 from __future__ import annotations
 
 import asyncio
-import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,6 +20,7 @@ from tinykube.api.resources import ResourceInfo, builtin
 from tinykube.api.selectors import selector_from_label_selector
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.workqueue import WorkQueue, run_workers
+from tinykube.controllers.intstr import scaled
 from tinykube.controllers.manager import ControllerContext
 from tinykube.controllers.ownership import controller_of
 from tinykube.controllers.pods import pod_ready
@@ -37,14 +37,6 @@ SCALABLE: dict[str, ResourceInfo] = {
 }
 DELETION_TIMEOUT = timedelta(minutes=2)  # upstream's DeletionTimeout for pods recorded as disrupted
 WORKERS = 2
-
-
-def scaled(value: Any, total: int) -> int | None:
-    """An int-or-percentage as a pod count of `total`, a percentage rounded up (upstream's for budgets)."""
-    text = str(value)
-    if text.endswith("%"):
-        return math.ceil(int(text[:-1]) * total / 100) if text[:-1].isdigit() else None
-    return int(text) if text.lstrip("-").isdigit() else None
 
 
 class DisruptionController:
@@ -148,13 +140,13 @@ class DisruptionController:
         controllers cannot say (unmanaged pods with a percentage or `maxUnavailable`)."""
         min_available, max_unavailable = spec.get("minAvailable"), spec.get("maxUnavailable")
         if max_unavailable is None and (min_available is None or not str(min_available).endswith("%")):
-            return len(pods), int(scaled(min_available, len(pods)) or 0) if min_available is not None else 0
+            return len(pods), scaled(min_available, len(pods), round_up=True) if min_available is not None else 0
         expected = self._controllers_scale(pods)
         if expected is None:
             return None, 0
         if max_unavailable is not None:
-            return expected, max(expected - int(scaled(max_unavailable, expected) or 0), 0)
-        return expected, int(scaled(min_available, expected) or 0)
+            return expected, max(expected - scaled(max_unavailable, expected, round_up=True), 0)
+        return expected, scaled(min_available, expected, round_up=True)
 
     def _controllers_scale(self, pods: list[Object]) -> int | None:
         """The replicas of the controllers of `pods` (a ReplicaSet's Deployment's when it has one), each counted

@@ -215,7 +215,7 @@ class JobController:
         else:
             await self._resume(job)
             await self._manage(job, pods, active)
-        status["active"] = sum(1 for p in active if not p["metadata"].get("deletionTimestamp"))
+        status["active"] = len(active)
         status["ready"] = sum(1 for p in active if pod_ready(p))
         status["terminating"] = sum(1 for p in pods if p["metadata"].get("deletionTimestamp") and not _terminal(p))
         for field in ("active", "succeeded", "failed"):  # `omitempty` counts

@@ -24,6 +24,7 @@ from tinykube.api.resources import builtin
 from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.workqueue import WorkQueue, run_workers
+from tinykube.controllers.intstr import scaled
 from tinykube.controllers.manager import ControllerContext
 from tinykube.controllers.ownership import CONTROLLER_INDEX, claim, controller_of, controller_ref, controller_uid
 from tinykube.controllers.pods import pod_ready
@@ -374,8 +375,4 @@ def _retention(sts: Object, when: str) -> str:
 
 def _max_unavailable(value: Any, replicas: int) -> int:
     """`maxUnavailable` (a count or a percentage of the replicas, rounded down, at least 1; 1 when unset)."""
-    if value is None:
-        return 1
-    if isinstance(value, str) and value.endswith("%"):
-        return max(int(value[:-1]) * replicas // 100, 1)
-    return max(int(value), 1)
+    return max(scaled(value, replicas, round_up=False), 1) if value is not None else 1

@@ -41,6 +41,7 @@ CLASSES = builtin("storage.k8s.io", "v1", "storageclasses")
 PODS = builtin("", "v1", "pods")
 PROVISIONER = "tinykube.io/local-path"
 COMPONENT = "persistentvolume-controller"
+CLASS_INDEX = "pv:storage-class"
 WORKERS = 2
 STANDARD: Object = {
     "apiVersion": "storage.k8s.io/v1",
@@ -50,6 +51,11 @@ STANDARD: Object = {
     "reclaimPolicy": "Delete",
     "volumeBindingMode": "WaitForFirstConsumer",
 }
+
+
+def class_of(volume: Object) -> list[str]:
+    """Index: a volume's class ("" for none), so that a claim looks only at the volumes of its own."""
+    return [str((volume.get("spec") or {}).get("storageClassName") or "")]
 
 
 def _request(claim: Object) -> int:
@@ -101,6 +107,7 @@ class VolumeController:
         self.claims.add_handler(on_add=self._claim, on_update=lambda _o, new: self._claim(new), on_delete=self._claim)
         self.volumes.add_handler(on_add=self._volume, on_update=lambda _o, n: self._volume(n), on_delete=self._volume)
         self.pods.add_handler(on_update=lambda _old, new: self._pod(new), on_delete=self._pod_gone)
+        self.volumes.store.add_index(CLASS_INDEX, class_of)
         self.informers.start()
         await asyncio.gather(*(i.wait_synced() for i in (self.claims, self.volumes, self.classes, self.pods)))
         if self.root is not None and self.classes.store.get("standard") is None:
@@ -164,7 +171,8 @@ class VolumeController:
         node = (meta.get("annotations") or {}).get(SELECTED_NODE)
         if waiting and not node:
             return  # the scheduler names the node once a pod uses the claim
-        candidates = sorted((v for v in self.volumes.store.list() if fits(v, claim)), key=_capacity)
+        same_class = self.volumes.store.by_index(CLASS_INDEX, spec.get("storageClassName") or "")
+        candidates = sorted((v for v in same_class if fits(v, claim)), key=_capacity)
         if candidates:
             await self._bind(claim, candidates[0])
         elif klass is not None and klass.get("provisioner") == PROVISIONER and self.root is not None:

@@ -325,7 +325,16 @@ _FIELDS = (
     _Bounds(1, 12, ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")),
     _Bounds(0, 6, ("sun", "mon", "tue", "wed", "thu", "fri", "sat")),
 )
-_DESCRIPTORS = {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
+# robfig's descriptors and the schedules they stand for (the CronJob controller evaluates these)
+DESCRIPTORS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
 _GO_DURATION = re.compile(r"(\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 _GO_INT64_MAX = 2**63 - 1
 
@@ -380,7 +389,7 @@ def _check_range(expr: str, bounds: _Bounds) -> str:
 
 
 def _check_descriptor(spec: str) -> None:
-    if spec in _DESCRIPTORS:
+    if spec in DESCRIPTORS:
         return
     if spec.startswith("@every "):
         _check_go_duration(spec, spec[len("@every ") :])
