@@ -141,3 +141,22 @@ def test_a_static_volume_binds_by_class_size_and_modes(client: httpx.Client, ns:
         )
     finally:
         client.delete(f"{CORE}/persistentvolumes/{name}")
+
+
+def test_a_claim_binds_to_a_volume_made_after_it(client: httpx.Client, ns: str) -> None:
+    """The claim is synced first and finds nothing; the volume, once Available, brings it back."""
+    name = f"later-{ns}"[:63]
+    post(client, f"{CORE}/namespaces/{ns}/persistentvolumeclaims", claim("early", storageClassName=f"slow-{ns}"))
+    volume = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": f"slow-{ns}",
+                 "hostPath": {"path": "/tmp/unused"}, "persistentVolumeReclaimPolicy": "Retain"},
+    }  # fmt: skip
+    post(client, f"{CORE}/persistentvolumes", volume)
+    try:
+        path = f"{CORE}/namespaces/{ns}/persistentvolumeclaims/early"
+        eventually(lambda: get(client, path)["status"].get("phase") == "Bound", what="bound to the later volume")
+    finally:
+        client.delete(f"{CORE}/persistentvolumes/{name}")

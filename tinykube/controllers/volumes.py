@@ -53,9 +53,10 @@ STANDARD: Object = {
 }
 
 
-def class_of(volume: Object) -> list[str]:
-    """Index: a volume's class ("" for none), so that a claim looks only at the volumes of its own."""
-    return [str((volume.get("spec") or {}).get("storageClassName") or "")]
+def class_of(obj: Object) -> list[str]:
+    """Index: a volume's or a claim's class ("" for none), so that a claim looks only at the volumes of its own,
+    and a volume that becomes Available only at the claims of its own."""
+    return [str((obj.get("spec") or {}).get("storageClassName") or "")]
 
 
 def _request(claim: Object) -> int:
@@ -108,6 +109,7 @@ class VolumeController:
         self.volumes.add_handler(on_add=self._volume, on_update=lambda _o, n: self._volume(n), on_delete=self._volume)
         self.pods.add_handler(on_update=lambda _old, new: self._pod(new), on_delete=self._pod_gone)
         self.volumes.store.add_index(CLASS_INDEX, class_of)
+        self.claims.store.add_index(CLASS_INDEX, class_of)
         self.informers.start()
         await asyncio.gather(*(i.wait_synced() for i in (self.claims, self.volumes, self.classes, self.pods)))
         if self.root is not None and self.classes.store.get("standard") is None:
@@ -128,6 +130,10 @@ class VolumeController:
         ref = (volume.get("spec") or {}).get("claimRef") or {}
         if ref.get("name"):
             self.queue.add(f"claim:{ref.get('namespace')}/{ref['name']}")
+        elif (volume.get("status") or {}).get("phase") == "Available":  # it may fit a claim that waits
+            for claim in self.claims.store.by_index(CLASS_INDEX, class_of(volume)[0]):
+                if (claim.get("status") or {}).get("phase") != "Bound":
+                    self.queue.add("claim:" + object_key(claim))
 
     def _pod_gone(self, pod: Object) -> None:
         for name in claims_of(pod):
