@@ -66,6 +66,8 @@ def _up(args: argparse.Namespace) -> int:
         return _fail(f"--proxy-mode {args.proxy_mode} programs node namespaces: it needs --dataplane netns")
     if args.repair_interval <= 0:
         return _fail(f"--repair-interval must be positive, not {args.repair_interval}")
+    if args.metric_resolution <= 0:
+        return _fail("--metric-resolution must be positive")
     if args.event_ttl < 1:
         return _fail(f"--event-ttl must be at least 1 second, not {args.event_ttl}")
     if not 1 <= args.etcd_members <= 7:
@@ -77,6 +79,7 @@ def _up(args: argparse.Namespace) -> int:
     try:
         limits = cli_flags.limits(args)
         election = _election(args, identity="")  # `up` keeps its identity in the data dir
+        settings = cli_flags.controller_settings(args)
     except ValueError as err:
         return _fail(str(err))
     # etcd first, and the apiserver's modules while it elects itself (upetcd.py)
@@ -115,6 +118,8 @@ def _up(args: argparse.Namespace) -> int:
         leader_election=election,
         dns=dns,
         cluster_cidr=args.cluster_cidr,
+        controller_settings=settings,
+        metric_resolution=args.metric_resolution,
         nodes=args.nodes,
         dataplane=args.dataplane,
         proxy_mode=args.proxy_mode or (DEFAULT_MODE if args.dataplane == "netns" else ""),
@@ -248,7 +253,7 @@ def _with_client(args: argparse.Namespace, what: str, serve: Callable[[RestClien
 def _controllers(args: argparse.Namespace) -> int:
     from tinykube.client.leaderelection import LeadershipLost
     from tinykube.controllers.leader import new_identity, run_elected_controllers
-    from tinykube.controllers.manager import run_controllers
+    from tinykube.controllers.manager import ControllerSettings, run_controllers
     from tinykube.controllers.nodeipam import CidrAllocator
 
     _logging(args.verbose)
@@ -262,15 +267,16 @@ def _controllers(args: argparse.Namespace) -> int:
         return _fail(f"--cluster-cidr: {err}")
     try:
         election = _election(args, new_identity())
+        settings = ControllerSettings(**cli_flags.controller_settings(args))
     except ValueError as err:
         return _fail(str(err))
 
     async def serve(client: RestClient) -> None:
         if election is None:
-            await run_controllers(client, names, cluster_cidr=args.cluster_cidr)
+            await run_controllers(client, names, settings=settings)
             return
         try:
-            await run_elected_controllers(client, names, election, step_down=False, cluster_cidr=args.cluster_cidr)
+            await run_elected_controllers(client, names, election, step_down=False, settings=settings)
         except LeadershipLost as err:  # as kube-controller-manager: its supervisor starts a fresh one
             raise SystemExit(f"tinykube: leaderelection lost ({err})") from None
 

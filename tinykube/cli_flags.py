@@ -98,9 +98,18 @@ def _up_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="SECONDS",
         help="how long an Event is kept after its last change (default: 3600, upstream's 1h)",
     )
+    up.add_argument(
+        "--metric-resolution",
+        type=go_duration,
+        default=go_duration("15s"),
+        metavar="DURATION",
+        help="how often the node agents' resource metrics are scraped for metrics.k8s.io and `kubectl top` "
+        "(default: 15s, as metrics-server's)",
+    )
     _limits_arguments(up)
     _controllers_argument(up)
     _leader_election_arguments(up)
+    _autoscaler_arguments(up)
     up.add_argument(
         "--nodes",
         type=int,
@@ -216,6 +225,47 @@ def _leader_election_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _autoscaler_arguments(parser: argparse.ArgumentParser) -> None:
+    """kube-controller-manager's HorizontalPodAutoscaler flags, with its defaults."""
+    for flag, default, what in (
+        ("sync-period", "15s", "how often each HorizontalPodAutoscaler is reconciled"),
+        ("downscale-stabilization", "5m0s", "how far back the highest recommendation holds a scale-down off"),
+        ("cpu-initialization-period", "5m0s", "after a pod starts, how long its CPU samples may be skipped"),
+        ("initial-readiness-delay", "30s", "after a pod starts, how long its readiness changes are taken as initial"),
+    ):
+        parser.add_argument(
+            f"--horizontal-pod-autoscaler-{flag}",
+            type=go_duration,
+            default=go_duration(default),
+            metavar="DURATION",
+            help=f"{what} (default: {default})",
+        )
+    parser.add_argument(
+        "--horizontal-pod-autoscaler-tolerance",
+        type=float,
+        default=0.1,
+        metavar="RATIO",
+        help="how far from 1 the ratio of the metric to its target must be to scale (default: 0.1)",
+    )
+
+
+def controller_settings(args: argparse.Namespace, **more: Any) -> dict[str, Any]:
+    """The controllers' flags as `ControllerSettings` fields (tinykube.controllers.manager); raises ValueError."""
+    if args.horizontal_pod_autoscaler_sync_period <= 0:
+        raise ValueError("--horizontal-pod-autoscaler-sync-period must be positive")
+    if args.horizontal_pod_autoscaler_tolerance < 0:
+        raise ValueError("--horizontal-pod-autoscaler-tolerance must not be negative")
+    return {
+        "cluster_cidr": args.cluster_cidr,
+        "hpa_sync_period": args.horizontal_pod_autoscaler_sync_period,
+        "hpa_downscale_stabilization": args.horizontal_pod_autoscaler_downscale_stabilization,
+        "hpa_tolerance": args.horizontal_pod_autoscaler_tolerance,
+        "hpa_cpu_initialization_period": args.horizontal_pod_autoscaler_cpu_initialization_period,
+        "hpa_initial_readiness_delay": args.horizontal_pod_autoscaler_initial_readiness_delay,
+        **more,
+    }
+
+
 def election_settings(args: argparse.Namespace) -> dict[str, Any] | None:
     """The leader-election flags as `ElectionConfig` fields (tinykube.client.leaderelection); None when off."""
     if not args.leader_elect:
@@ -310,6 +360,7 @@ def _controllers_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     ctl.add_argument("--context", help="kubeconfig context (default: its current context)")
     _controllers_argument(ctl)
     _leader_election_arguments(ctl)
+    _autoscaler_arguments(ctl)
     ctl.add_argument(
         "--cluster-cidr",
         default=CLUSTER_CIDR,

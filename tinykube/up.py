@@ -34,6 +34,7 @@ from tinykube.apiserver.app import (
 )
 from tinykube.apiserver.componentstatus import Health
 from tinykube.apiserver.limits import Limits, limited_protocol, raise_fd_limit
+from tinykube.apiserver.metricsserver import DEFAULT_RESOLUTION
 from tinykube.apiserver.pki import ensure_pki, ensure_service_account_key
 from tinykube.apiserver.upgrade import WebSocketProtocol
 from tinykube.client.informer import SharedInformers
@@ -41,7 +42,7 @@ from tinykube.client.kubeconfig import Credentials, merge_kubeconfig, write_kube
 from tinykube.client.leaderelection import ElectionConfig
 from tinykube.client.rest import RestClient
 from tinykube.controllers.leader import lasting_identity, run_elected_controllers
-from tinykube.controllers.manager import known_controllers, run_controllers
+from tinykube.controllers.manager import ControllerSettings, known_controllers, run_controllers
 from tinykube.dns.options import DnsOptions, host_resolver_hint
 from tinykube.dns.run import DnsService
 from tinykube.gcpause import tune_gc_for_caches
@@ -96,6 +97,8 @@ class UpOptions:
     leader_election: ElectionConfig | None = field(default_factory=ElectionConfig)  # None: --leader-elect=false
     dns: DnsOptions | None = field(default_factory=DnsOptions)  # None: no DNS server
     cluster_cidr: str = CLUSTER_CIDR
+    controller_settings: dict[str, Any] = field(default_factory=dict)  # ControllerSettings fields beyond the defaults
+    metric_resolution: float = DEFAULT_RESOLUTION  # how often the node agents' resource metrics are scraped
     nodes: int = 1  # node agents, named node-1, node-2, ...
     dataplane: str = "none"  # none: simulated pods; netns: pods are network namespaces running processes (root)
     proxy_mode: str = ""  # "": no proxy (simulated dataplane); nftables, iptables or userspace
@@ -175,6 +178,7 @@ class Cluster:
             opts.event_ttl,
             opts.limits,
             service_account_key_file=await sa_key,
+            metric_resolution=opts.metric_resolution,
         )
         apiserver = ApiServer(config)
         self._register_health(apiserver)
@@ -245,14 +249,11 @@ class Cluster:
         """The controllers, under leader election unless it is off or there are none to run."""
         opts, client = self.opts, self.client
         assert client is not None
+        settings = ControllerSettings(
+            **{"cluster_cidr": opts.cluster_cidr, **opts.controller_settings, "volumes_dir": opts.dir / "volumes"}
+        )
         if opts.leader_election is None or not opts.controllers:
-            return run_controllers(
-                client,
-                opts.controllers,
-                cluster_cidr=opts.cluster_cidr,
-                informers=self.informers,
-                volumes_dir=opts.dir / "volumes",
-            )
+            return run_controllers(client, opts.controllers, settings=settings, informers=self.informers)
         election = opts.leader_election
         if not election.identity:
             election = replace(election, identity=lasting_identity(opts.dir / "controller-manager-id"))
@@ -261,9 +262,8 @@ class Cluster:
             opts.controllers,
             election,
             step_down=True,  # exiting, as kube-controller-manager does, would stop the whole cluster
-            cluster_cidr=opts.cluster_cidr,
+            settings=settings,
             informers=self.informers,
-            volumes_dir=opts.dir / "volumes",
         )
 
     async def _start_sandbox(self) -> None:

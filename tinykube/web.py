@@ -57,3 +57,20 @@ async def _send(writer: asyncio.StreamWriter, code: int, content_type: str, body
             await writer.drain()
     writer.write(b"0\r\n\r\n")
     await writer.drain()
+
+
+async def fetch(host: str, port: int, path: str, timeout: float, limit: int = 64 << 20) -> tuple[int, bytes]:
+    """GET `path` from a server of this module's kind (one request per connection, a Content-Length body):
+    (status, body). Raises OSError, TimeoutError, or ValueError for an answer it cannot read."""
+    async with asyncio.timeout(timeout):
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode())
+            head = await reader.readuntil(b"\r\n\r\n")
+            status_line, *fields = head.decode("latin-1").split("\r\n")
+            length = next((f.split(":", 1)[1] for f in fields if f.lower().startswith("content-length:")), "")
+            if not length.strip().isdigit() or int(length) > limit:
+                raise ValueError(f"no usable Content-Length in the answer to GET {path}")
+            return int(status_line.split(" ")[1]), await reader.readexactly(int(length))
+        finally:
+            writer.close()

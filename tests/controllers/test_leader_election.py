@@ -308,7 +308,7 @@ def test_up_s_controllers_step_down_and_campaign_again(bare: RunningCluster, api
         informers = SharedInformers(watcher)
         services = informers.informer(builtin("", "v1", "services"))
         elected = run_elected_controllers(
-            client, ["endpoints"], config, step_down=True, cluster_cidr=CLUSTER_CIDR, informers=informers
+            client, ["endpoints"], config, step_down=True, informers=informers
         )
         task = asyncio.create_task(elected)
 

@@ -172,6 +172,9 @@ RESOURCES: tuple[ResourceInfo, ...] = (
     _r("storage.k8s.io/v1", "CSIStorageCapacity", "csistoragecapacities", NS),
     _r("storage.k8s.io/v1", "StorageClass", "storageclasses", CLUSTER, "sc"),
     _r("storage.k8s.io/v1", "VolumeAttachment", "volumeattachments", CLUSTER, sub="status"),
+    # answered per request from the node agents' samples, as metrics-server's aggregated API (listed last, as that)
+    _r("metrics.k8s.io/v1beta1", "NodeMetrics", "nodes", CLUSTER, verbs=READ_ONLY),
+    _r("metrics.k8s.io/v1beta1", "PodMetrics", "pods", NS, verbs=READ_ONLY),
 )  # fmt: skip
 STORED: tuple[ResourceInfo, ...] = tuple(r for r in RESOURCES if r.stored)
 

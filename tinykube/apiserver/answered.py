@@ -1,6 +1,7 @@
-"""The resources answered per request rather than stored: the six reviews (create only), componentstatuses (read
-only) and the `serviceaccounts/{name}/token` subresource. This is their HTTP side — verbs, bodies, rendering —
-over the HTTP-free modules that compute the answers (`reviews`, `componentstatus`, `tokenrequest`).
+"""The resources answered per request rather than stored: the six reviews (create only), componentstatuses and the
+`metrics.k8s.io` PodMetrics and NodeMetrics (read only) and the `serviceaccounts/{name}/token` subresource. This is
+their HTTP side — verbs, bodies, rendering — over the HTTP-free modules that compute the answers (`reviews`,
+`componentstatus`, `metricsserver`, `tokenrequest`).
 
 Verbs a resource does not serve are refused as upstream's router refuses them: 405 where upstream registers the
 path for another verb (a review's collection, `token` of a ServiceAccount), 404 where it registers no such path (a
@@ -22,6 +23,7 @@ from tinykube.apiserver.componentstatus import DEPRECATION, ComponentStatuses
 from tinykube.apiserver.fieldvalidation import body_source, check_types
 from tinykube.apiserver.handlers import json_response
 from tinykube.apiserver.identity import user_of
+from tinykube.apiserver.metricsserver import MetricsServer
 from tinykube.apiserver.negotiation import MAX_BODY, decode_object, partial_metadata, rendering
 from tinykube.apiserver.printers import table
 from tinykube.apiserver.registry import Registry
@@ -45,12 +47,14 @@ class Answered:
         authenticator: TokenAuthenticator,
         tokens: ServiceAccountTokens,
         components: ComponentStatuses,
+        resource_metrics: MetricsServer,
     ) -> None:
         self.registry = registry
         self.authorizer = authorizer
         self.authenticator = authenticator
         self.tokens = tokens
         self.components = components
+        self.resource_metrics = resource_metrics
 
     @staticmethod
     def handles(resource: ResourceInfo, subresource: str) -> bool:
@@ -67,6 +71,8 @@ class Answered:
             return json_response(create_token(self.registry, self.tokens, namespace, name, req), 201)
         if resource.plural == "componentstatuses":
             return await self._component_statuses(request, resource, name)
+        if resource.group == "metrics.k8s.io":
+            return self._resource_metrics(request, resource, namespace, name)
         if name or (resource.namespaced and not namespace):
             raise errors.resource_not_found()
         if request.method != "POST":
@@ -99,6 +105,22 @@ class Answered:
         if source is not None:
             await check_types(resource, obj, source)
         return obj
+
+    def _resource_metrics(self, request: Request, resource: ResourceInfo, namespace: str, name: str) -> Response:
+        if request.method != "GET":
+            raise _not_allowed()
+        params = request.query_params
+        if params.get("watch") in ("true", "1"):
+            raise errors.MethodNotAllowed(f'watch is not supported on resources of kind "{resource.plural}"')
+        body = self.resource_metrics.answer(resource, namespace, name, dict(params))
+        view = rendering(request.headers.get("accept", ""), params.get("includeObject"))
+        if view.table:
+            body = table(resource, body["items"] if not name else [body], include_object=view.include_object)
+        elif view.metadata_only:
+            items = [partial_metadata(i) for i in ([body] if name else body["items"])]
+            body = items[0] if name else {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+                                          "metadata": {}, "items": items}  # fmt: skip
+        return json_response(body)
 
     async def _component_statuses(self, request: Request, resource: ResourceInfo, name: str) -> Response:
         if request.method != "GET":

@@ -43,6 +43,7 @@ from tinykube.apiserver.events import EventRecorder
 from tinykube.apiserver.handlers import ResourceHandler, json_response, raw_json_response
 from tinykube.apiserver.limits import Limits, RequestLimits
 from tinykube.apiserver.metrics import Metrics
+from tinykube.apiserver.metricsserver import DEFAULT_RESOLUTION, MetricsServer
 from tinykube.apiserver.pki import load_service_account_key
 from tinykube.apiserver.podlogs import PodLogs
 from tinykube.apiserver.registry import Registry, strategies
@@ -76,6 +77,7 @@ class ApiServerConfig:
     # --service-account-signing-key-file; None: a key of this process only (its tokens die with it)
     service_account_key_file: Path | None = None
     service_account_issuer: str = ISSUER  # also the API audience, as upstream's --api-audiences defaults to it
+    metric_resolution: float = DEFAULT_RESOLUTION  # how often the node agents' resource metrics are scraped
 
     @property
     def api_port(self) -> int:
@@ -108,6 +110,7 @@ class ApiServer:
         self._pending_load_balancers: asyncio.Task[None] | None = None
         self.metrics = Metrics()
         self.pod_logs = PodLogs(self.registry)
+        self.resource_metrics = MetricsServer(self.registry, config.metric_resolution)
         issuer = config.service_account_issuer
         self.tokens = ServiceAccountTokens(
             self._service_account_key(), self._cached_object, issuer=issuer, audiences=(issuer,)
@@ -131,6 +134,7 @@ class ApiServer:
         tasks = [
             asyncio.create_task(self._compact_forever(), name="compactor"),
             asyncio.create_task(self._repair_forever(), name="allocation-repair"),
+            asyncio.create_task(self.resource_metrics.run(), name="metrics-server"),
         ]
         self.ready.set()
         try:
@@ -215,6 +219,7 @@ class ApiServer:
             authenticator=self.authenticator,
             tokens=self.tokens,
             components=self.components,
+            resource_metrics=self.resource_metrics,
         )
         resources = ResourceHandler(self.registry, self.pod_logs, answered)
         counted = self.metrics.counting(resources)

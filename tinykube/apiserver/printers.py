@@ -1084,7 +1084,8 @@ def table(
     if resource.custom is not None:  # a CRD's additionalPrinterColumns
         printer: Printer = resource.custom.versions[resource.version].printer
     else:
-        printer = all_printers().get(resource.plural, DEFAULT_PRINTER)
+        printers = all_printers()  # a group's own printer first, where its plural is also a core one's
+        printer = printers.get(f"{resource.plural}.{resource.group}") or printers.get(resource.plural, DEFAULT_PRINTER)
 
     rows: list[dict[str, Any]] = []
     for obj in objects:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tinykube.client.leaderelection import ElectionConfig, LeaderElector, LeadershipLost
-from tinykube.controllers.manager import run_controllers
+from tinykube.controllers.manager import ControllerSettings, run_controllers
 
 if TYPE_CHECKING:
     from tinykube.client.informer import SharedInformers
@@ -47,9 +47,8 @@ async def run_elected_controllers(
     election: ElectionConfig,
     *,
     step_down: bool,
-    cluster_cidr: str,
+    settings: ControllerSettings | None = None,
     informers: SharedInformers | None = None,
-    volumes_dir: Path | None = None,
 ) -> None:
     """Run the named controllers whenever this process holds the Lease, until cancelled (the Lease is then
     released). On a lost Lease: campaign again if `step_down`, else raise LeadershipLost."""
@@ -57,7 +56,7 @@ async def run_elected_controllers(
 
     async def term() -> None:
         log.info("%s leads: starting controllers %s", election.identity, ", ".join(names))
-        await run_controllers(client, names, cluster_cidr=cluster_cidr, informers=informers, volumes_dir=volumes_dir)
+        await run_controllers(client, names, settings=settings, informers=informers)
 
     while True:
         try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -19,12 +19,24 @@ if TYPE_CHECKING:  # the command line lists the controllers without loading the 
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class ControllerSettings:
+    """kube-controller-manager's flags that tinykube has (beyond `--controllers`), with their defaults."""
+
+    cluster_cidr: str = CLUSTER_CIDR  # the pod network the node IPAM controller cuts into per-node /24s
+    volumes_dir: Path | None = None  # where the local-path provisioner makes volumes (None: it provisions none)
+    hpa_sync_period: float = 15.0  # --horizontal-pod-autoscaler-sync-period
+    hpa_downscale_stabilization: float = 300.0  # --horizontal-pod-autoscaler-downscale-stabilization
+    hpa_tolerance: float = 0.1  # --horizontal-pod-autoscaler-tolerance
+    hpa_cpu_initialization_period: float = 300.0  # --horizontal-pod-autoscaler-cpu-initialization-period
+    hpa_initial_readiness_delay: float = 30.0  # --horizontal-pod-autoscaler-initial-readiness-delay
+
+
 @dataclass
 class ControllerContext:
     client: RestClient
     informers: SharedInformers
-    cluster_cidr: str = CLUSTER_CIDR  # the pod network the node IPAM controller cuts into per-node /24s
-    volumes_dir: Path | None = None  # where the local-path provisioner makes volumes (None: it provisions none)
+    settings: ControllerSettings = field(default_factory=ControllerSettings)
 
 
 class Controller(Protocol):
@@ -50,6 +62,7 @@ def _factories() -> dict[str, Factory]:
     from tinykube.controllers.job import JobController
     from tinykube.controllers.namespace import NamespaceController
     from tinykube.controllers.nodeipam import NodeIpamController
+    from tinykube.controllers.podautoscaler import HorizontalPodAutoscalerController
     from tinykube.controllers.replicaset import REPLICATION_CONTROLLERS, ReplicaSetController
     from tinykube.controllers.resourcequota import ResourceQuotaController
     from tinykube.controllers.scheduler import Scheduler
@@ -63,7 +76,7 @@ def _factories() -> dict[str, Factory]:
         "endpoints": EndpointsController,
         "endpointslice": EndpointSliceController,
         "endpointslicemirroring": EndpointSliceMirroringController,
-        "nodeipam": lambda ctx: NodeIpamController(ctx, ctx.cluster_cidr),
+        "nodeipam": lambda ctx: NodeIpamController(ctx, ctx.settings.cluster_cidr),
         "replicaset": ReplicaSetController,
         "replicationcontroller": lambda ctx: ReplicaSetController(ctx, resource=REPLICATION_CONTROLLERS),
         "resourcequota": ResourceQuotaController,
@@ -75,6 +88,7 @@ def _factories() -> dict[str, Factory]:
         "ttl-after-finished": TtlAfterFinishedController,
         "garbagecollector": GarbageCollector,
         "disruption": DisruptionController,
+        "horizontalpodautoscaling": HorizontalPodAutoscalerController,
         "persistentvolume": VolumeController,
         "scheduler": Scheduler,
         "serviceaccount": ServiceAccountsController,
@@ -109,9 +123,8 @@ async def run_controllers(
     client: RestClient,
     names: list[str],
     *,
-    cluster_cidr: str = CLUSTER_CIDR,
+    settings: ControllerSettings | None = None,
     informers: SharedInformers | None = None,
-    volumes_dir: Path | None = None,
 ) -> None:
     """Run the named controllers until cancelled, on `informers` if given (their owner stops them, and they may be
     run on again: the controllers' handlers leave with them)."""
@@ -119,7 +132,7 @@ async def run_controllers(
 
     owned = informers is None
     informers = informers or SharedInformers(client)
-    ctx = ControllerContext(client, informers, cluster_cidr, volumes_dir)
+    ctx = ControllerContext(client, informers, settings or ControllerSettings())
     factories = _factories()
     with HandlerScope() as handlers:  # the tasks inherit it: what they register is theirs
         tasks = [asyncio.create_task(factories[name](ctx).run(), name=f"{name}-controller") for name in names]

@@ -96,7 +96,7 @@ class VolumeController:
     def __init__(self, ctx: ControllerContext, workers: int = WORKERS) -> None:
         self.client = ctx.client
         self.informers = ctx.informers
-        self.root = ctx.volumes_dir
+        self.root = ctx.settings.volumes_dir
         self.claims: Informer = ctx.informers.informer(CLAIMS)
         self.volumes: Informer = ctx.informers.informer(VOLUMES)
         self.classes: Informer = ctx.informers.informer(CLASSES)

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,8 @@ from tinykube.client.rest import RestClient, TransportError
 from tinykube.client.workqueue import WorkQueue, run_workers
 from tinykube.node.kubelet_server import ENDPOINT_ANNOTATION, KubeletServer
 from tinykube.node.lease import LEASE_DURATION, NodeLease
+from tinykube.node.resource_metrics import ContainerUsage, NodeCpu
+from tinykube.node.resource_metrics import render as render_resource_metrics
 from tinykube.node.runtime import NoFreeAddress, PodAddresses, Runtime
 from tinykube.node.status import CONDITION_ORDER, PodState, pod_status
 
@@ -139,7 +142,8 @@ class NodeAgent:
         self.config = config
         self.make_runtime = make_runtime
         self.runtime: Runtime | None = None
-        self.kubelet = KubeletServer(self._logs)
+        self.kubelet = KubeletServer(self._logs, self._resource_metrics)
+        self.node_cpu = NodeCpu()
         self.pods = Informer(client, PODS, field_selector=f"spec.nodeName={config.name}")
         self.queue: WorkQueue[str] = WorkQueue()
         self.addresses: PodAddresses | None = None
@@ -249,6 +253,19 @@ class NodeAgent:
         if self.runtime is None or key not in self.started_at:
             raise errors.NotFound(f'pod "{key}" not found on node {self.config.name}')
         return self.runtime.logs(key, container, **options)
+
+    def _resource_metrics(self) -> bytes:
+        """`/metrics/resource`: the running containers' usage as the runtime measures it, and the node's."""
+        pods: dict[tuple[str, str], dict[str, ContainerUsage]] = {}
+        for key in list(self.started_at):
+            pod = self.pods.store.get(key)
+            if pod is None or self.runtime is None:
+                continue
+            usage = self.runtime.usage(key, pod)
+            if usage:
+                pods[(pod["metadata"]["namespace"], pod["metadata"]["name"])] = usage
+        memory = sum(u.memory_bytes for containers in pods.values() for u in containers.values())
+        return render_resource_metrics(pods, self.node_cpu.advance(pods), memory, time.time())
 
     async def sync(self, key: str) -> None:
         assert self.addresses is not None and self.runtime is not None

@@ -103,6 +103,7 @@ class Container:
     previous_log: Path | None = None
     run_over: asyncio.Event = field(default_factory=asyncio.Event)  # the current log gets no more lines
     first_start: asyncio.Event = field(default_factory=asyncio.Event)
+    cpu_seconds: float = 0.0  # the most the current run's processes were seen to have used (a counter never falls)
 
     @property
     def name(self) -> str:
@@ -113,6 +114,7 @@ class Container:
 
     def ended(self, record: Object) -> None:
         self.running_since, self.ready, self.process, self.pid, self.started = "", False, None, 0, 0
+        self.cpu_seconds = 0.0
         self.before, self.finished = self.finished, record
         self.wait("ContainerCreating")  # until it restarts or is found done
 

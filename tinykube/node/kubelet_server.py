@@ -1,5 +1,6 @@
 """The part of the kubelet's HTTP API the apiserver uses: `GET /containerLogs/{namespace}/{pod}/{container}` (what
-`kubectl logs` reaches through `pods/log`), plus `/healthz`. Plain HTTP on a loopback port; the Node advertises
+`kubectl logs` reaches through `pods/log`), `GET /metrics/resource` (what the metrics server scrapes), plus
+`/healthz`. Plain HTTP on a loopback port; the Node advertises
 it in its `tinykube.io/kubelet-endpoint` annotation.
 
 Served by `tinykube.web` (one request per connection; a followed log is sent chunked as it grows).
@@ -55,8 +56,9 @@ def log_options(query: dict[str, list[str]]) -> dict[str, object]:
 
 
 class KubeletServer:
-    def __init__(self, logs: Logs) -> None:
+    def __init__(self, logs: Logs, resource_metrics: Callable[[], bytes]) -> None:
         self.logs = logs
+        self.resource_metrics = resource_metrics
         self._server: asyncio.Server | None = None
         self.port = 0
 
@@ -73,6 +75,8 @@ class KubeletServer:
         parts = path.strip("/").split("/")
         if path == "/healthz":
             return 200, text, b"ok"
+        if path == "/metrics/resource":
+            return 200, "text/plain; version=0.0.4; charset=utf-8", self.resource_metrics()
         if len(parts) != 4 or parts[0] != "containerLogs":
             return 404, text, b"404 page not found\n"
         _, namespace, pod, container = parts

@@ -32,18 +32,20 @@ import logging
 import os
 import shutil
 import signal
+import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from tinykube.api import errors
-from tinykube.api.meta import now
+from tinykube.api.meta import now, parse_time
 from tinykube.kubelet_env.envvars import container_environment, expand
 from tinykube.node import adoption, container_logs, images, netns, sandbox
 from tinykube.node.adoption import Adopted
 from tinykube.node.containers import Backoff, Container, Pod, back_off_message, pod_phase, should_restart
 from tinykube.node.probes import Outcome, ProbeResults, ProbeSpec, Target, run_prober
+from tinykube.node.resource_metrics import ContainerUsage
 from tinykube.node.status import ContainerState
 
 log = logging.getLogger(__name__)
@@ -54,6 +56,9 @@ START_ERROR_AT = "1970-01-01T00:00:00Z"  # upstream's startedAt of a container t
 PULL_FAILED, PULL_BACKOFF = "ErrImagePull", "ImagePullBackOff"
 WAITING_LOGS = {PULL_FAILED: "image can't be pulled", PULL_BACKOFF: "trying and failing to pull image"}  # upstream's
 PIPE_SIZE = 1 << 20  # a container's output pipes: what it may write while no agent reads (fs.pipe-max-size default)
+USAGE_FRESHNESS = 0.5  # seconds one scan of /proc serves every pod's usage (a scrape asks for each pod in turn)
+_TICKS = os.sysconf("SC_CLK_TCK")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
 RESTARTABLE = ("ContainerCreating", "CrashLoopBackOff", "RunContainerError")  # waiting after a run that ended
 
 
@@ -103,6 +108,7 @@ class NetnsRuntime:
         self.cluster_domain = cluster_domain
         self.backoff = backoff
         self.pods: dict[str, Pod] = {}
+        self._groups: tuple[float, dict[int, tuple[float, int]]] = (0.0, {})  # (scanned at, epoch s; group_usage())
 
     # The Runtime protocol
 
@@ -146,6 +152,25 @@ class NetnsRuntime:
         """The pod phase the agent should report (Pending, Running, Succeeded, Failed)."""
         policy = str((pod.get("spec") or {}).get("restartPolicy") or "Always")
         return pod_phase(self.containers(key, pod), policy)
+
+    def usage(self, key: str, pod: Object) -> dict[str, ContainerUsage]:
+        """What each running container's process group uses: CPU time (with that of the children its processes
+        reaped) and resident memory, read from /proc."""
+        run = self.pods.get(key)
+        if run is None:
+            return {}
+        if time.time() - self._groups[0] > USAGE_FRESHNESS:
+            self._groups = (time.time(), group_usage())
+        scanned, groups = self._groups
+        found = {}
+        for c in run.containers.values():
+            started = parse_time(c.running_since) if c.pid and c.running_since else None
+            if started is None:
+                continue
+            cpu, memory = groups.get(c.pid, (0.0, 0))
+            c.cpu_seconds = max(c.cpu_seconds, cpu)  # a process gone unreaped by the group takes its time along
+            found[c.name] = ContainerUsage(c.cpu_seconds, memory, started.timestamp(), scanned)
+        return found
 
     async def release(self, key: str) -> bool:
         """An ended pod keeps its namespace, and so its address, until it is deleted: its logs live beside it."""
@@ -528,6 +553,23 @@ class NetnsRuntime:
         processes = [c.process for c in run.containers.values() if c.process is not None]
         await asyncio.gather(*(_kill_group(p, grace) for p in processes))
         await asyncio.to_thread(netns.kill_all, run.net.netns, signal.SIGKILL)
+
+
+def group_usage() -> dict[int, tuple[float, int]]:
+    """Per process group: the CPU seconds of its processes (their reaped children's included) and their resident
+    bytes, from one pass over /proc."""
+    groups: dict[int, tuple[float, int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:  # the fields after the command, state first: pgrp, utime..cstime and rss at 2, 11-14 and 21
+            fields = Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()
+            pgid, ticks, pages = int(fields[2]), sum(int(f) for f in fields[11:15]), int(fields[21])
+        except (OSError, IndexError, ValueError):
+            continue
+        cpu, memory = groups.get(pgid, (0.0, 0))
+        groups[pgid] = (cpu + ticks / _TICKS, memory + pages * _PAGE)
+    return groups
 
 
 def _prober(

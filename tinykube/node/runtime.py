@@ -12,8 +12,14 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from tinykube.api import errors
-from tinykube.api.meta import now
+from tinykube.api.meta import now, parse_time
 from tinykube.node.containers import Backoff, back_off_message, pod_phase, should_restart
+from tinykube.node.resource_metrics import (
+    CPU_USAGE_ANNOTATION,
+    MEMORY_USAGE_ANNOTATION,
+    ContainerUsage,
+    annotated_usage,
+)
 from tinykube.node.status import ContainerState, annotated_ready
 
 RUN_SECONDS_ANNOTATION = "tinykube.io/run-seconds"  # how long a simulated container of a pod that may end runs
@@ -54,6 +60,10 @@ class Runtime(Protocol):
     async def prune(self, pods: Iterable[Object]) -> list[str]:
         """Once the agent knows all its pods (`pods`), before it starts any: remove what an earlier agent left of
         pods that are gone; returns what was removed."""
+        ...
+
+    def usage(self, key: str, pod: Object) -> dict[str, ContainerUsage]:
+        """What each running container of the pod uses (the kubelet's `/metrics/resource`)."""
         ...
 
     def logs(
@@ -126,6 +136,8 @@ class _Simulated:
     waiting: str = ""  # CrashLoopBackOff between a failed run and its restart
     waiting_message: str = ""
     backoff: Backoff = field(default_factory=Backoff)
+    cpu_seconds: float = 0.0  # used by this run, up to `metered_at` (seconds since the epoch; 0: not yet)
+    metered_at: float = 0.0
 
 
 def _annotation(pod: Object, name: str, default: float) -> float:
@@ -197,6 +209,7 @@ class SimulatedRuntime:
             return
         run.last, run.finished, run.waiting, run.waiting_message = run.finished, None, "", ""
         run.since, run.restarts = now(), run.restarts + 1
+        run.cpu_seconds, run.metered_at = 0.0, 0.0
         self._run(key, pod, name)
         self.on_change(key)
 
@@ -229,6 +242,26 @@ class SimulatedRuntime:
     def phase(self, key: str, pod: Object) -> str:
         policy = str((pod.get("spec") or {}).get("restartPolicy") or "Always")
         return pod_phase(self.containers(key, pod), policy) if key in self._started else "Pending"
+
+    def usage(self, key: str, pod: Object) -> dict[str, ContainerUsage]:
+        """Each running container uses what the pod's `tinykube.io/cpu-usage` and `tinykube.io/memory-usage`
+        annotations say: its CPU counter grows at the annotated rate (the rate read now applies since the last
+        reading), from zero when the run started."""
+        runs = self._started.get(key) or {}
+        names = [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
+        annotations = pod["metadata"].get("annotations") or {}
+        cpu = annotated_usage(annotations, CPU_USAGE_ANNOTATION, names)
+        memory = annotated_usage(annotations, MEMORY_USAGE_ANNOTATION, names)
+        clock, found = time.time(), {}
+        for name, run in runs.items():
+            if run.finished is not None:
+                continue
+            started = parse_time(run.since)
+            began = started.timestamp() if started is not None else clock
+            run.cpu_seconds += cpu.get(name, 0.0) * max(clock - (run.metered_at or began), 0.0)
+            run.metered_at = clock
+            found[name] = ContainerUsage(run.cpu_seconds, int(memory.get(name, 0.0)), began, clock)
+        return found
 
     async def stop(self, key: str, grace_seconds: float) -> None:
         self._started.pop(key, None)

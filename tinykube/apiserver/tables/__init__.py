@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from tinykube.apiserver import componentstatus
+from tinykube.apiserver import componentstatus, metricsserver
 from tinykube.apiserver.printers import Printer
 from tinykube.apiserver.tables import cluster, config, rbac, storage, workloads
 
@@ -14,4 +14,6 @@ FAMILY_PRINTERS: dict[str, Printer] = {
     **cluster.PRINTERS,
     **rbac.PRINTERS,
     "componentstatuses": componentstatus.PRINTER,  # answered per request, printed like the rest
+    "nodes.metrics.k8s.io": metricsserver.PRINTER,
+    "pods.metrics.k8s.io": metricsserver.PRINTER,
 }
