@@ -34,10 +34,15 @@ MICRO_TIME = "2024-01-02T03:04:05.123456Z"
 
 
 def test_every_served_kind_has_a_message() -> None:
-    """All but the CRD (kubectl and client-go send it as JSON; README "differs")."""
+    """All but the CRD and the resource metrics (kubectl and client-go send and read them as JSON; README
+    "differs")."""
     supported = set(protobuf.supported_kinds())
     missing = [(r.api_version, r.kind) for r in RESOURCES if (r.api_version, r.kind) not in supported]
-    assert missing == [("apiextensions.k8s.io/v1", "CustomResourceDefinition")]
+    assert missing == [
+        ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+        ("metrics.k8s.io/v1beta1", "NodeMetrics"),
+        ("metrics.k8s.io/v1beta1", "PodMetrics"),
+    ]
 
 
 @pytest.mark.parametrize(

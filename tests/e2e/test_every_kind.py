@@ -14,8 +14,8 @@ from tinykube.api.resources import STORED, ResourceInfo
 if TYPE_CHECKING:
     from tests.e2e.conftest import Kubectl
 
-# `kubectl api-resources` on kind's kube-apiserver 1.32, less apiextensions.k8s.io (issue 18):
-# name, short names, apiVersion, namespaced, kind.
+# `kubectl api-resources` on kind's kube-apiserver 1.32 with metrics-server installed, less apiextensions.k8s.io
+# (issue 18): name, short names, apiVersion, namespaced, kind.
 UPSTREAM = """
 bindings - v1 true Binding
 componentstatuses cs v1 false ComponentStatus
@@ -75,6 +75,8 @@ csinodes - storage.k8s.io/v1 false CSINode
 csistoragecapacities - storage.k8s.io/v1 true CSIStorageCapacity
 storageclasses sc storage.k8s.io/v1 false StorageClass
 volumeattachments - storage.k8s.io/v1 false VolumeAttachment
+nodes - metrics.k8s.io/v1beta1 false NodeMetrics
+pods - metrics.k8s.io/v1beta1 true PodMetrics
 """
 
 TEMPLATE = """

@@ -237,7 +237,7 @@ def _duration(seconds: float) -> str:
 
 def _cells(obj: dict[str, Any], _when: datetime) -> list[Any]:
     """Name, the usage summed over the containers, and the window, as metrics-server's table rows."""
-    usages = [c.get("usage") or {} for c in obj.get("containers") or []] if "containers" in obj else [obj["usage"]]
+    usages = [c.get("usage") or {} for c in obj.get("containers") or []] or [obj.get("usage") or {}]
     summed = {
         resource: sum((parse_quantity(u[resource]).nanos for u in usages if resource in u), 0)
         for resource in ("cpu", "memory")

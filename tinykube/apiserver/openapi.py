@@ -44,7 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tinykube.api.resources import BINDING, RESOURCES, SCALE, TOKEN_REQUEST, ResourceInfo, group_versions
+from tinykube.api.resources import BINDING, SCALE, TOKEN_REQUEST, ResourceInfo
+from tinykube.api.resources import RESOURCES as SERVED
 
 Schema = dict[str, Any]
 
@@ -59,6 +60,15 @@ DELETE_OPTIONS = f"{META}.DeleteOptions"
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 RAW_EXTENSION = "io.k8s.apimachinery.pkg.runtime.RawExtension"
+
+# metrics.k8s.io is metrics-server's aggregated API upstream, documented by metrics-server; the Python client has
+# no models to build its schemas from, so its kinds are left out of these documents (README "differs").
+RESOURCES = tuple(r for r in SERVED if r.group != "metrics.k8s.io")
+
+
+def group_versions() -> list[tuple[str, str]]:
+    return list(dict.fromkeys((r.group, r.version) for r in RESOURCES))
+
 
 _MODELS = "kubernetes.client.models"
 _V2_REF = "#/definitions/"
