@@ -199,7 +199,8 @@ EXPECTED_COLUMNS: dict[str, list[tuple[str, int]]] = {
 
 
 @pytest.mark.parametrize(
-    "info", [pytest.param(r, id=r.plural) for r in RESOURCES if r.plural in EXPECTED_COLUMNS and r.group != "metrics.k8s.io"]
+    "info",
+    [pytest.param(r, id=r.plural) for r in RESOURCES if r.plural in EXPECTED_COLUMNS and r.group != "metrics.k8s.io"],
 )
 def test_columns_as_upstream(info: ResourceInfo) -> None:
     """The first kinds' columns; the other families' are checked in their own test modules (test_kinds_*.py)."""

@@ -26,7 +26,6 @@ import httpx
 import pytest
 
 from tests.conftest import RunningCluster, eventually, fresh_namespace, running_cluster, start_cluster, stop_cluster
-from tinykube.api.defaults import CLUSTER_CIDR
 from tinykube.api.resources import builtin
 from tinykube.client.informer import SharedInformers
 from tinykube.client.kubeconfig import load_credentials
@@ -307,9 +306,7 @@ def test_up_s_controllers_step_down_and_campaign_again(bare: RunningCluster, api
         client, watcher = Partitionable(creds), RestClient(creds)
         informers = SharedInformers(watcher)
         services = informers.informer(builtin("", "v1", "services"))
-        elected = run_elected_controllers(
-            client, ["endpoints"], config, step_down=True, informers=informers
-        )
+        elected = run_elected_controllers(client, ["endpoints"], config, step_down=True, informers=informers)
         task = asyncio.create_task(elected)
 
         async def until(condition: Any, what: str, timeout: float = 30) -> None:

@@ -1,7 +1,7 @@
 """Workload controllers on the netns dataplane (issue 19), with real processes in pod namespaces: the `web`
-StatefulSet's pods reached by their DNS names from another pod, the `pi` Job run to completion, and a DaemonSet on
-both nodes behind a NodePort Service reached from the sandbox's external client. Manifests go through kubectl;
-probes run inside the sandbox."""
+StatefulSet's pods reached by their DNS names from another pod, the `pi` Job run to completion, a DaemonSet on
+both nodes behind a NodePort Service reached from the sandbox's external client, and a busy pod's real CPU in
+`kubectl top` driving a HorizontalPodAutoscaler. Manifests go through kubectl; probes run inside the sandbox."""
 
 from __future__ import annotations
 
@@ -84,7 +84,8 @@ spec:
 
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
-    with netns_cluster(tmp_path_factory, f"wl{os.getpid()}", "--nodes", "2", "--controllers", "*") as running:
+    fast = ("--metric-resolution", "2s", "--horizontal-pod-autoscaler-sync-period", "2s")
+    with netns_cluster(tmp_path_factory, f"wl{os.getpid()}", "--nodes", "2", "--controllers", "*", *fast) as running:
         yield running
 
 
@@ -136,3 +137,60 @@ def test_a_daemon_set_on_both_nodes_behind_a_node_port(sandbox: RunningCluster, 
             return inside(external, code).stdout.strip()
 
         assert eventually(lambda answer=answer: answer() or None, what=f"{name}'s pod answering") == name
+
+
+BURN = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: burn}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: burn}}
+  template:
+    metadata: {labels: {app: burn}}
+    spec:
+      containers:
+      - name: burn
+        image: python
+        command: [python3, -c, "import time\\nend = time.time() + 120\\nwhile time.time() < end: pass"]
+        resources: {requests: {cpu: 100m}}
+      - name: idle
+        image: python
+        command: [python3, -c, "import time; time.sleep(120)"]
+        resources: {requests: {cpu: 100m}}
+"""
+
+
+def millicores(text: str) -> int:
+    return int(text.removesuffix("m"))
+
+
+def test_a_busy_pods_real_cpu_shows_in_top_and_scales_it(sandbox: RunningCluster, client: httpx.Client) -> None:
+    """Each burning container spins for two minutes at most, whatever happens to the test."""
+    sandbox.kubectl("apply", "-f", "-", input=BURN)
+    sandbox.kubectl("rollout", "status", "deployment/burn", "--timeout=60s")
+
+    def top() -> dict[str, int] | None:
+        result = sandbox.kubectl("top", "pod", "-l", "app=burn", "--containers", "--no-headers", check=False)
+        rows = [line.split() for line in result.stdout.splitlines()]
+        found = {row[1]: millicores(row[2]) for row in rows if len(row) == 4}
+        return found if found.get("burn", 0) >= 300 else None
+
+    usage = eventually(top, timeout=60, what="the burning container's CPU in kubectl top")
+    assert usage["idle"] < 50, usage  # a sleeping process uses next to nothing
+
+    def busiest_node() -> int | None:
+        result = sandbox.kubectl("top", "node", "--no-headers", check=False)  # a node needs two samples for a rate
+        rows = [line.split() for line in result.stdout.splitlines()]
+        return max((millicores(row[1]) for row in rows), default=0) >= 300 or None
+
+    assert eventually(busiest_node, timeout=60, what="the busy pod's node in kubectl top node")
+
+    sandbox.kubectl("autoscale", "deployment", "burn", "--cpu-percent=50", "--min=1", "--max=2")
+    scaled = eventually(
+        lambda: get(client, "/apis/apps/v1/namespaces/default/deployments/burn")["spec"]["replicas"] == 2 or None,
+        timeout=60,
+        what="the HPA to scale the busy Deployment up",
+    )
+    assert scaled
+    sandbox.kubectl("delete", "hpa/burn", "deployment/burn", "--wait=false")

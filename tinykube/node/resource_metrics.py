@@ -115,7 +115,9 @@ class Sample:
     node: dict[str, float] = field(default_factory=dict)
 
 
-_LINE = re.compile(r"^(?P<metric>[a-z_]+)(?:\{(?P<labels>[^}]*)\})? (?P<value>\S+)(?: (?P<ms>-?\d+))?$")
+_LINE = re.compile(
+    r'^(?P<metric>[a-z_]+)(?:\{(?P<labels>(?:[^}"]|"(?:[^"\\]|\\.)*")*)\})? (?P<value>\S+)(?: (?P<ms>-?\d+))?$'
+)
 _PAIR = re.compile(r'([a-z_]+)="((?:[^"\\]|\\.)*)"')
 _FIELDS = {
     "container_cpu_usage_seconds_total": "cpu",
@@ -133,7 +135,7 @@ def _unescape(value: str) -> str:
 def parse(text: str) -> Sample:
     """The samples of a `/metrics/resource` body; lines it does not know (or cannot read) are skipped."""
     sample = Sample()
-    for line in text.splitlines():
+    for line in text.split("\n"):  # not splitlines(): a label value may hold \x1e and other separators
         found = _LINE.match(line)
         if found is None or found["metric"] not in _FIELDS:
             continue
