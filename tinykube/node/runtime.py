@@ -252,7 +252,7 @@ class SimulatedRuntime:
         annotations = pod["metadata"].get("annotations") or {}
         cpu = annotated_usage(annotations, CPU_USAGE_ANNOTATION, names)
         memory = annotated_usage(annotations, MEMORY_USAGE_ANNOTATION, names)
-        clock, found = time.time(), {}
+        clock, found = round(time.time(), 3), {}  # as exact as the exposition's millisecond stamps
         for name, run in runs.items():
             if run.finished is not None:
                 continue
