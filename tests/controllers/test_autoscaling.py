@@ -12,6 +12,7 @@ import httpx
 
 from tests.conftest import RunningCluster, eventually
 from tests.controllers.conftest import controllers_cluster
+from tinykube.api.quantity import parse_quantity
 
 Object = dict[str, Any]
 MERGE = {"Content-Type": "application/merge-patch+json"}
@@ -83,7 +84,7 @@ def test_pod_metrics_report_the_annotated_usage(cluster: RunningCluster, client:
         assert item["window"].endswith("s") and item["timestamp"].endswith("Z")
         usage = {c["name"]: c["usage"] for c in item["containers"]}
         assert usage["app"]["memory"] == "64Mi" and usage["side"]["memory"] == "1Mi"
-        assert 240 <= int(usage["app"]["cpu"].removesuffix("n")) // 10**6 <= 260  # a rate over a measured window
+        assert 0.24 <= parse_quantity(usage["app"]["cpu"]).value <= 0.26  # a rate over a measured window
     top = cluster.kubectl("-n", ns, "top", "pod", "--containers", "-l", "app=web").stdout.splitlines()
     assert top[0].split() == ["POD", "NAME", "CPU(cores)", "MEMORY(bytes)"]
     rows = sorted(line.split()[1:] for line in top[1:])

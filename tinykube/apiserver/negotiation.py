@@ -169,6 +169,14 @@ def decode_options(body: bytes, content_type: str, query: Mapping[str, str] | No
         options.setdefault("propagationPolicy", query["propagationPolicy"])
     if "orphanDependents" in query:
         options.setdefault("orphanDependents", query["orphanDependents"] == "true")
+    if "gracePeriodSeconds" in query:
+        text = query["gracePeriodSeconds"]
+        if not text.lstrip("-").isdigit():
+            raise errors.BadRequest(f'strconv.ParseInt: parsing "{text}": invalid syntax')
+        options.setdefault("gracePeriodSeconds", int(text))
+    grace = options.get("gracePeriodSeconds")
+    if grace is not None and (not isinstance(grace, int) or isinstance(grace, bool)):
+        raise errors.BadRequest("DeleteOptions.gracePeriodSeconds must be an integer")
     _validate_propagation(options)
     return options
 

@@ -197,9 +197,11 @@ class RestClient:
         result: dict[str, Any] = await self.request("PUT", path, obj)
         return result
 
-    async def delete(self, resource: ResourceInfo, namespace: str, name: str, **params: Any) -> Any:
-        """DELETE; `params` are query parameters such as `gracePeriodSeconds`."""
-        return await self.request("DELETE", path_for(resource, namespace, name), **params)
+    async def delete(self, resource: ResourceInfo, namespace: str, name: str, *, uid: str = "", **params: Any) -> Any:
+        """DELETE; `params` are query parameters such as `gracePeriodSeconds`; `uid` a precondition (the object
+        deleted must be that one, not another of its name)."""
+        body = {"preconditions": {"uid": uid}} if uid else None
+        return await self.request("DELETE", path_for(resource, namespace, name), body, **params)
 
     async def watch(self, resource: ResourceInfo, namespace: str = "", **params: Any) -> AsyncIterator[dict[str, Any]]:
         """Watch events as dicts; the stream ends when the server ends it (timeout) or on error."""

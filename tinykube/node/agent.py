@@ -22,6 +22,7 @@ from typing import Any
 from tinykube.api import errors
 from tinykube.api.meta import now
 from tinykube.api.resources import builtin
+from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.rest import RestClient, TransportError
 from tinykube.client.workqueue import WorkQueue, run_workers
@@ -149,6 +150,8 @@ class NodeAgent:
         self.addresses: PodAddresses | None = None
         self.started_at: dict[str, str] = {}  # pod key -> startTime, for the pods the runtime runs
         self.last_seen: dict[str, Object] = {}  # pod key -> the pod as last synced, for its grace period once gone
+        self.terminating: dict[str, asyncio.Task[None]] = {}  # pod key -> its containers being stopped
+        self._recording: set[asyncio.Task[None]] = set()  # events being written
         self.registered = asyncio.Event()  # the Node exists with its pod CIDR
         self.lease = NodeLease(client, config.name, duration=config.lease_duration)
         self._reported_at = 0.0  # loop time of the last status write
@@ -222,6 +225,7 @@ class NodeAgent:
             self.addresses = PodAddresses(cidr)
             self.runtime = self.make_runtime(cidr)
             self.runtime.on_change = self._runtime_changed
+            self.runtime.on_event = self._runtime_event
             self.registered.set()
             self.pods.add_handler(
                 on_add=self._pod_seen, on_update=lambda _old, new: self._pod_seen(new), on_delete=self._pod_seen
@@ -249,6 +253,18 @@ class NodeAgent:
     def _runtime_changed(self, key: str) -> None:
         self.queue.add(key)
 
+    def _runtime_event(self, key: str, type_: str, reason: str, message: str) -> None:
+        pod = self.pods.store.get(key) or self.last_seen.get(key)
+        if pod is not None:
+            self._event(pod, type_, reason, message)
+
+    def _event(self, pod: Object, type_: str, reason: str, message: str) -> None:
+        """Record an Event about the pod, as the kubelet does, without waiting for it."""
+        work = record_event(self.client, pod, type_=type_, reason=reason, message=message, component="kubelet")
+        task = asyncio.create_task(work, name=f"node {self.config.name} event")
+        self._recording.add(task)
+        task.add_done_callback(self._recording.discard)
+
     def _logs(self, key: str, container: str, **options: Any) -> AsyncIterator[bytes]:
         if self.runtime is None or key not in self.started_at:
             raise errors.NotFound(f'pod "{key}" not found on node {self.config.name}')
@@ -271,7 +287,9 @@ class NodeAgent:
         assert self.addresses is not None and self.runtime is not None
         pod = self.pods.store.get(key)
         if pod is None or pod["metadata"].get("deletionTimestamp"):
-            await self._stop(key, pod)
+            self._terminate(key, pod)
+            if pod is not None and key in self.started_at:  # its status still shows while its containers stop
+                await self._report(key, pod)
             return
         self.last_seen[key] = pod
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
@@ -288,6 +306,14 @@ class NodeAgent:
             started = (pod.get("status") or {}).get("startTime") or now()
             await self.runtime.start(key, pod, ip)  # if it raises, the work queue retries with back-off
             self.started_at[key] = started
+        await self._report(key, pod)
+
+    async def _report(self, key: str, pod: Object) -> None:
+        """Write the pod's status as its containers are now, if that changed anything."""
+        assert self.addresses is not None and self.runtime is not None
+        ip = self.addresses.allocated(key)
+        if ip is None:
+            return
         containers = self.runtime.containers(key, pod)
         state = PodState(ip, self.config.ip, self.started_at[key], containers, self.runtime.phase(key, pod))
         status = pod_status(pod, state, now())
@@ -301,19 +327,37 @@ class NodeAgent:
         with contextlib.suppress(errors.NotFound):  # deleted meanwhile: the delete event stops it
             await self.client.patch(PODS, meta["namespace"], meta["name"], patch, subresource="status")
 
+    def _terminate(self, key: str, pod: Object | None) -> None:
+        """Stop a deleted pod's containers in the background (a grace period must not hold a worker), once."""
+        if key not in self.terminating and (key in self.started_at or pod is not None):
+            task = asyncio.create_task(self._stop(key, pod), name=f"node {self.config.name} stops {key}")
+            self.terminating[key] = task
+            task.add_done_callback(lambda _t: self.terminating.pop(key, None))
+
     async def _stop(self, key: str, pod: Object | None) -> None:
         """Stop a deleted pod: with its deletion grace period when it is being deleted gracefully, else (already
-        gone from the API) with its spec's `terminationGracePeriodSeconds`."""
-        known = pod or self.last_seen.pop(key, None) or {}
+        gone from the API) with its spec's `terminationGracePeriodSeconds`; then, for a graceful deletion, delete it
+        with a grace period of 0, as the kubelet finishes it once its containers are gone."""
+        known = pod or self.last_seen.get(key) or {}
         meta, spec = known.get("metadata") or {}, known.get("spec") or {}
         grace = meta.get("deletionGracePeriodSeconds", spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE))
-        if self.started_at.pop(key, None) is not None and self.runtime is not None:
-            await self.runtime.stop(key, float(grace))
-        if self.addresses is not None:
-            self.addresses.release(key)
-        if pod is not None:  # graceful deletion: the kubelet finishes it once the containers are gone
-            with contextlib.suppress(errors.NotFound):
-                await self.client.delete(PODS, meta["namespace"], meta["name"], gracePeriodSeconds=0)
+        try:
+            if key in self.started_at and self.runtime is not None:
+                for container in (known.get("spec") or {}).get("containers") or [] if pod is not None else []:
+                    self._event(known, "Normal", "Killing", f"Stopping container {container.get('name')}")
+                await self.runtime.stop(key, float(grace))
+        except Exception as err:  # whatever failed, the pod must not stay Terminating for ever
+            log.warning("node %s: stopping %s: %s", self.config.name, key, err)
+        finally:
+            self.started_at.pop(key, None)
+            self.last_seen.pop(key, None)
+            if self.addresses is not None:
+                self.addresses.release(key)
+        if pod is not None:
+            with contextlib.suppress(errors.NotFound, errors.Conflict):  # gone, or another pod of that name now
+                await self.client.delete(
+                    PODS, meta["namespace"], meta["name"], gracePeriodSeconds=0, uid=meta.get("uid", "")
+                )
 
 
 def _within(ip: str, addresses: PodAddresses) -> bool:

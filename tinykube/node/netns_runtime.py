@@ -44,6 +44,7 @@ from tinykube.kubelet_env.envvars import container_environment, expand
 from tinykube.node import adoption, container_logs, images, netns, sandbox
 from tinykube.node.adoption import Adopted
 from tinykube.node.containers import Backoff, Container, Pod, back_off_message, pod_phase, should_restart
+from tinykube.node.lifecycle import run_hook
 from tinykube.node.probes import Outcome, ProbeResults, ProbeSpec, Target, run_prober
 from tinykube.node.resource_metrics import ContainerUsage
 from tinykube.node.status import ContainerState
@@ -56,6 +57,7 @@ START_ERROR_AT = "1970-01-01T00:00:00Z"  # upstream's startedAt of a container t
 PULL_FAILED, PULL_BACKOFF = "ErrImagePull", "ImagePullBackOff"
 WAITING_LOGS = {PULL_FAILED: "image can't be pulled", PULL_BACKOFF: "trying and failing to pull image"}  # upstream's
 PIPE_SIZE = 1 << 20  # a container's output pipes: what it may write while no agent reads (fs.pipe-max-size default)
+MINIMUM_GRACE = 2.0  # seconds a container gets after SIGTERM however little of its grace period is left (upstream's)
 USAGE_FRESHNESS = 0.5  # seconds one scan of /proc serves every pod's usage (a scrape asks for each pod in turn)
 _TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -101,6 +103,7 @@ class NetnsRuntime:
         backoff: tuple[float, float] = (10.0, 300.0),
     ) -> None:
         self.on_change: Callable[[str], None] = lambda key: None
+        self.on_event: Callable[[str, str, str, str], None] = lambda key, type_, reason, message: None
         self.node = node
         self.log_dir = log_dir
         self.services = services
@@ -177,16 +180,46 @@ class NetnsRuntime:
         return False
 
     async def stop(self, key: str, grace_seconds: float) -> None:
-        run = self.pods.pop(key, None)
+        """As the kubelet kills a pod: each running container's preStop hook (the pod still serves and is probed
+        meanwhile), then SIGTERM, and SIGKILL once what is left of the grace period (at least 2 s) is over."""
+        run = self.pods.get(key)
         if run is None:
             return
+        began = time.monotonic()
+        await self._pre_stop(run, grace_seconds)
+        if self.pods.pop(key, None) is None:
+            return  # stopped meanwhile
         for task in run.supervisors:
             task.cancel()
         await asyncio.gather(*run.supervisors, return_exceptions=True)
-        await self._terminate(run, grace_seconds)
+        await self._terminate(run, max(grace_seconds - (time.monotonic() - began), MINIMUM_GRACE))
         await asyncio.gather(*run.helpers, return_exceptions=True)  # log relays end with their processes
         await asyncio.to_thread(sandbox.detach_pod, self.node, run.net)
         shutil.rmtree(run.log_dir, ignore_errors=True)
+
+    async def _pre_stop(self, run: Pod, grace_seconds: float) -> None:
+        """The running containers' preStop hooks, at once, for at most the grace period."""
+        hooks = [
+            (c, hook)
+            for c in run.containers.values()
+            if c.process is not None and (hook := (c.spec.get("lifecycle") or {}).get("preStop"))
+        ]
+        if not hooks:
+            return
+
+        async def one(c: Container, hook: Object) -> None:
+            try:
+                env = self._command(run, c, self._image(c))[1]
+            except StartFailure:
+                env = {"PATH": DEFAULT_PATH}
+            outcome = await run_hook(hook, self._target(run, c, env))
+            if not outcome.ok:
+                log.info("%s: preStop hook of %s failed: %s", run.key, c.name, outcome.message)
+                self.on_event(run.key, "Warning", "FailedPreStopHook", outcome.message)
+
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(grace_seconds):
+                await asyncio.gather(*(one(c, hook) for c, hook in hooks))
 
     async def close(self, grace_seconds: float = 2.0) -> None:
         """The agent goes away, its sandbox with it (a node shutting down): end every container, recording how each
@@ -517,8 +550,7 @@ class NetnsRuntime:
     def _probes(self, run: Pod, c: Container, env: dict[str, str], ran: float = 0) -> list[asyncio.Task[None]]:
         """Start the run's readiness and liveness probers (fresh results each run, as upstream's workers; an
         adopted run's readiness starts where it was, its initial delays counted from its start)."""
-        ports = {p["name"]: int(p["containerPort"]) for p in c.spec.get("ports") or [] if p.get("name")}
-        target = Target(run.net.ip, self.node.netns, netns.exec_argv(run.net.netns, []), env, ports)
+        target = self._target(run, c, env)
         tasks = []
 
         def parse(probe: Object) -> ProbeSpec:
@@ -534,6 +566,11 @@ class NetnsRuntime:
             grace = run.grace if live.grace is None else live.grace
             tasks.append(_prober(live, target, ProbeResults(True), lambda ok, why: self._alive(run, c, ok, why, grace)))
         return tasks
+
+    def _target(self, run: Pod, c: Container, env: dict[str, str]) -> Target:
+        """Where the container's probes and hooks go: its pod's address from the node, its commands in the pod."""
+        ports = {p["name"]: int(p["containerPort"]) for p in c.spec.get("ports") or [] if p.get("name")}
+        return Target(run.net.ip, self.node.netns, netns.exec_argv(run.net.netns, []), env, ports)
 
     def _ready(self, run: Pod, c: Container, ok: bool) -> None:
         if c.running_since and c.ready != ok:

@@ -34,6 +34,7 @@ class Runtime(Protocol):
     pod's containers change on their own (a probe result, an exit), so the agent reports the new status."""
 
     on_change: Callable[[str], None]
+    on_event: Callable[[str, str, str, str], None]  # (pod key, type, reason, message): an Event about the pod
 
     async def start(self, key: str, pod: Object, ip: str) -> None:
         """Make the pod's sandbox and start its containers (returns once started, not once ready)."""
@@ -94,24 +95,29 @@ class PodAddresses:
     def __init__(self, cidr: str) -> None:
         self.network = ipaddress.ip_network(cidr)
         self.held: dict[str, str] = {}  # ip -> pod key
+        self._of: dict[str, str] = {}  # pod key -> ip
 
     def occupy(self, ip: str, key: str) -> None:
         self.held[ip] = key
+        self._of[key] = ip
+
+    def allocated(self, key: str) -> str | None:
+        return self._of.get(key)
 
     def allocate(self, key: str) -> str:
-        for ip, holder in self.held.items():
-            if holder == key:
-                return ip
+        if key in self._of:
+            return self._of[key]
         hosts = self.network.hosts()
         next(hosts, None)  # the first host address stays the node's
         for address in hosts:
             if str(address) not in self.held:
-                self.held[str(address)] = key
+                self.occupy(str(address), key)
                 return str(address)
         raise NoFreeAddress(f"pod CIDR {self.network} has no free address")
 
     def release(self, key: str) -> None:
-        for ip in [ip for ip, holder in self.held.items() if holder == key]:
+        ip = self._of.pop(key, None)
+        if ip is not None and self.held.get(ip) == key:
             del self.held[ip]
 
 
@@ -158,6 +164,7 @@ class SimulatedRuntime:
 
     def __init__(self) -> None:
         self.on_change: Callable[[str], None] = lambda key: None
+        self.on_event: Callable[[str, str, str, str], None] = lambda key, type_, reason, message: None
         self._started: dict[str, dict[str, _Simulated]] = {}  # pod key -> container -> its runs
         self._timers: dict[str, list[asyncio.TimerHandle]] = {}
 

@@ -80,6 +80,15 @@ class PodStrategy(Strategy):
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
         return validate_pod_spec(obj["spec"], "spec")
 
+    def grace_period(self, obj: dict[str, Any], requested: int | None) -> int | None:
+        """The DELETE's period, else the pod's `terminationGracePeriodSeconds`; 0 for a pod no node runs (not
+        scheduled, or ended), which goes at once."""
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        period = requested if requested is not None else int(spec.get("terminationGracePeriodSeconds") or 0)
+        if not spec.get("nodeName") or status.get("phase") in ("Failed", "Succeeded"):
+            period = 0
+        return max(period, 1) if period < 0 else period
+
 
 def default_pod_spec(spec: dict[str, Any]) -> None:
     """v1 PodSpec defaulting; pod templates (Deployments, ReplicaSets) get the same as pods."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 import orjson
@@ -24,6 +25,7 @@ from tinykube.api.meta import (
     generate_name,
     new_uid,
     now,
+    parse_time,
     validate_object_meta,
 )
 from tinykube.api.patch import apply_patch
@@ -151,8 +153,15 @@ class Strategy:
         return []
 
     def finalizing(self, obj: dict[str, Any]) -> bool:
-        """True while something must happen before a deleted object may go away."""
-        return bool(obj["metadata"].get("finalizers"))
+        """True while something must happen before a deleted object may go away: its finalizers, or a graceful
+        deletion's grace period (a pod's node agent deletes it with a period of 0 once its containers stopped)."""
+        meta = obj["metadata"]
+        return bool(meta.get("finalizers")) or bool(meta.get("deletionGracePeriodSeconds"))
+
+    def grace_period(self, obj: dict[str, Any], requested: int | None) -> int | None:
+        """Upstream's CheckGracefulDelete: the seconds a DELETE gives the object (`requested`: the DeleteOptions'
+        `gracePeriodSeconds`); None for kinds deleted at once."""
+        return None
 
     def mark_deleting(self, obj: dict[str, Any]) -> None:
         obj["metadata"].setdefault("deletionTimestamp", now())
@@ -616,6 +625,8 @@ class Registry:
             _check_preconditions(req, old, options.get("preconditions") or {})
             strategy.check_delete(old)
             pending = copy.deepcopy(old)
+            if not _start_grace_period(strategy, pending, options.get("gracePeriodSeconds")):
+                return old, False  # a graceful deletion is under way and not shortened: nothing changes
             strategy.mark_deleting(pending)
             _gc_finalizers(pending, options, strategy.gc_policy)
             if strategy.finalizing(pending):
@@ -645,6 +656,35 @@ class Registry:
         obj["metadata"]["resourceVersion"] = str(written)
         await self._settle(req, written)
         return obj
+
+
+def _start_grace_period(strategy: Strategy, obj: dict[str, Any], requested: int | None) -> bool:
+    """Upstream's BeforeDelete: a first DELETE of a kind with graceful deletion sets `deletionTimestamp` to when the
+    grace period ends and `deletionGracePeriodSeconds`; a later one may only shorten it (to 0: gone now). False when
+    a graceful deletion is pending and this DELETE does not shorten it."""
+    meta = obj["metadata"]
+    if requested is not None and requested < 0:
+        requested = 1  # negative periods count as one second, as upstream's
+    if meta.get("deletionTimestamp"):
+        current = meta.get("deletionGracePeriodSeconds")
+        if not current:
+            return True  # deleting without a grace period (finalizers, or an interrupted deletion): as before
+        if requested is None or requested >= current:
+            return False
+        ends = parse_time(meta["deletionTimestamp"])
+        if ends is not None:
+            meta["deletionTimestamp"] = _stamp(ends - timedelta(seconds=current - requested))
+        meta["deletionGracePeriodSeconds"] = requested
+        return True
+    period = strategy.grace_period(obj, requested)
+    if period is not None:
+        meta["deletionTimestamp"] = _stamp(datetime.now(UTC) + timedelta(seconds=period))
+        meta["deletionGracePeriodSeconds"] = period
+    return True
+
+
+def _stamp(when: datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _gc_finalizers(obj: dict[str, Any], options: dict[str, Any], default: str) -> None:

@@ -1,0 +1,194 @@
+"""Graceful termination with real processes (issue 20): a deleted pod's preStop hook runs while it still serves,
+then SIGTERM, then SIGKILL once the grace period is over; and a rolling update of a Deployment behind a NodePort
+Service loses no request from a client looping in the sandbox, because a terminating pod leaves the Service's
+endpoints while its preStop hook keeps it serving. Clients run inside the sandbox."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import RunningCluster, eventually
+from tests.e2e.test_netns_dataplane import netns_cluster
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the netns dataplane needs root")
+
+# A server that says which pod answered, and notes SIGTERM in a file before it exits.
+SERVE = """
+import http.server, os, signal, sys
+def term(*_):
+    with open(os.environ["NOTES"], "a") as notes:
+        notes.write("term\\n")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, term)
+class Name(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = os.environ["POD"].encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args): pass
+http.server.ThreadingHTTPServer(("", 8080), Name).serve_forever()
+"""
+
+# Loops GETs (a new connection each) until the stop file appears or a minute passed; prints the tally.
+CLIENT = """
+import json, os, sys, time, urllib.request
+url, stop = sys.argv[1], sys.argv[2]
+ok, failed, errors = 0, 0, []
+end = time.time() + 60
+while time.time() < end and not os.path.exists(stop):
+    try:
+        urllib.request.urlopen(url, timeout=2).read(); ok += 1
+    except Exception as err:
+        failed += 1; errors.append(repr(err))
+    time.sleep(0.02)
+print(json.dumps({"ok": ok, "failed": failed, "errors": errors[:5]}))
+"""
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
+    with netns_cluster(tmp_path_factory, f"gt{os.getpid()}", "--nodes", "2", "--controllers", "*") as running:
+        yield running
+
+
+@pytest.fixture
+def client(sandbox: RunningCluster) -> Iterator[httpx.Client]:
+    with sandbox.http() as http:
+        yield http
+
+
+def server_pod(name: str, notes: Path, grace: int, pre_stop: list[str] | None = None) -> dict[str, Any]:
+    container: dict[str, Any] = {
+        "name": "web",
+        "image": "python",
+        "command": [sys.executable, "-c", SERVE],
+        "env": [{"name": "NOTES", "value": str(notes)}, {"name": "POD", "value": name}],
+        "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 1},
+    }
+    if pre_stop:
+        container["lifecycle"] = {"preStop": {"exec": {"command": pre_stop}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"containers": [container], "terminationGracePeriodSeconds": grace},
+    }
+
+
+def test_pre_stop_then_sigterm(sandbox: RunningCluster, client: httpx.Client, tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    hook = ["sh", "-c", f"echo prestop >> {notes}; sleep 1; echo slept >> {notes}"]
+    client.post("/api/v1/namespaces/default/pods", json=server_pod("hooked", notes, 30, hook))
+    sandbox.kubectl("wait", "--for=condition=Ready", "pod/hooked", "--timeout=60s")
+    began = time.monotonic()
+    sandbox.kubectl("delete", "pod", "hooked", "--timeout=60s")
+    assert notes.read_text().split() == ["prestop", "slept", "term"]  # the hook ran whole, then SIGTERM
+    assert time.monotonic() - began < 20  # the process ended on SIGTERM: the 30 s were not waited out
+    events = client.get("/api/v1/namespaces/default/events", params={"fieldSelector": "involvedObject.name=hooked"})
+    assert ("Killing", "Stopping container web") in {(e["reason"], e["message"]) for e in events.json()["items"]}
+
+
+def test_a_process_ignoring_sigterm_is_killed_after_the_grace_period(
+    sandbox: RunningCluster, client: httpx.Client, tmp_path: Path
+) -> None:
+    stubborn = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "stubborn"},
+        "spec": {
+            "terminationGracePeriodSeconds": 2,
+            "containers": [{"name": "c", "image": "python", "command": [sys.executable, "-c", STUBBORN]}],
+        },
+    }
+    client.post("/api/v1/namespaces/default/pods", json=stubborn)
+    sandbox.kubectl("wait", "--for=condition=Ready", "pod/stubborn", "--timeout=60s")
+    began = time.monotonic()
+    sandbox.kubectl("delete", "pod", "stubborn", "--wait=false")
+    terminating = client.get("/api/v1/namespaces/default/pods/stubborn").json()
+    assert terminating["metadata"]["deletionGracePeriodSeconds"] == 2
+    eventually(lambda: client.get("/api/v1/namespaces/default/pods/stubborn").status_code == 404, timeout=30)
+    assert time.monotonic() - began >= 1.5  # it was given its grace period before SIGKILL
+
+
+STUBBORN = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True: time.sleep(1)"
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: rolling}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: rolling}}
+  strategy: {rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}
+  template:
+    metadata: {labels: {app: rolling}}
+    spec:
+      terminationGracePeriodSeconds: 10
+      containers:
+      - name: web
+        image: python
+        command: [PYTHON, -c, SERVE]
+        env:
+        - {name: NOTES, value: /dev/null}
+        - {name: POD, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+        readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
+        lifecycle: {preStop: {exec: {command: [sleep, "3"]}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: rolling}
+spec:
+  type: NodePort
+  selector: {app: rolling}
+  ports: [{port: 80, targetPort: 8080}]
+""".replace("PYTHON", sys.executable).replace("SERVE", json.dumps(SERVE))
+
+
+def test_a_rolling_update_loses_no_request(sandbox: RunningCluster, client: httpx.Client, tmp_path: Path) -> None:
+    sandbox.kubectl("apply", "-f", "-", input=DEPLOYMENT)
+    sandbox.kubectl("rollout", "status", "deployment/rolling", "--timeout=60s")
+    node_port = client.get("/api/v1/namespaces/default/services/rolling").json()["spec"]["ports"][0]["nodePort"]
+    url = f"http://172.20.0.2:{node_port}/"
+    external = f"tk-{sandbox.data_dir.name}.ext"
+    probe = f"import urllib.request; print(urllib.request.urlopen({url!r}, timeout=2).status)"
+
+    def answers() -> bool:
+        run = ["ip", "netns", "exec", external, sys.executable, "-c", probe]
+        return subprocess.run(run, capture_output=True, text=True, timeout=10).stdout.strip() == "200"
+
+    eventually(answers, what="the Service answering from the external client")
+    stop = tmp_path / "stop"
+    loop = subprocess.Popen(
+        ["ip", "netns", "exec", external, sys.executable, "-c", CLIENT, url, str(stop)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        before = {p["metadata"]["name"] for p in pods(client)}
+        sandbox.kubectl("rollout", "restart", "deployment/rolling")
+        sandbox.kubectl("rollout", "status", "deployment/rolling", "--timeout=90s")
+        eventually(lambda: not before & {p["metadata"]["name"] for p in pods(client)}, timeout=60, what="old pods gone")
+        time.sleep(1)
+    finally:
+        stop.touch()
+        out, _ = loop.communicate(timeout=70)
+    tally = json.loads(out)
+    assert tally["failed"] == 0, tally
+    assert tally["ok"] > 20, tally
+
+
+def pods(client: httpx.Client) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = client.get(
+        "/api/v1/namespaces/default/pods", params={"labelSelector": "app=rolling"}
+    ).json()["items"]
+    return items
