@@ -10,6 +10,7 @@ that kind, not protobuf decoding.
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import datetime
 import json
 import re
@@ -26,7 +27,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from tests.conftest import RunningCluster
+from tests.conftest import RunningCluster, eventually
 from tinykube.api.protobuf import MAGIC, decode
 
 _HEX_LINE = re.compile(r"^\t?[0-9a-f]{8}  ")
@@ -372,8 +373,24 @@ def test_drain_evicts_with_its_delete_options(cluster: RunningCluster, namespace
     )
     try:
         cluster.kubectl("create", "-f", "-", input=json.dumps(pod))
-        result = kubectl(cluster, ["drain", node, "--force", "--grace-period=5", "--timeout=30s"], "-v=10")
-        assert result.returncode == 0, result.stderr.strip().splitlines()[-1]
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            draining = pool.submit(
+                kubectl, cluster, ["drain", node, "--force", "--grace-period=5", "--timeout=30s"], "-v=10"
+            )
+            # the evicted pod is Terminating for its 5 s; no kubelet runs that node, so finish it as one would
+            evicted = eventually(
+                lambda: (
+                    (p := cluster.kubectl_json("-n", namespace, "get", "pod", "p1"))["metadata"].get(
+                        "deletionGracePeriodSeconds"
+                    )
+                    == 5
+                    and p
+                )
+            )
+            uid = evicted["metadata"]["uid"]
+            cluster.kubectl("-n", namespace, "delete", "pod", "p1", "--grace-period=0", "--force")
+            result = draining.result(timeout=60)
+        assert uid and result.returncode == 0, result.stderr.strip().splitlines()[-1]
         lines = result.stderr.splitlines()
         evictions = [
             json.loads(lines[i + 1])

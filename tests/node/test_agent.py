@@ -177,6 +177,8 @@ def test_deleted_pods_give_their_address_back(client: httpx.Client, ns: str) -> 
     assert client.post(f"/api/v1/namespaces/{ns}/pods", json=pod("a", nodeName="node-1")).status_code == 201
     assert eventually(lambda: running_and_ready(client, ns, "a"))["status"]["podIP"] == first_free
     assert client.delete(f"/api/v1/namespaces/{ns}/pods/a").status_code == 200
+    # a Terminating pod keeps its address until its node has stopped it and removed it
+    eventually(lambda: client.get(f"/api/v1/namespaces/{ns}/pods/a").status_code == 404, what="a gone")
     assert client.post(f"/api/v1/namespaces/{ns}/pods", json=pod("b", nodeName="node-1")).status_code == 201
     assert eventually(lambda: running_and_ready(client, ns, "b"))["status"]["podIP"] == first_free
 

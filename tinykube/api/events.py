@@ -10,7 +10,7 @@ from tinykube.api.meta import now
 
 
 def new_event(
-    obj: dict[str, Any], type_: str, reason: str, message: str, component: str, action: str = ""
+    obj: dict[str, Any], type_: str, reason: str, message: str, component: str, action: str = "", host: str = ""
 ) -> dict[str, Any]:
     meta = obj["metadata"]
     digest = hashlib.sha256(f"{meta.get('uid')}/{reason}/{message}".encode()).hexdigest()[:16]
@@ -33,7 +33,7 @@ def new_event(
         "count": 1,
         "firstTimestamp": stamp,
         "lastTimestamp": stamp,
-        "source": {"component": component},
+        "source": {"component": component, **({"host": host} if host else {})},
         "reportingComponent": component,
         "reportingInstance": "",
     }

@@ -8,7 +8,17 @@ written to `status.uncountedTerminatedPods`, then its finalizer is removed, then
 `failed`, so a restart can neither lose nor double a count. Failures: more than `backoffLimit` failed pods
 (recreated after upstream's back-off, 10 s doubling to 6 min), `activeDeadlineSeconds`, or a `podFailurePolicy`
 rule with `FailJob` (`Ignore` rules are not counted); then `FailureTarget`, the active pods deleted, and `Failed`.
-Success gives `SuccessCriteriaMet` and `Complete`. `suspend` deletes the active pods and holds the Job.
+
+An Indexed Job with `backoffLimitPerIndex` counts failures per index: each pod carries its index's count in
+`batch.kubernetes.io/job-index-failure-count` (and `…-ignored-failure-count` for failures an `Ignore` rule matched),
+one more than the pod it replaces, so an index's last failed pod keeps its finalizer (uncounted) until its
+replacement exists; the back-off is the index's own. An index whose pod fails at its limit, or matches a `FailIndex`
+rule, goes to `status.failedIndexes` and is not run again; the Job fails once more than `maxFailedIndexes` have
+failed, or when no index is left to run and some failed.
+
+Success gives `SuccessCriteriaMet` and `Complete`: every completion, or (Indexed) the first `successPolicy` rule
+met, the pods still running deleted first. `suspend` deletes the active pods and holds the Job. A Job whose
+`managedBy` names another controller is that controller's: not even its pods are touched.
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ import asyncio
 import contextlib
 import copy
 import logging
+import re
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -44,6 +55,10 @@ INDEX_KEY = "batch.kubernetes.io/job-completion-index"  # the annotation, and (s
 POD_BATCH_PERIOD = 1.0  # seconds; upstream's syncJobBatchPeriod
 ORPHAN = "orphan:"  # a work-queue key for a tracked pod whose Job is gone (+ the pod's key)
 BACKOFF_BASE, BACKOFF_CAP = 10.0, 360.0  # upstream's DefaultJobPodFailureBackOff and MaxJobPodFailureBackOff
+FAILURE_COUNT = "batch.kubernetes.io/job-index-failure-count"
+IGNORED_COUNT = "batch.kubernetes.io/job-index-ignored-failure-count"
+MANAGER = "kubernetes.io/job-controller"  # `spec.managedBy` naming this controller, as leaving it unset does
+INT32_MAX = 2**31 - 1
 
 
 def finished(job: Object) -> str:
@@ -72,14 +87,15 @@ def index_of(pod: Object) -> int | None:
 
 
 def format_indexes(indexes: set[int]) -> str:
-    """upstream's interval text for `completedIndexes`: `1,3-5,7`."""
+    """upstream's interval text for `completedIndexes` and `failedIndexes`: `1,3-5,7`; a run of two is written as
+    two numbers (`6,7`), as upstream's orderedIntervals.String does."""
     runs: list[list[int]] = []
     for index in sorted(indexes):
         if runs and index == runs[-1][1] + 1:
             runs[-1][1] = index
         else:
             runs.append([index, index])
-    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
+    return ",".join(f"{a}" if a == b else f"{a},{b}" if b == a + 1 else f"{a}-{b}" for a, b in runs)
 
 
 def parse_indexes(text: str) -> set[int]:
@@ -115,11 +131,132 @@ def failure_rule(job: Object, pod: Object) -> tuple[int, Object] | None:
     return None
 
 
+def policy_action(job: Object, pod: Object) -> str | None:
+    found = failure_rule(job, pod)
+    return str(found[1].get("action")) if found else None
+
+
+def managed_elsewhere(job: Object) -> bool:
+    manager = (job.get("spec") or {}).get("managedBy")
+    return manager is not None and manager != MANAGER
+
+
+def per_index(job: Object) -> bool:
+    """Failures counted per index (upstream's hasBackoffLimitPerIndex; validation allows it on Indexed Jobs only)."""
+    spec = job.get("spec") or {}
+    return spec.get("completionMode") == "Indexed" and spec.get("backoffLimitPerIndex") is not None
+
+
+def completions_of(job: Object) -> int:
+    return int((job.get("spec") or {}).get("completions") or 0)
+
+
+def indexes_in(job: Object, field: str) -> set[int]:
+    """`completedIndexes` or `failedIndexes`, without indexes past `completions` (a scaled-down Job keeps them)."""
+    return {i for i in parse_indexes((job.get("status") or {}).get(field) or "") if i < completions_of(job)}
+
+
+def annotated_count(pod: Object, key: str) -> int:
+    """A failure-count annotation, 0 when absent or not an int32 of at least 0 (a user may have written it)."""
+    value = (pod["metadata"].get("annotations") or {}).get(key)
+    if not isinstance(value, str) or not re.fullmatch(r"[+-]?[0-9]+", value):
+        return 0
+    count = int(value)
+    return count if 0 <= count <= INT32_MAX else 0
+
+
+def index_failed(job: Object, pod: Object) -> bool:
+    """upstream's isIndexFailed: a failed pod ends its index when it matches a `FailIndex` rule, or when it was its
+    index's `backoffLimitPerIndex`-th retry and no `Ignore` rule matches it."""
+    if not pod_finished(pod) or pod_succeeded(pod):
+        return False
+    action = policy_action(job, pod)
+    if action == "FailIndex":
+        return True
+    return action != "Ignore" and annotated_count(pod, FAILURE_COUNT) >= int(job["spec"]["backoffLimitPerIndex"])
+
+
+def failed_indexes(job: Object, pods: list[Object]) -> set[int]:
+    """upstream's calculateFailedIndexes: the status's, and those of tracked (not yet counted) pods."""
+    found = indexes_in(job, "failedIndexes")
+    for pod in pods:
+        index = index_of(pod)
+        if index is not None and index < completions_of(job) and _tracked(pod) and index_failed(job, pod):
+            found.add(index)
+    return found
+
+
+def delayed_pods(job: Object, pods: list[Object]) -> dict[int, Object]:
+    """upstream's getPodsWithDelayedDeletionPerIndex: for each index neither done, failed nor running, its last
+    failed pod, which keeps its finalizer (and stays uncounted) until a replacement exists, the only carrier of the
+    index's failure counts and last failure time. None once the Job is ending: every pod is counted then."""
+    if not per_index(job) or _condition_true(job, "FailureTarget") or _condition_true(job, "SuccessCriteriaMet"):
+        return {}
+    uncounted = (job.get("status") or {}).get("uncountedTerminatedPods") or {}
+    listed = set(uncounted.get("succeeded") or []) | set(uncounted.get("failed") or [])
+    closed = indexes_in(job, "completedIndexes") | indexes_in(job, "failedIndexes")
+    closed |= {i for p in pods if not pod_finished(p) and (i := index_of(p)) is not None}
+    kept: dict[int, Object] = {}
+    for pod in pods:
+        index = index_of(pod)
+        if index is None or index >= completions_of(job) or index in closed or pod_succeeded(pod):
+            continue
+        if not pod_finished(pod) or not _tracked(pod) or pod["metadata"]["uid"] in listed:
+            continue
+        last = kept.get(index)
+        if last is None or (_failures(last) <= _failures(pod) and _finished_at(pod) >= _finished_at(last)):
+            kept[index] = pod
+    return kept
+
+
+def replacement_counts(job: Object, replaced: Object | None) -> tuple[int, int]:
+    """The (counted, ignored) failure counts of a new pod for the index `replaced` failed in (upstream's
+    getNewIndexFailureCounts)."""
+    if replaced is None:
+        return 0, 0
+    counted, ignored = annotated_count(replaced, FAILURE_COUNT), annotated_count(replaced, IGNORED_COUNT)
+    return (counted, ignored + 1) if policy_action(job, replaced) == "Ignore" else (counted + 1, ignored)
+
+
+def index_backoff(replaced: Object | None, at: float) -> float:
+    """Seconds before an index may run again: the back-off over all its failures, ignored ones too, from when its
+    last failed pod finished (upstream's getRemainingTimePerIndex)."""
+    if replaced is None:
+        return 0.0
+    return max(_finished_at(replaced) + back_off(_failures(replaced) + 1) - at, 0.0)
+
+
+def back_off(failures: int) -> float:
+    """upstream's delay after `failures` failures: 10 s doubling, capped (the exponent too: a user may write the
+    count, and the cap is reached long before)."""
+    return float(min(BACKOFF_BASE * 2 ** min(failures - 1, 16), BACKOFF_CAP))
+
+
+def success_rule(job: Object) -> int | None:
+    """The index of the first `successPolicy` rule the succeeded indexes meet (upstream's matchSuccessPolicy): all of
+    its `succeededIndexes`, or `succeededCount` of them; or, without indexes, `succeededCount` indexes at all."""
+    done = indexes_in(job, "completedIndexes")
+    if not done:
+        return None
+    for i, rule in enumerate(((job.get("spec") or {}).get("successPolicy") or {}).get("rules") or []):
+        count = rule.get("succeededCount")
+        if rule.get("succeededIndexes") is not None:
+            wanted = {x for x in parse_indexes(str(rule["succeededIndexes"])) if x < completions_of(job)}
+            met = len(wanted & done)
+            if wanted and (met == len(wanted) or (count is not None and met >= int(count))):
+                return i
+        elif count is not None and len(done) >= int(count):
+            return i
+    return None
+
+
 def set_condition(job: Object, kind: str, status: str, reason: str, message: str) -> None:
     conditions = job.setdefault("status", {}).setdefault("conditions", [])
     stamp = now()
     for condition in conditions:
         if condition.get("type") == kind:
+            if [condition.get(k) for k in ("status", "reason", "message")] == [status, reason, message]:
+                return  # unchanged: no new probe time, so no write (upstream's ensureJobConditionStatus)
             if condition.get("status") != status:
                 condition["lastTransitionTime"] = stamp
             condition.update(status=status, reason=reason, message=message, lastProbeTime=stamp)
@@ -194,7 +331,7 @@ class JobController:
                 await self._release([pod])
             return
         job = self.jobs.store.get(key)
-        if job is None:
+        if job is None or managed_elsewhere(job):  # another controller's Job, pods and finalizers and all
             return
         job = copy.deepcopy(job)
         pods = await claim(self.client, (job, JOBS), (self.pods.store, PODS), selector_of(job))
@@ -202,19 +339,23 @@ class JobController:
             await self._release(pods)  # nothing more is counted: pods keep no finalizer of ours
             return
         status = job.setdefault("status", {})
-        if await self._count(job, pods):
+        delayed: dict[int, Object] = {}
+        if per_index(job):  # written with the uids of the pods that failed the indexes (upstream flushes both)
+            status["failedIndexes"] = format_indexes(failed_indexes(job, pods))
+            delayed = delayed_pods(job, pods)
+        if await self._count(job, pods, held={p["metadata"]["uid"] for p in delayed.values()}):
             return  # the status write brings the Job back
         active = [p for p in pods if not pod_finished(p)]
-        failure = self._failure(job, pods)
+        failure, success = self._outcome(job, pods, active, delayed)
         if failure is not None:
-            await self._fail(job, active, *failure)
-        elif self._succeeded(job, active):
-            await self._complete(job, active)
+            await self._fail(job, active, *failure, uncounted=bool(delayed))
+        elif success is not None:
+            await self._complete(job, active, *success, uncounted=bool(delayed))
         elif job["spec"].get("suspend"):
             await self._suspend(job, active)
         else:
             await self._resume(job)
-            await self._manage(job, pods, active)
+            await self._manage(job, pods, active, delayed)
         status["active"] = len(active)
         status["ready"] = sum(1 for p in active if pod_ready(p))
         status["terminating"] = sum(1 for p in pods if p["metadata"].get("deletionTimestamp") and not _terminal(p))
@@ -225,14 +366,14 @@ class JobController:
 
     # ---- counting ----------------------------------------------------------------------------------------------
 
-    async def _count(self, job: Object, pods: list[Object]) -> bool:
+    async def _count(self, job: Object, pods: list[Object], *, held: set[str]) -> bool:
         """upstream's two-step tracking: finished pods' uids go to `uncountedTerminatedPods` (written at once; True
         then, and a new sync follows the write), then their finalizers are removed and they are counted (written
-        with the rest of this sync's status)."""
+        with the rest of this sync's status). The `held` pods (an index's last failure) wait for their replacement."""
         status = job["status"]
         uncounted = status.setdefault("uncountedTerminatedPods", {})
         listed = set(uncounted.get("succeeded") or []) | set(uncounted.get("failed") or [])
-        new = [p for p in pods if pod_finished(p) and _tracked(p) and p["metadata"]["uid"] not in listed]
+        new = [p for p in pods if pod_finished(p) and _tracked(p) and p["metadata"]["uid"] not in listed | held]
         for pod in new:
             field = "succeeded" if pod_succeeded(pod) else "failed"
             if field == "failed" and (rule := failure_rule(job, pod)) and rule[1].get("action") == "Ignore":
@@ -274,24 +415,31 @@ class JobController:
 
     # ---- decisions ---------------------------------------------------------------------------------------------
 
-    def _failure(self, job: Object, pods: list[Object]) -> tuple[str, str] | None:
+    def _outcome(
+        self, job: Object, pods: list[Object], active: list[Object], delayed: dict[int, Object]
+    ) -> tuple[tuple[str, str] | None, tuple[str, str] | None]:
+        """(why the Job fails, why it succeeds), one at most: once `SuccessCriteriaMet`, it can only complete
+        (upstream's order); else failures are looked for first."""
+        if (met := _condition(job, "SuccessCriteriaMet")) is not None:
+            return None, (str(met.get("reason", "")), str(met.get("message", "")))
+        if (failure := self._failure(job, pods, delayed)) is not None:
+            return failure, None
+        return None, self._success(job, active)
+
+    def _failure(self, job: Object, pods: list[Object], delayed: dict[int, Object]) -> tuple[str, str] | None:
+        """Why the Job fails, in upstream's order: an earlier verdict, a `FailJob` rule, `backoffLimit`, the
+        deadline, then (per index) `maxFailedIndexes` and the failed indexes."""
+        if (target := _condition(job, "FailureTarget")) is not None:
+            return target["reason"], target["message"]
+        return (
+            _fail_job_rule(job, pods)
+            or _past_backoff_limit(job, delayed)
+            or self._past_deadline(job)
+            or _index_failure(job)
+        )
+
+    def _past_deadline(self, job: Object) -> tuple[str, str] | None:
         spec, status = job["spec"], job["status"]
-        for condition in status.get("conditions") or []:
-            if condition.get("type") == "FailureTarget" and condition.get("status") == "True":
-                return condition["reason"], condition["message"]
-        for pod in pods:
-            if pod_finished(pod) and not pod_succeeded(pod) and (found := failure_rule(job, pod)):
-                index, rule = found
-                if rule.get("action") == "FailJob":
-                    meta = pod["metadata"]
-                    who = f"pod {meta['namespace']}/{meta['name']}"
-                    if "_container" in rule:
-                        what = f"Container {rule['_container']} for {who} failed with exit code {rule['_code']}"
-                    else:
-                        what = f"Pod {meta['namespace']}/{meta['name']} has condition"
-                    return "PodFailurePolicy", f"{what} matching FailJob rule at index {index}"
-        if int(status.get("failed") or 0) > int(spec.get("backoffLimit", 6)):
-            return "BackoffLimitExceeded", "Job has reached the specified backoff limit"
         deadline = spec.get("activeDeadlineSeconds")
         started = parse_time(status.get("startTime"))
         if deadline is not None and started is not None and not spec.get("suspend"):
@@ -299,6 +447,13 @@ class JobController:
             if left <= 0:
                 return "DeadlineExceeded", "Job was active longer than specified deadline"
             self.queue.add_after(object_key(job), left)
+        return None
+
+    def _success(self, job: Object, active: list[Object]) -> tuple[str, str] | None:
+        if job["spec"].get("completionMode") == "Indexed" and (rule := success_rule(job)) is not None:
+            return "SuccessPolicy", f"Matched rules at index {rule}"
+        if self._succeeded(job, active):
+            return "CompletionsReached", "Reached expected number of succeeded pods"
         return None
 
     def _succeeded(self, job: Object, active: list[Object]) -> bool:
@@ -311,19 +466,18 @@ class JobController:
             return succeeded > 0 and not active
         return succeeded >= int(completions)
 
-    async def _fail(self, job: Object, active: list[Object], reason: str, message: str) -> None:
+    async def _fail(self, job: Object, active: list[Object], reason: str, message: str, *, uncounted: bool) -> None:
         set_condition(job, "FailureTarget", "True", reason, message)
         await self._delete(job, active)
-        if not active:  # once the pods deleted are counted (a later sync)
+        if not active and not uncounted:  # once the pods deleted, and any held, are counted (a later sync)
             set_condition(job, "Failed", "True", reason, message)
             await self._event(job, "Warning", reason, message)
 
-    async def _complete(self, job: Object, active: list[Object]) -> None:
-        message = "Reached expected number of succeeded pods"
-        set_condition(job, "SuccessCriteriaMet", "True", "CompletionsReached", message)
+    async def _complete(self, job: Object, active: list[Object], reason: str, message: str, *, uncounted: bool) -> None:
+        set_condition(job, "SuccessCriteriaMet", "True", reason, message)
         await self._delete(job, active)
-        if not active:  # once the pods deleted are counted (a later sync)
-            set_condition(job, "Complete", "True", "CompletionsReached", message)
+        if not active and not uncounted:  # once the pods deleted, and any held, are counted (a later sync)
+            set_condition(job, "Complete", "True", reason, message)
             job["status"]["completionTime"] = now()
             await self._event(job, "Normal", "Completed", "Job completed")
 
@@ -341,14 +495,15 @@ class JobController:
             await self._event(job, "Normal", "Resumed", "Job resumed")
         status.setdefault("startTime", now())
 
-    async def _manage(self, job: Object, pods: list[Object], active: list[Object]) -> None:
+    async def _manage(self, job: Object, pods: list[Object], active: list[Object], delayed: dict[int, Object]) -> None:
         spec, status = job["spec"], job["status"]
         parallelism = int(spec.get("parallelism", 1))
         live = [p for p in active if not p["metadata"].get("deletionTimestamp")]
         if spec.get("completionMode") == "Indexed":
-            taken = parse_indexes(status.get("completedIndexes", "")) | {index_of(p) for p in live}
-            pending = [i for i in range(int(spec.get("completions") or 0)) if i not in taken]
-            wanted: list[int | None] = list(pending[: max(parallelism - len(live), 0)])
+            taken = indexes_in(job, "completedIndexes") | indexes_in(job, "failedIndexes")
+            taken |= {i for p in live if (i := index_of(p)) is not None}
+            pending = [i for i in range(completions_of(job)) if i not in taken]
+            wanted: list[int | None] = list(self._due(job, pending[: max(parallelism - len(live), 0)], delayed))
         else:
             completions = spec.get("completions")
             remaining = parallelism if completions is None else int(completions) - int(status.get("succeeded") or 0)
@@ -357,11 +512,22 @@ class JobController:
             wanted = [None] * max(min(parallelism, remaining) - len(live), 0)
         if not wanted:
             return
-        delay = self._backoff(job, pods)
+        delay = 0.0 if per_index(job) else self._backoff(job, pods)
         if delay > 0:
             self.queue.add_after(object_key(job), delay)
             return
-        await self._create(job, wanted)
+        await self._create(job, wanted, delayed)
+
+    def _due(self, job: Object, indexes: list[int], delayed: dict[int, Object]) -> list[int]:
+        """With `backoffLimitPerIndex`, of the first pending indexes those whose own back-off is over (upstream picks
+        the indexes first, then the ones not waiting); the Job comes back when the next one's is."""
+        if not per_index(job):
+            return indexes
+        at = time.time()
+        waits = {i: index_backoff(delayed.get(i), at) for i in indexes}
+        if any(waits.values()):
+            self.queue.add_after(object_key(job), min(w for w in waits.values() if w))
+        return [i for i in indexes if not waits[i]]
 
     def _backoff(self, job: Object, pods: list[Object]) -> float:
         """Seconds left before a failed pod may be replaced (upstream's exponential back-off per failure)."""
@@ -369,14 +535,14 @@ class JobController:
         if not failed:
             return 0.0
         last = max((_finished_at(p) for p in pods if pod_finished(p) and not pod_succeeded(p)), default=0.0)
-        wait = min(BACKOFF_BASE * 2 ** (failed - 1), BACKOFF_CAP)
-        return max(last + wait - time.time(), 0.0) if last else 0.0
+        return max(last + back_off(failed) - time.time(), 0.0) if last else 0.0
 
     # ---- writes ------------------------------------------------------------------------------------------------
 
-    async def _create(self, job: Object, indexes: list[int | None]) -> None:
+    async def _create(self, job: Object, indexes: list[int | None], replacing: dict[int, Object]) -> None:
+        namespace = job["metadata"]["namespace"]
         results = await asyncio.gather(
-            *(self.client.create(PODS, job["metadata"]["namespace"], self._new_pod(job, i)) for i in indexes),
+            *(self.client.create(PODS, namespace, self._new_pod(job, i, replacing)) for i in indexes),
             return_exceptions=True,
         )
         for result in results:
@@ -387,7 +553,7 @@ class JobController:
             await self._event(job, "Warning", "FailedCreate", f"Error creating: {failed[0]}")
             raise failed[0]
 
-    def _new_pod(self, job: Object, index: int | None) -> Object:
+    def _new_pod(self, job: Object, index: int | None, replacing: dict[int, Object]) -> Object:
         template = copy.deepcopy(job["spec"].get("template") or {})
         meta, spec = template.get("metadata") or {}, template.get("spec") or {}
         name = job["metadata"]["name"]
@@ -402,6 +568,11 @@ class JobController:
             for container in [*spec.get("initContainers", []), *spec.get("containers", [])]:
                 if not any(e.get("name") == "JOB_COMPLETION_INDEX" for e in container.get("env") or []):
                     container["env"] = [*(container.get("env") or []), variable]
+            if per_index(job):
+                counted, ignored = replacement_counts(job, replacing.get(index))
+                annotations[FAILURE_COUNT] = str(counted)
+                if ignored:
+                    annotations[IGNORED_COUNT] = str(ignored)
         return {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -443,10 +614,56 @@ def _tracked(pod: Object) -> bool:
     return TRACKING_FINALIZER in (pod["metadata"].get("finalizers") or [])
 
 
+def _condition(job: Object, kind: str) -> Object | None:
+    """The Job's condition `kind` when it is True."""
+    for condition in (job.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == kind and condition.get("status") == "True":
+            return dict(condition)
+    return None
+
+
 def _condition_true(job: Object, kind: str) -> bool:
-    return any(
-        c.get("type") == kind and c.get("status") == "True" for c in (job.get("status") or {}).get("conditions") or []
-    )
+    return _condition(job, kind) is not None
+
+
+def _failures(pod: Object) -> int:
+    """All the failures of a pod's index before it, ignored ones too (upstream's getIndexAbsoluteFailureCount)."""
+    return annotated_count(pod, FAILURE_COUNT) + annotated_count(pod, IGNORED_COUNT)
+
+
+def _fail_job_rule(job: Object, pods: list[Object]) -> tuple[str, str] | None:
+    for pod in pods:
+        if pod_finished(pod) and not pod_succeeded(pod) and (found := failure_rule(job, pod)):
+            index, rule = found
+            if rule.get("action") == "FailJob":
+                meta = pod["metadata"]
+                who = f"pod {meta['namespace']}/{meta['name']}"
+                if "_container" in rule:
+                    what = f"Container {rule['_container']} for {who} failed with exit code {rule['_code']}"
+                else:
+                    what = f"Pod {meta['namespace']}/{meta['name']} has condition"
+                return "PodFailurePolicy", f"{what} matching FailJob rule at index {index}"
+    return None
+
+
+def _past_backoff_limit(job: Object, delayed: dict[int, Object]) -> tuple[str, str] | None:
+    # a failed pod held for its index's replacement is a failure already, as upstream counts it from the pod
+    held = sum(1 for pod in delayed.values() if policy_action(job, pod) != "Ignore")
+    if int(job["status"].get("failed") or 0) + held > int(job["spec"].get("backoffLimit", 6)):
+        return "BackoffLimitExceeded", "Job has reached the specified backoff limit"
+    return None
+
+
+def _index_failure(job: Object) -> tuple[str, str] | None:
+    if not per_index(job):
+        return None
+    failed = len(indexes_in(job, "failedIndexes"))
+    most = job["spec"].get("maxFailedIndexes")
+    if most is not None and failed > int(most):
+        return "MaxFailedIndexesExceeded", "Job has exceeded the specified maximal number of failed indexes"
+    if failed and failed + len(indexes_in(job, "completedIndexes")) >= completions_of(job):
+        return "FailedIndexes", "Job has failed indexes"
+    return None
 
 
 def _finished_at(pod: Object) -> float:

@@ -19,6 +19,7 @@ from typing import Any
 from tinykube.api import errors
 from tinykube.api.meta import now
 from tinykube.api.resources import builtin
+from tinykube.client.events import record_event
 from tinykube.client.informer import object_key
 from tinykube.client.workqueue import WorkQueue, run_workers
 from tinykube.controllers.manager import ControllerContext
@@ -197,7 +198,9 @@ class Scheduler:
             else:
                 reasons.append(reason)
         if not fit:
-            await self._unschedulable(pod, unschedulable_message(reasons, len(nodes)))
+            message = unschedulable_message(reasons, len(nodes))
+            await self._event(pod, "Warning", "FailedScheduling", message)
+            await self._unschedulable(pod, message)
             self.queue.add_after(key, RETRY_UNSCHEDULABLE)
             return
         chosen = min(fit, key=lambda name: (self._pods_on(name), name))
@@ -224,6 +227,11 @@ class Scheduler:
             raise
         else:
             log.debug("bound %s to %s", key, node)
+            await self._event(pod, "Normal", "Scheduled", f"Successfully assigned {key} to {node}")
+
+    async def _event(self, pod: Object, type_: str, reason: str, message: str) -> None:
+        await record_event(self.ctx.client, pod, type_=type_, reason=reason, message=message,
+                           component="default-scheduler")  # fmt: skip
 
     async def _unschedulable(self, pod: Object, message: str) -> None:
         conditions = (pod.get("status") or {}).get("conditions") or []

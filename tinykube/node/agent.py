@@ -228,7 +228,9 @@ class NodeAgent:
             self.runtime.on_event = self._runtime_event
             self.registered.set()
             self.pods.add_handler(
-                on_add=self._pod_seen, on_update=lambda _old, new: self._pod_seen(new), on_delete=self._pod_seen
+                on_add=self._pod_seen,
+                on_update=lambda _old, new: self._pod_seen(new),
+                on_delete=lambda pod: self.queue.add(object_key(pod)),  # its address is not claimed again
             )
             tasks.append(asyncio.create_task(self.pods.run(), name=f"node {self.config.name} pods"))
             await self.pods.wait_synced()
@@ -260,7 +262,9 @@ class NodeAgent:
 
     def _event(self, pod: Object, type_: str, reason: str, message: str) -> None:
         """Record an Event about the pod, as the kubelet does, without waiting for it."""
-        work = record_event(self.client, pod, type_=type_, reason=reason, message=message, component="kubelet")
+        work = record_event(
+            self.client, pod, type_=type_, reason=reason, message=message, component="kubelet", host=self.config.name
+        )
         task = asyncio.create_task(work, name=f"node {self.config.name} event")
         self._recording.add(task)
         task.add_done_callback(self._recording.discard)
@@ -329,10 +333,16 @@ class NodeAgent:
 
     def _terminate(self, key: str, pod: Object | None) -> None:
         """Stop a deleted pod's containers in the background (a grace period must not hold a worker), once."""
-        if key not in self.terminating and (key in self.started_at or pod is not None):
-            task = asyncio.create_task(self._stop(key, pod), name=f"node {self.config.name} stops {key}")
-            self.terminating[key] = task
-            task.add_done_callback(lambda _t: self.terminating.pop(key, None))
+        if key in self.terminating:
+            return
+        if pod is None and key not in self.started_at:  # gone, and nothing of it runs here
+            if self.addresses is not None:
+                self.addresses.release(key)
+            self.last_seen.pop(key, None)
+            return
+        task = asyncio.create_task(self._stop(key, pod), name=f"node {self.config.name} stops {key}")
+        self.terminating[key] = task
+        task.add_done_callback(lambda _t: self.terminating.pop(key, None))
 
     async def _stop(self, key: str, pod: Object | None) -> None:
         """Stop a deleted pod: with its deletion grace period when it is being deleted gracefully, else (already

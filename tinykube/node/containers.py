@@ -103,6 +103,7 @@ class Container:
     previous_log: Path | None = None
     run_over: asyncio.Event = field(default_factory=asyncio.Event)  # the current log gets no more lines
     first_start: asyncio.Event = field(default_factory=asyncio.Event)
+    startup_passed: bool = False  # the current run's startup probe succeeded (or it has none): `started` in status
     cpu_seconds: float = 0.0  # the most the current run's processes were seen to have used (a counter never falls)
 
     @property
@@ -114,7 +115,7 @@ class Container:
 
     def ended(self, record: Object) -> None:
         self.running_since, self.ready, self.process, self.pid, self.started = "", False, None, 0, 0
-        self.cpu_seconds = 0.0
+        self.cpu_seconds, self.startup_passed = 0.0, False
         self.before, self.finished = self.finished, record
         self.wait("ContainerCreating")  # until it restarts or is found done
 
@@ -139,6 +140,7 @@ class Container:
         """As `saved()` left it (the process itself is adopted, or found gone, by the runtime)."""
         self.restart_count = int(saved.get("restartCount") or 0)
         self.running_since, self.ready = str(saved.get("runningSince") or ""), bool(saved.get("ready"))
+        self.startup_passed = bool(self.running_since)  # a run that was running counts as started, as upstream's
         self.wait(*[str(part) for part in saved.get("waiting") or ["ContainerCreating", ""]][:2])
         self.finished, self.before, self.done = saved.get("finished"), saved.get("before"), bool(saved.get("done"))
         self.pid, self.started = int(saved.get("pid") or 0), int(saved.get("started") or 0)
@@ -153,6 +155,7 @@ class Container:
         found.restart_count, found.ready, found.last_terminated = self.restart_count, self.ready, self.finished
         if self.running_since:
             found.running_since = self.running_since
+            found.started = self.startup_passed
         elif self.done:
             found.terminated, found.last_terminated = self.finished, self.before
         else:

@@ -45,8 +45,9 @@ from tinykube.node import adoption, container_logs, images, netns, sandbox
 from tinykube.node.adoption import Adopted
 from tinykube.node.containers import Backoff, Container, Pod, back_off_message, pod_phase, should_restart
 from tinykube.node.lifecycle import run_hook
-from tinykube.node.probes import Outcome, ProbeResults, ProbeSpec, Target, run_prober
+from tinykube.node.probes import Outcome, ProbeResults, ProbeSpec, Target, run_prober, until_started
 from tinykube.node.resource_metrics import ContainerUsage
+from tinykube.node.runtime import back_off_event, start_events
 from tinykube.node.status import ContainerState
 
 log = logging.getLogger(__name__)
@@ -376,6 +377,7 @@ class NetnsRuntime:
                 if delay:
                     if record is not None:
                         c.wait("CrashLoopBackOff", back_off_message(delay, c.name, run.pod))
+                        self.on_event(run.key, *back_off_event(c.name, run.pod))
                     self._changed(run)
                     await asyncio.sleep(delay)
                 if record is not None:
@@ -392,6 +394,8 @@ class NetnsRuntime:
         await asyncio.sleep(initial)
         delay = max(initial, c.pull_backoff.next_delay(asyncio.get_running_loop().time()))
         c.wait(PULL_BACKOFF, f'Back-off pulling image "{c.spec.get("image") or ""}"')
+        self.on_event(run.key, "Normal", "BackOff", c.waiting_message)
+        self.on_event(run.key, "Warning", "Failed", f"Error: {PULL_BACKOFF}")
         self._changed(run)
         await asyncio.sleep(delay)
 
@@ -439,8 +443,10 @@ class NetnsRuntime:
         except StartFailure as failure:
             return self._failed_start(run, c, failure)
         c.process, c.running_since = process, now()
-        c.ready = not c.spec.get("readinessProbe")  # without a probe, ready once running
+        c.ready = not c.spec.get("readinessProbe") and not c.spec.get("startupProbe")  # without probes: ready now
         c.first_start.set()
+        for event in start_events(c.spec):
+            self.on_event(run.key, *event)
         self._changed(run)
         return await self._watch(run, c, process, env)
 
@@ -464,6 +470,10 @@ class NetnsRuntime:
     def _failed_start(self, run: Pod, c: Container, failure: StartFailure) -> Object | None:
         c.run_over.set()
         c.first_start.set()
+        if failure.reason == PULL_FAILED:
+            image = c.spec.get("image") or ""
+            self.on_event(run.key, "Warning", "Failed", f'Failed to pull image "{image}": {failure.message}')
+        self.on_event(run.key, "Warning", "Failed", f"Error: {failure.reason if failure.waiting else failure.message}")
         if failure.waiting:
             c.wait(failure.reason, failure.message)
             self._changed(run)
@@ -548,24 +558,48 @@ class NetnsRuntime:
         return process
 
     def _probes(self, run: Pod, c: Container, env: dict[str, str], ran: float = 0) -> list[asyncio.Task[None]]:
-        """Start the run's readiness and liveness probers (fresh results each run, as upstream's workers; an
-        adopted run's readiness starts where it was, its initial delays counted from its start)."""
+        """The run's probers (fresh results each run, as upstream's workers): its startup probe first, if it has
+        one, then readiness and liveness; an adopted run (`ran` seconds in) counts as started, its readiness
+        starting where it was and its initial delays counted from its start."""
         target = self._target(run, c, env)
-        tasks = []
 
         def parse(probe: Object) -> ProbeSpec:
             spec = ProbeSpec.parse(probe)
             return dataclasses.replace(spec, initial_delay=max(0.0, spec.initial_delay - ran))
 
-        if c.spec.get("readinessProbe"):
-            ready = parse(c.spec["readinessProbe"])
-            results = ProbeResults(c.ready)  # False for a new run that has a probe
-            tasks.append(_prober(ready, target, results, lambda ok, _: self._ready(run, c, ok), eager=True))
-        if c.spec.get("livenessProbe"):
-            live = parse(c.spec["livenessProbe"])
-            grace = run.grace if live.grace is None else live.grace
-            tasks.append(_prober(live, target, ProbeResults(True), lambda ok, why: self._alive(run, c, ok, why, grace)))
-        return tasks
+        def unhealthy(kind: str) -> Callable[[Outcome], None]:
+            return lambda outcome: self.on_event(
+                run.key, "Warning", "Unhealthy", f"{kind} probe failed: {outcome.message}"
+            )
+
+        async def probe() -> None:
+            startup = c.spec.get("startupProbe")
+            if startup and not ran and not await until_started(parse(startup), target, unhealthy("Startup")):
+                self.on_event(
+                    run.key, "Normal", "Killing", f"Container {c.name} failed startup probe, will be restarted"
+                )
+                if c.process is not None:
+                    await _kill_group(c.process, run.grace)
+                return
+            c.startup_passed = True
+            c.ready = c.ready or not c.spec.get("readinessProbe")  # without a readiness probe: ready once started
+            self._changed(run)
+            probers = []
+            if c.spec.get("readinessProbe"):
+                results = ProbeResults(c.ready)  # False for a new run that has a probe
+                probers.append(run_prober(parse(c.spec["readinessProbe"]), target, results,
+                                          lambda ok, _: self._ready(run, c, ok), unhealthy("Readiness")))  # fmt: skip
+            if c.spec.get("livenessProbe"):
+                live = parse(c.spec["livenessProbe"])
+                grace = run.grace if live.grace is None else live.grace
+
+                def alive(ok: bool, why: Outcome, grace: float = grace) -> None:
+                    self._alive(run, c, ok, why, grace)
+
+                probers.append(run_prober(live, target, ProbeResults(True), alive, unhealthy("Liveness")))
+            await asyncio.gather(*probers)
+
+        return [asyncio.get_running_loop().create_task(probe(), name=f"{run.key}/{c.name} probes")]
 
     def _target(self, run: Pod, c: Container, env: dict[str, str]) -> Target:
         """Where the container's probes and hooks go: its pod's address from the node, its commands in the pod."""
@@ -582,6 +616,8 @@ class NetnsRuntime:
         if ok or c.process is None:
             return
         log.info("pod %s: container %s failed liveness (%s), killing it", run.key, c.name, outcome.message)
+        message = f"Container {c.name} failed liveness probe, will be restarted"
+        self.on_event(run.key, "Normal", "Killing", message)
         run.spawn(_kill_group(c.process, grace), f"{run.key}/{c.name} kill")
 
     async def _terminate(self, run: Pod, grace: float) -> None:
@@ -607,17 +643,6 @@ def group_usage() -> dict[int, tuple[float, int]]:
         cpu, memory = groups.get(pgid, (0.0, 0))
         groups[pgid] = (cpu + ticks / _TICKS, memory + pages * _PAGE)
     return groups
-
-
-def _prober(
-    spec: ProbeSpec,
-    target: Target,
-    results: ProbeResults,
-    changed: Callable[[bool, Outcome], None],
-    *,
-    eager: bool = False,
-) -> asyncio.Task[None]:
-    return asyncio.get_running_loop().create_task(run_prober(spec, target, results, changed, eager=eager))
 
 
 def _end_leftovers(pgid: int) -> None:

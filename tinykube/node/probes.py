@@ -193,27 +193,35 @@ async def probe_once(spec: ProbeSpec, target: Target) -> Outcome:
         return Outcome(False, f"{spec.action} probe failed: {err}")
 
 
-EAGER_INTERVAL = 0.1  # seconds between readiness probes of a container that has never been ready
-
-
 async def run_prober(
     spec: ProbeSpec,
     target: Target,
     results: ProbeResults,
     changed: Callable[[bool, Outcome], None],
-    *,
-    eager: bool = False,
+    failed: Callable[[Outcome], None] = lambda outcome: None,
 ) -> None:
-    """Probe every period after the initial delay until cancelled; `changed(result, outcome)` on each flip.
-
-    `eager` (readiness): until the first success, probe every `EAGER_INTERVAL` rather than every period. Upstream's
-    kubelet re-probes a not-ready container on each pod status sync, so a server that starts listening a moment
-    after its process starts is Ready then, not a whole period later."""
+    """Probe at once after the initial delay, then every period, until cancelled: `changed(result, outcome)` on each
+    flip, `failed(outcome)` on each failed attempt (the kubelet's `Unhealthy` event)."""
     await asyncio.sleep(spec.initial_delay)
-    ever_ok = False
     while True:
         outcome = await probe_once(spec, target)
-        ever_ok = ever_ok or outcome.ok
+        if not outcome.ok:
+            failed(outcome)
         if results.record(outcome.ok, spec):
             changed(results.result, outcome)
-        await asyncio.sleep(spec.period if ever_ok or not eager else min(spec.period, EAGER_INTERVAL))
+        await asyncio.sleep(spec.period)
+
+
+async def until_started(spec: ProbeSpec, target: Target, failed: Callable[[Outcome], None]) -> bool:
+    """A startup probe: True at its first success; False once it failed `failureThreshold` times in a row."""
+    await asyncio.sleep(spec.initial_delay)
+    failures = 0
+    while True:
+        outcome = await probe_once(spec, target)
+        if outcome.ok:
+            return True
+        failed(outcome)
+        failures += 1
+        if failures >= spec.failure_threshold:
+            return False
+        await asyncio.sleep(spec.period)

@@ -84,6 +84,23 @@ class Runtime(Protocol):
         ...
 
 
+def start_events(container: Object) -> list[tuple[str, str, str]]:
+    """The kubelet's events as a container (re)starts: (type, reason, message). Nothing is pulled (images are
+    stand-ins), so the image is reported present, as a kubelet reports an image it has."""
+    name, image = container.get("name", ""), container.get("image", "")
+    return [
+        ("Normal", "Pulled", f'Container image "{image}" already present on machine'),
+        ("Normal", "Created", f"Created container {name}"),
+        ("Normal", "Started", f"Started container {name}"),
+    ]
+
+
+def back_off_event(container: str, pod: Object) -> tuple[str, str, str]:
+    meta = pod["metadata"]
+    pod_ref = f"{meta.get('name')}_{meta.get('namespace')}({meta.get('uid', '')})"
+    return "Warning", "BackOff", f"Back-off restarting failed container {container} in pod {pod_ref}"
+
+
 class NoFreeAddress(RuntimeError):
     pass
 
@@ -178,6 +195,10 @@ class SimulatedRuntime:
             started, restarts = before.get(name, (since, 0))
             runs[name] = _Simulated(started, restarts)
         self._started[key] = runs
+        for container in (pod.get("spec") or {}).get("containers") or []:
+            if container["name"] not in before:  # newly started, not found running by a restarted agent
+                for event in start_events(container):
+                    self.on_event(key, *event)
         if (pod.get("spec") or {}).get("restartPolicy", "Always") != "Always":
             for name in names:
                 self._run(key, pod, name)
@@ -206,6 +227,7 @@ class SimulatedRuntime:
             delay = run.backoff.next_delay(time.monotonic())  # the first restart is at once, as the kubelet's
             if delay:
                 run.waiting, run.waiting_message = "CrashLoopBackOff", back_off_message(delay, name, pod)
+                self.on_event(key, *back_off_event(name, pod))
             handle = asyncio.get_running_loop().call_later(delay, self._restart, key, pod, name)
             self._timers.setdefault(key, []).append(handle)
         self.on_change(key)
@@ -217,6 +239,11 @@ class SimulatedRuntime:
         run.last, run.finished, run.waiting, run.waiting_message = run.finished, None, "", ""
         run.since, run.restarts = now(), run.restarts + 1
         run.cpu_seconds, run.metered_at = 0.0, 0.0
+        container: Object = next(
+            (c for c in (pod.get("spec") or {}).get("containers") or [] if c.get("name") == name), {}
+        )
+        for event in start_events(container):
+            self.on_event(key, *event)
         self._run(key, pod, name)
         self.on_change(key)
 

@@ -30,6 +30,7 @@ class ContainerState:
     waiting_message: str = ""
     terminated: Object | None = None  # {"exitCode", "reason", "startedAt", "finishedAt"} of the current state
     last_terminated: Object | None = None  # the previous run's, for lastState
+    started: bool | None = None  # its startup probe passed (None: running means started, as without one)
 
 
 @dataclass
@@ -94,7 +95,7 @@ def _container_status(container: ContainerState) -> Object:
         "imageID": "",
         "ready": container.ready,
         "restartCount": container.restart_count,
-        "started": bool(container.running_since),
+        "started": bool(container.running_since) and container.started is not False,
         "state": state,
         "lastState": {"terminated": container.last_terminated} if container.last_terminated else {},
     }

@@ -5,18 +5,20 @@ suspended and has never started), and a CronJob's schedule, refused where upstre
 refuses it, with its messages.
 
 Their controllers are elsewhere (issue 13). A whole pod template inside a field error is abbreviated as
-`core.PodTemplateSpec{...}`: Go's `%#v` of it is too long to be useful.
+`core.PodTemplateSpec{...}`, and a success policy as `batch.SuccessPolicy{...}`: Go's `%#v` of them is too long to
+be useful (and shows pointers' addresses).
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import re
 import zoneinfo
 from typing import Any
 
 from tinykube.api import errors
-from tinykube.api.errors import FieldError, invalid, not_supported, required
+from tinykube.api.errors import ErrorType, FieldError, go_value, invalid, not_supported, required, too_many
 from tinykube.api.meta import dns1123_label
 from tinykube.api.selectors import selector_from_label_selector
 from tinykube.apiserver.registry.apps import (
@@ -29,6 +31,7 @@ from tinykube.apiserver.registry.apps import (
     _nonnegative,
 )
 from tinykube.apiserver.registry.generic import ORPHAN_DEPENDENTS, Strategy, asks_no_propagation
+from tinykube.apiserver.registry.networking import domain_prefixed_path_errors
 from tinykube.apiserver.registry.workloads import (
     _IMMUTABLE,
     _immutable,
@@ -43,6 +46,7 @@ from tinykube.apiserver.registry.workloads import (
 )
 
 _TEMPLATE_DUMP = "core.PodTemplateSpec{...}"
+_SUCCESS_POLICY_DUMP = "batch.SuccessPolicy{...}"
 
 
 # ---- Job --------------------------------------------------------------------------------------------------------
@@ -52,6 +56,13 @@ JOB_NAME = "batch.kubernetes.io/job-name"
 LEGACY_CONTROLLER_UID = "controller-uid"
 LEGACY_JOB_NAME = "job-name"
 _MAX_INDEXED_PARALLELISM = 100_000
+_MAX_FAILED_INDEXES = 100_000
+_COMPLETIONS_SOFT_LIMIT = 100_000  # past it, backoffLimitPerIndex needs maxFailedIndexes and the limit below
+_HIGH_COMPLETIONS_LIMIT = 10_000  # for parallelism and maxFailedIndexes then
+_MAX_MANAGED_BY = 63
+_POLICY_ACTIONS = ["Count", "FailIndex", "FailJob", "Ignore"]
+_MAX_SUCCESS_RULES = 20
+_MAX_SUCCEEDED_INDEXES = 64 * 1024  # bytes of a rule's `succeededIndexes`
 _COMPLETION_MODES = ["NonIndexed", "Indexed"]
 _REPLACEMENT_POLICIES = ["Failed", "TerminatingOrFailed"]
 
@@ -158,10 +169,145 @@ def _indexed_errors(spec: dict[str, Any], path: str) -> list[FieldError]:
         if parallelism is not None and parallelism > _MAX_INDEXED_PARALLELISM:
             message = f"must be less than or equal to {_MAX_INDEXED_PARALLELISM} when completion mode is Indexed"
             errs.append(invalid(f"{path}.parallelism", parallelism, message))
-    elif spec.get("backoffLimitPerIndex") is not None:
-        per_index = spec.get("backoffLimitPerIndex")
-        errs.append(invalid(f"{path}.backoffLimitPerIndex", per_index, "requires indexed completion mode"))
+        errs += _max_failed_indexes_errors(spec, path)
+    elif mode in (None, "NonIndexed"):
+        for name in ("backoffLimitPerIndex", "maxFailedIndexes"):
+            if spec.get(name) is not None:
+                errs.append(invalid(f"{path}.{name}", spec[name], "requires indexed completion mode"))
     return errs
+
+
+def _max_failed_indexes_errors(spec: dict[str, Any], path: str) -> list[FieldError]:
+    """An Indexed Job's `maxFailedIndexes`, and the caps on a Job of very many completions counted per index."""
+    completions, most = _int(spec.get("completions")), _int(spec.get("maxFailedIndexes"))
+    field = f"{path}.maxFailedIndexes"
+    errs: list[FieldError] = []
+    if completions is not None and most is not None and most > completions:
+        errs.append(invalid(field, most, "must be less than or equal to completions"))
+    if most is not None and most > _MAX_FAILED_INDEXES:
+        errs.append(invalid(field, most, f"must be less than or equal to {_MAX_FAILED_INDEXES}"))
+    if completions is None or completions <= _COMPLETIONS_SOFT_LIMIT or spec.get("backoffLimitPerIndex") is None:
+        return errs
+    if spec.get("maxFailedIndexes") is None:
+        errs.append(required(field, f"must be specified when completions is above {_COMPLETIONS_SOFT_LIMIT}"))
+    limit = _HIGH_COMPLETIONS_LIMIT
+    detail = (
+        f"must be less than or equal to {limit} when completions are above {_COMPLETIONS_SOFT_LIMIT} "
+        "and used with backoff limit per index"
+    )
+    parallelism = _int(spec.get("parallelism"))
+    if parallelism is not None and parallelism > limit:
+        errs.append(invalid(f"{path}.parallelism", parallelism, detail))
+    if most is not None and most > limit:
+        errs.append(invalid(field, most, detail))
+    return errs
+
+
+def _managed_by_errors(spec: dict[str, Any], path: str) -> list[FieldError]:
+    manager = spec.get("managedBy")
+    if manager is None:
+        return []
+    field, text = f"{path}.managedBy", str(manager)
+    errs = domain_prefixed_path_errors(text, field)
+    if len(text.encode()) > _MAX_MANAGED_BY:
+        errs.append(FieldError(ErrorType.TOO_LONG, field, detail=f"may not be more than {_MAX_MANAGED_BY} bytes"))
+    return errs
+
+
+def _failure_policy_action_errors(spec: dict[str, Any], path: str) -> list[FieldError]:
+    """Each `podFailurePolicy` rule's action (of validatePodFailurePolicyRule): `FailIndex` only per index."""
+    rules = _dict(spec.get("podFailurePolicy")).get("rules")
+    errs: list[FieldError] = []
+    for i, rule in enumerate(rules if isinstance(rules, list) else []):
+        action, field = _dict(rule).get("action"), f"{path}.podFailurePolicy.rules[{i}].action"
+        if not action:
+            errs.append(required(field, f"valid values: [{' '.join(json.dumps(a) for a in _POLICY_ACTIONS)}]"))
+        elif action == "FailIndex":
+            if spec.get("backoffLimitPerIndex") is None:
+                errs.append(invalid(field, action, "requires the backoffLimitPerIndex to be set"))
+        elif action not in _POLICY_ACTIONS:
+            errs.append(not_supported(field, action, _POLICY_ACTIONS))
+    return errs
+
+
+def _success_policy_errors(spec: dict[str, Any], path: str) -> list[FieldError]:
+    policy, field = spec.get("successPolicy"), f"{path}.successPolicy"
+    if policy is None:
+        return []
+    if spec.get("completionMode") != "Indexed":
+        return [_go_invalid(field, _SUCCESS_POLICY_DUMP, "requires indexed completion mode")]
+    rules = _dict(policy).get("rules")
+    rules = rules if isinstance(rules, list) else []
+    errs: list[FieldError] = []
+    if not rules:
+        detail = "at least one rules must be specified when the successPolicy is specified"
+        errs.append(required(f"{field}.rules", detail))
+    if len(rules) > _MAX_SUCCESS_RULES:
+        errs.append(too_many(f"{field}.rules", len(rules), _MAX_SUCCESS_RULES))
+    completions = _int(spec.get("completions"))
+    for i, rule in enumerate(rules):
+        errs += _success_rule_errors(_dict(rule), completions, f"{field}.rules[{i}]")
+    return errs
+
+
+def _success_rule_errors(rule: dict[str, Any], completions: int | None, path: str) -> list[FieldError]:
+    indexes, count = rule.get("succeededIndexes"), rule.get("succeededCount")
+    errs: list[FieldError] = []
+    if indexes is None and count is None:
+        errs.append(required(path, "at least one of succeededCount or succeededIndexes must be specified"))
+    total = 0
+    if indexes is not None:
+        field, text = f"{path}.succeededIndexes", str(indexes)
+        if len(text.encode()) > _MAX_SUCCEEDED_INDEXES:
+            detail = f"may not be more than {_MAX_SUCCEEDED_INDEXES} bytes"
+            errs.append(FieldError(ErrorType.TOO_LONG, field, detail=detail))
+        try:
+            total = _index_count(text, completions)
+        except ValueError as err:
+            errs.append(invalid(field, text, f"error parsing succeededIndexes: {err}"))
+    number, field = _int(count), f"{path}.succeededCount"
+    errs += _nonnegative(count, field)
+    if number is not None and completions is not None and number > completions:
+        detail = f"{completions} (the number of specified completions)"
+        errs.append(invalid(field, number, f"must be less than or equal to {detail}"))
+    if number is not None and indexes is not None and number > total:
+        detail = f"{total} (the number of indexes in the specified succeededIndexes field)"
+        errs.append(invalid(field, number, f"must be less than or equal to {detail}"))
+    return errs
+
+
+def _index_count(text: str, completions: int | None) -> int:
+    """upstream's validateIndexesFormat: how many indexes an interval list such as `1,3-5` names, each below
+    `completions`, in increasing order; else a ValueError with upstream's words."""
+    last: int | None = None
+    total = 0
+    for part in text.split(",") if text else []:
+        first, end = _index_interval(part, completions)
+        if last is not None and last >= first:
+            raise ValueError(f"non-increasing order, previous: {last}, current: {first}")
+        total, last = total + end - first + 1, end
+    return total
+
+
+def _index_interval(part: str, completions: int | None) -> tuple[int, int]:
+    limits = part.split("-")
+    if len(limits) > 2:
+        raise ValueError(
+            f"the fragment {go_value(part)} violates the requirement that an index interval can have at most two "
+            "parts separated by '-'"
+        )
+    first, end = (_index(limit, completions) for limit in (limits[0], limits[-1]))
+    if len(limits) == 2 and first >= end:
+        raise ValueError(f"non-increasing order, previous: {first}, current: {end}")
+    return first, end
+
+
+def _index(text: str, completions: int | None) -> int:
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        raise ValueError(f"cannot convert string to integer for index: {go_value(text)}")
+    if completions is not None and int(text) >= completions:
+        raise ValueError(f"too large index: {go_value(text)}")
+    return int(text)
 
 
 def _replacement_policy_errors(spec: dict[str, Any], path: str) -> list[FieldError]:
@@ -176,7 +322,12 @@ def _job_spec_errors(spec: dict[str, Any], path: str) -> list[FieldError]:
     """validateJobSpec: what a Job's spec and a CronJob's job template share."""
     names = ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished")
     errs = _nonnegative_fields(spec, (*names, "backoffLimitPerIndex", "maxFailedIndexes"), path)
+    if spec.get("maxFailedIndexes") is not None and spec.get("backoffLimitPerIndex") is None:
+        errs.append(required(f"{path}.backoffLimitPerIndex", "when maxFailedIndexes is specified"))
+    errs += _managed_by_errors(spec, path)
     errs += _indexed_errors(spec, path)
+    errs += _failure_policy_action_errors(spec, path)
+    errs += _success_policy_errors(spec, path)
     errs += _replacement_policy_errors(spec, path)
     errs += _template_errors(spec.get("template"), f"{path}.template")
     return errs + _job_restart_policy_errors(spec, path)
