@@ -49,3 +49,43 @@ def test_a_scaled_down_replica_set_ends_its_pods(cluster: RunningCluster, client
 
     eventually(lambda: len(pods()) == 1, what="the two pods scaled away to be gone")
     assert not pods()[0]["metadata"].get("deletionTimestamp")
+
+
+def test_describe_shows_why_a_pod_runs_or_not(cluster: RunningCluster, client: httpx.Client, ns: str) -> None:
+    cluster.kubectl("-n", ns, "run", "fine", "--image=nginx:1.27")
+    cluster.kubectl("-n", ns, "wait", "--for=condition=Ready", "pod/fine", "--timeout=30s")
+    described = eventually(
+        lambda: "Started" in (out := cluster.kubectl("-n", ns, "describe", "pod", "fine").stdout) and out
+    )
+    events = described.split("Events:", 1)[1]
+    for reason, source, message in (
+        ("Scheduled", "default-scheduler", f"Successfully assigned {ns}/fine to node-1"),
+        ("Pulled", "kubelet", 'Container image "nginx:1.27" already present on machine'),
+        ("Created", "kubelet", "Created container fine"),
+        ("Started", "kubelet", "Started container fine"),
+    ):
+        assert any(reason in line and source in line and message in line for line in events.splitlines()), (
+            reason,
+            events,
+        )
+
+    cluster.kubectl(
+        "-n", ns, "run", "nowhere", "--image=nginx", "--overrides", '{"spec":{"nodeSelector":{"disk":"ssd"}}}'
+    )
+    failed = eventually(lambda: [e for e in events_of(client, ns, "nowhere") if e[0] == "FailedScheduling"])
+    assert failed[0][1] == "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
+
+    crash = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "crash", "annotations": {"tinykube.io/exit-code": "1", "tinykube.io/run-seconds": "0"}},
+        "spec": {"restartPolicy": "OnFailure", "containers": [{"name": "c", "image": "busybox"}]},
+    }
+    assert client.post(f"/api/v1/namespaces/{ns}/pods", json=crash).status_code == 201
+    back_off = eventually(lambda: [e for e in events_of(client, ns, "crash") if e[0] == "BackOff"], timeout=30)
+    uid = client.get(f"/api/v1/namespaces/{ns}/pods/crash").json()["metadata"]["uid"]
+    assert back_off[0][1] == f"Back-off restarting failed container c in pod crash_{ns}({uid})"
+
+
+def events_of(client: httpx.Client, ns: str, name: str) -> list[tuple[str, str]]:
+    return [(reason, message) for reason, message, _ in events(client, ns, name)]

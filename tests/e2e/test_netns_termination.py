@@ -192,3 +192,59 @@ def pods(client: httpx.Client) -> list[dict[str, Any]]:
         "/api/v1/namespaces/default/pods", params={"labelSelector": "app=rolling"}
     ).json()["items"]
     return items
+
+
+def test_a_startup_probe_holds_readiness_and_restarts_a_container_that_never_starts(
+    sandbox: RunningCluster, client: httpx.Client, tmp_path: Path
+) -> None:
+    flag = tmp_path / "started"
+    slow = server_pod("slow", tmp_path / "notes", 5)
+    container = slow["spec"]["containers"][0]
+    container["startupProbe"] = {
+        "exec": {"command": ["test", "-e", str(flag)]},
+        "periodSeconds": 1,
+        "failureThreshold": 30,
+    }
+    client.post("/api/v1/namespaces/default/pods", json=slow)
+
+    def status() -> dict[str, Any]:
+        found: dict[str, Any] = client.get("/api/v1/namespaces/default/pods/slow").json()["status"]
+        return found
+
+    running = eventually(
+        lambda: (s := status()).get("containerStatuses") and s["containerStatuses"][0]["state"].get("running") and s
+    )
+    time.sleep(2)  # the server listens, but its startup probe has not passed: neither started nor ready
+    held = status()["containerStatuses"][0]
+    assert running and (held["started"], held["ready"]) == (False, False)
+    flag.touch()
+    eventually(
+        lambda: (c := status()["containerStatuses"][0])["started"] and c["ready"], timeout=20, what="started and ready"
+    )
+
+    never = server_pod("never", tmp_path / "notes", 1)
+    never["spec"]["containers"][0]["startupProbe"] = {
+        "exec": {"command": ["false"]},
+        "periodSeconds": 1,
+        "failureThreshold": 2,
+    }
+    client.post("/api/v1/namespaces/default/pods", json=never)
+    restarted = eventually(
+        lambda: (
+            (c := client.get("/api/v1/namespaces/default/pods/never").json()["status"].get("containerStatuses"))
+            and c[0]["restartCount"] >= 1
+        ),
+        timeout=40,
+        what="the container killed by its startup probe and restarted",
+    )
+    assert restarted
+    reasons = {
+        (e["reason"], e["message"])
+        for e in client.get(
+            "/api/v1/namespaces/default/events", params={"fieldSelector": "involvedObject.name=never"}
+        ).json()["items"]
+    }
+    assert ("Unhealthy", "Startup probe failed: ") in reasons  # `false` says nothing
+    assert ("Killing", "Container web failed startup probe, will be restarted") in reasons
+    for name in ("slow", "never"):
+        sandbox.kubectl("delete", "pod", name, "--grace-period=1", "--wait=false")
