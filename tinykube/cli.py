@@ -414,6 +414,7 @@ def _env(args: argparse.Namespace) -> int:
     from tinykube.api.resources import builtin
     from tinykube.client.rest import RestClient
     from tinykube.kubelet_env.envvars import container_environment
+    from tinykube.node.configsources import api_reader, container_sources
 
     if (args.pod is None) == (args.filename is None):
         return _fail("env: give a pod name or -f FILE (one of them)")
@@ -426,31 +427,30 @@ def _env(args: argparse.Namespace) -> int:
     if pod is not None and (not isinstance(pod, dict) or pod.get("kind") != "Pod"):
         return _fail(f"env: {args.filename} is not a Pod manifest")
 
-    async def fetch() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    async def fetch() -> list[tuple[str, str]]:
         try:
             found = pod or await client.get(builtin("", "v1", "pods"), args.namespace, args.pod)
-            services = await client.list(builtin("", "v1", "services"))
-            return found, services["items"]
+            found.setdefault("metadata", {}).setdefault("namespace", args.namespace)
+            containers = (found.get("spec") or {}).get("containers") or []
+            chosen = [c for c in containers if args.container in (None, c.get("name"))]
+            if not chosen:
+                raise ValueError(
+                    f"pod has no container {args.container!r}" if args.container else "pod has no containers"
+                )
+            services = (await client.list(builtin("", "v1", "services")))["items"]
+            sources = await container_sources(api_reader(client), found, chosen[0], lambda warning: None)
+            return container_environment(found, chosen[0], services, sources)
         finally:
             await client.close()
 
     try:
-        found, services = asyncio.run(fetch())
+        variables = asyncio.run(fetch())
     except errors.ApiError as err:
+        return _fail(f"env: {err}")
+    except ValueError as err:  # the pod, or its environment's sources (ConfigError)
         return _fail(f"env: {err}")
     except OSError as err:
         return _fail(f"env: cannot reach the cluster in {kubeconfig}: {err}")
-    found.setdefault("metadata", {}).setdefault("namespace", args.namespace)
-    containers = (found.get("spec") or {}).get("containers") or []
-    chosen = [c for c in containers if args.container in (None, c.get("name"))]
-    if not chosen:
-        return _fail(
-            f"env: pod has no container {args.container!r}" if args.container else "env: pod has no containers"
-        )
-    try:
-        variables = container_environment(found, chosen[0], services)
-    except ValueError as err:
-        return _fail(f"env: {err}")
     print("\n".join(f"{name}={value}" for name, value in variables))
     return 0
 

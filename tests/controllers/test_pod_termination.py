@@ -4,6 +4,8 @@ its containers (a `Killing` event each) and deleted it with a grace period of 0,
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from typing import Any
 
 import httpx
@@ -89,3 +91,41 @@ def test_describe_shows_why_a_pod_runs_or_not(cluster: RunningCluster, client: h
 
 def events_of(client: httpx.Client, ns: str, name: str) -> list[tuple[str, str]]:
     return [(reason, message) for reason, message, _ in events(client, ns, name)]
+
+
+def test_a_pod_waits_for_the_config_map_its_environment_names(
+    cluster: RunningCluster, client: httpx.Client, ns: str
+) -> None:
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "configured"},
+        "spec": {
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "nginx",
+                    "env": [{"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "mode"}}}],
+                }
+            ]
+        },
+    }
+    assert client.post(f"/api/v1/namespaces/{ns}/pods", json=manifest).status_code == 201
+
+    def waiting() -> dict[str, Any] | None:
+        statuses = client.get(f"/api/v1/namespaces/{ns}/pods/configured").json()["status"].get("containerStatuses")
+        return (statuses or [{}])[0].get("state", {}).get("waiting")
+
+    assert eventually(waiting) == {"reason": "CreateContainerConfigError", "message": 'configmap "settings" not found'}
+    assert client.get(f"/api/v1/namespaces/{ns}/pods/configured").json()["status"]["phase"] == "Pending"
+    failed = eventually(lambda: [m for r, m in events_of(client, ns, "configured") if r == "Failed"])
+    assert failed == ['Error: configmap "settings" not found']
+    cluster.kubectl("-n", ns, "create", "configmap", "settings", "--from-literal=mode=fast")
+    cluster.kubectl("-n", ns, "wait", "--for=condition=Ready", "pod/configured", "--timeout=30s")
+    env = subprocess.run(
+        [sys.executable, "-m", "tinykube.cli", "env", "configured", "-n", ns, "--kubeconfig", str(cluster.kubeconfig)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "MODE=fast" in env.stdout.splitlines(), env.stderr

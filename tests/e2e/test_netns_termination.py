@@ -248,3 +248,40 @@ def test_a_startup_probe_holds_readiness_and_restarts_a_container_that_never_sta
     assert ("Killing", "Container web failed startup probe, will be restarted") in reasons
     for name in ("slow", "never"):
         sandbox.kubectl("delete", "pod", name, "--grace-period=1", "--wait=false")
+
+
+def test_a_container_gets_its_config_map_and_secret_once_they_exist(
+    sandbox: RunningCluster, client: httpx.Client
+) -> None:
+    printer = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "printer"},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "busybox",
+                    "command": ["sh", "-c", 'echo "mode=$APP_MODE password=$PASSWORD"'],
+                    "envFrom": [{"configMapRef": {"name": "app"}, "prefix": "APP_"}],
+                    "env": [{"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": "app", "key": "password"}}}],
+                }
+            ],
+        },
+    }
+    client.post("/api/v1/namespaces/default/pods", json=printer)
+
+    def waiting() -> str:
+        statuses = client.get("/api/v1/namespaces/default/pods/printer").json()["status"].get("containerStatuses")
+        return str((statuses or [{}])[0].get("state", {}).get("waiting", {}).get("message", ""))
+
+    assert eventually(waiting) == 'configmap "app" not found'
+    sandbox.kubectl("create", "configmap", "app", "--from-literal=MODE=fast")
+    sandbox.kubectl("create", "secret", "generic", "app", "--from-literal=password=hunter2")
+    eventually(
+        lambda: client.get("/api/v1/namespaces/default/pods/printer").json()["status"]["phase"] == "Succeeded",
+        timeout=40,
+        what="the container to run once its sources exist",
+    )
+    assert sandbox.kubectl("logs", "printer").stdout == "mode=fast password=hunter2\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,14 @@ from typing import Any
 import pytest
 
 from tests.conftest import RunningCluster
-from tinykube.kubelet_env.envvars import container_environment, expand, service_environment
+from tinykube.kubelet_env.envvars import (
+    ConfigError,
+    Sources,
+    container_environment,
+    expand,
+    referenced,
+    service_environment,
+)
 
 
 def service(name: str, ip: str, *ports: dict[str, Any], namespace: str = "default") -> dict[str, Any]:
@@ -163,10 +171,63 @@ def test_container_env_wins_and_references_service_variables() -> None:
     assert [name for name, _ in found].count("REDIS_MASTER_SERVICE_PORT") == 1
 
 
-def test_unsupported_sources_are_named() -> None:
-    container = {"name": "c", "env": [{"name": "X", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]}
-    with pytest.raises(ValueError, match="secretKeyRef"):
-        container_environment(pod(), container, [])
+def test_config_map_and_secret_sources() -> None:
+    cm = {"metadata": {"name": "cfg"}, "data": {"MODE": "fast", "bad key": "x", "LEVEL": "3"}}
+    secret = {"metadata": {"name": "creds"}, "data": {"PASSWORD": "aHVudGVyMg==", "TOKEN": "dA=="}}
+    warnings: list[str] = []
+    sources = Sources({("configmaps", "cfg"): cm, ("secrets", "creds"): secret, ("configmaps", "gone"): None},
+                      warn=warnings.append)  # fmt: skip
+    container = {
+        "name": "c",
+        "envFrom": [{"configMapRef": {"name": "cfg"}, "prefix": "APP_"}, {"secretRef": {"name": "creds"}}],
+        "env": [
+            {"name": "PASS", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "PASSWORD"}}},
+            {"name": "MISSING", "valueFrom": {"configMapKeyRef": {"name": "gone", "key": "k", "optional": True}}},
+            {"name": "NOKEY", "valueFrom": {"configMapKeyRef": {"name": "cfg", "key": "nope", "optional": True}}},
+            {"name": "APP_LEVEL", "value": "$(APP_MODE)-9"},
+        ],
+    }
+    assert referenced(container) == {("configmaps", "cfg"), ("secrets", "creds"), ("configmaps", "gone")}
+    found = dict(container_environment(pod(), container, [], sources))
+    assert found == {"APP_MODE": "fast", "APP_LEVEL": "fast-9", "PASSWORD": "hunter2", "TOKEN": "t", "PASS": "hunter2"}
+    assert warnings == [
+        "Keys [APP_bad key] from the EnvFrom configmap default/cfg were skipped since they are considered invalid "
+        "environment variable names."
+    ]
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"configMapKeyRef": {"name": "gone", "key": "k"}}, 'configmap "gone" not found'),
+        ({"secretKeyRef": {"name": "gone", "key": "k"}}, 'secret "gone" not found'),
+        ({"configMapKeyRef": {"name": "cfg", "key": "nope"}}, "couldn't find key nope in ConfigMap default/cfg"),
+    ],
+)
+def test_a_missing_required_source_says_what_is_missing(env: dict[str, Any], message: str) -> None:
+    sources = Sources({("configmaps", "cfg"): {"data": {}}, ("configmaps", "gone"): None, ("secrets", "gone"): None})
+    container = {"name": "c", "env": [{"name": "X", "valueFrom": env}]}
+    with pytest.raises(ConfigError, match=f"^{re.escape(message)}$"):
+        container_environment(pod(), container, [], sources)
+    optional = {"name": "c", "envFrom": [{"configMapRef": {"name": "gone", "optional": True}}]}
+    assert container_environment(pod(), optional, [], sources) == []
+
+
+def test_resource_fields_in_units_of_their_divisor() -> None:
+    p = pod()
+    container = {
+        "name": "c",
+        "resources": {"requests": {"cpu": "250m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
+        "env": [
+            {"name": "CPU_REQUEST", "valueFrom": {"resourceFieldRef": {"resource": "requests.cpu", "divisor": "1m"}}},
+            {"name": "CPU_LIMIT", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}},
+            {"name": "MEM", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "1Mi"}}},
+            {"name": "CORES", "valueFrom": {"resourceFieldRef": {"resource": "requests.cpu"}}},
+        ],
+    }
+    p["spec"] = {"containers": [container]}
+    found = dict(container_environment(p, container, []))
+    assert found == {"CPU_REQUEST": "250", "CPU_LIMIT": "4", "MEM": "128", "CORES": "1"}  # the node's 4 CPUs; up
 
 
 def tinykube_env(cluster: RunningCluster, *args: str) -> subprocess.CompletedProcess[str]:

@@ -26,6 +26,7 @@ from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.rest import RestClient, TransportError
 from tinykube.client.workqueue import WorkQueue, run_workers
+from tinykube.node.configsources import api_reader
 from tinykube.node.kubelet_server import ENDPOINT_ANNOTATION, KubeletServer
 from tinykube.node.lease import LEASE_DURATION, NodeLease
 from tinykube.node.resource_metrics import ContainerUsage, NodeCpu
@@ -226,6 +227,7 @@ class NodeAgent:
             self.runtime = self.make_runtime(cidr)
             self.runtime.on_change = self._runtime_changed
             self.runtime.on_event = self._runtime_event
+            self.runtime.read_config = api_reader(self.client)
             self.registered.set()
             self.pods.add_handler(
                 on_add=self._pod_seen,

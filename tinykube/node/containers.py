@@ -103,6 +103,7 @@ class Container:
     previous_log: Path | None = None
     run_over: asyncio.Event = field(default_factory=asyncio.Event)  # the current log gets no more lines
     first_start: asyncio.Event = field(default_factory=asyncio.Event)
+    env: dict[str, str] = field(default_factory=dict)  # the current run's environment (its hooks and probes get it)
     startup_passed: bool = False  # the current run's startup probe succeeded (or it has none): `started` in status
     cpu_seconds: float = 0.0  # the most the current run's processes were seen to have used (a counter never falls)
 

@@ -40,9 +40,10 @@ from typing import Any
 
 from tinykube.api import errors
 from tinykube.api.meta import now, parse_time
-from tinykube.kubelet_env.envvars import container_environment, expand
+from tinykube.kubelet_env.envvars import ConfigError, Sources, container_environment, expand
 from tinykube.node import adoption, container_logs, images, netns, sandbox
 from tinykube.node.adoption import Adopted
+from tinykube.node.configsources import CONFIG_RETRY, Reader, container_sources, nothing, warner
 from tinykube.node.containers import Backoff, Container, Pod, back_off_message, pod_phase, should_restart
 from tinykube.node.lifecycle import run_hook
 from tinykube.node.probes import Outcome, ProbeResults, ProbeSpec, Target, run_prober, until_started
@@ -56,6 +57,7 @@ Object = dict[str, Any]
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 START_ERROR_AT = "1970-01-01T00:00:00Z"  # upstream's startedAt of a container that never started
 PULL_FAILED, PULL_BACKOFF = "ErrImagePull", "ImagePullBackOff"
+CONFIG_ERROR = "CreateContainerConfigError"
 WAITING_LOGS = {PULL_FAILED: "image can't be pulled", PULL_BACKOFF: "trying and failing to pull image"}  # upstream's
 PIPE_SIZE = 1 << 20  # a container's output pipes: what it may write while no agent reads (fs.pipe-max-size default)
 MINIMUM_GRACE = 2.0  # seconds a container gets after SIGTERM however little of its grace period is left (upstream's)
@@ -105,6 +107,7 @@ class NetnsRuntime:
     ) -> None:
         self.on_change: Callable[[str], None] = lambda key: None
         self.on_event: Callable[[str, str, str, str], None] = lambda key, type_, reason, message: None
+        self.read_config: Reader = nothing
         self.node = node
         self.log_dir = log_dir
         self.services = services
@@ -209,11 +212,7 @@ class NetnsRuntime:
             return
 
         async def one(c: Container, hook: Object) -> None:
-            try:
-                env = self._command(run, c, self._image(c))[1]
-            except StartFailure:
-                env = {"PATH": DEFAULT_PATH}
-            outcome = await run_hook(hook, self._target(run, c, env))
+            outcome = await run_hook(hook, self._target(run, c, c.env or {"PATH": DEFAULT_PATH}))
             if not outcome.ok:
                 log.info("%s: preStop hook of %s failed: %s", run.key, c.name, outcome.message)
                 self.on_event(run.key, "Warning", "FailedPreStopHook", outcome.message)
@@ -369,6 +368,9 @@ class NetnsRuntime:
                 if record is None and c.waiting_reason == PULL_FAILED:
                     await self._pull_backoff(run, c)
                     continue
+                if record is None and c.waiting_reason == CONFIG_ERROR:
+                    await asyncio.sleep(CONFIG_RETRY)  # as the kubelet retries a pod it could not sync
+                    continue
                 if record is not None and not should_restart(run.policy, record["exitCode"]):
                     c.done = True
                     self._changed(run)
@@ -424,7 +426,7 @@ class NetnsRuntime:
         pipes = [await container_logs.open_pipe(fd) for fd in adoption.reopen(process.pid, c.pipes)]
         run.spawn(container_logs.relay(c.log_path, pipes, process.wait, c.run_over), f"{run.key}/{c.name} log")
         try:
-            env = self._command(run, c, self._image(c))[1]  # as it was started with (for exec probes)
+            env = self._command(run, c, self._image(c), await self._sources(run, c))[1]  # for exec probes
         except StartFailure:
             env = {"PATH": DEFAULT_PATH}
         ran = datetime.now(UTC) - datetime.fromisoformat(c.running_since.replace("Z", "+00:00"))
@@ -438,11 +440,11 @@ class NetnsRuntime:
             return self._failed_start(run, c, failure)
         self._rotate(run, c)
         try:
-            argv, env, cwd = self._command(run, c, image)
+            argv, env, cwd = self._command(run, c, image, await self._sources(run, c))
             process = await self._spawn(run, c, argv, env, cwd)
         except StartFailure as failure:
             return self._failed_start(run, c, failure)
-        c.process, c.running_since = process, now()
+        c.process, c.running_since, c.env = process, now(), env
         c.ready = not c.spec.get("readinessProbe") and not c.spec.get("startupProbe")  # without probes: ready now
         c.first_start.set()
         for event in start_events(c.spec):
@@ -473,7 +475,9 @@ class NetnsRuntime:
         if failure.reason == PULL_FAILED:
             image = c.spec.get("image") or ""
             self.on_event(run.key, "Warning", "Failed", f'Failed to pull image "{image}": {failure.message}')
-        self.on_event(run.key, "Warning", "Failed", f"Error: {failure.reason if failure.waiting else failure.message}")
+        shown = failure.reason if failure.waiting and failure.reason != CONFIG_ERROR else failure.message
+        if not (failure.reason == CONFIG_ERROR and c.waiting_message == failure.message):  # not again each retry
+            self.on_event(run.key, "Warning", "Failed", f"Error: {shown}")
         if failure.waiting:
             c.wait(failure.reason, failure.message)
             self._changed(run)
@@ -493,13 +497,21 @@ class NetnsRuntime:
         except images.ImagePullError as err:
             raise StartFailure(PULL_FAILED, str(err), waiting=True) from None
 
-    def _command(self, run: Pod, c: Container, image: images.Process) -> tuple[list[str], dict[str, str], str]:
+    async def _sources(self, run: Pod, c: Container) -> Sources:
+        try:
+            return await container_sources(self.read_config, run.pod, c.spec, warner(self.on_event, run.key))
+        except ConfigError as err:
+            raise StartFailure(CONFIG_ERROR, str(err), waiting=True) from None
+
+    def _command(
+        self, run: Pod, c: Container, image: images.Process, sources: Sources
+    ) -> tuple[list[str], dict[str, str], str]:
         """The argv (with `$(VAR)` expanded), environment and working directory of a run."""
         try:
             services = self.services(run.pod["metadata"].get("namespace") or "default")
-            pairs = container_environment(run.pod, c.spec, services)
+            pairs = container_environment(run.pod, c.spec, services, sources)
         except ValueError as err:
-            raise StartFailure("CreateContainerConfigError", str(err), waiting=True) from None
+            raise StartFailure(CONFIG_ERROR, str(err), waiting=True) from None
         env = {"PATH": DEFAULT_PATH, "HOME": "/root", "HOSTNAME": run.name, **dict(pairs), **image.env}
         argv = [expand(arg, env) for arg in image.argv]
         cwd = str(c.spec.get("workingDir") or "/")  # a container's default, rather than the agent's own

@@ -13,6 +13,8 @@ from typing import Any, Protocol
 
 from tinykube.api import errors
 from tinykube.api.meta import now, parse_time
+from tinykube.kubelet_env.envvars import ConfigError, container_environment
+from tinykube.node.configsources import CONFIG_RETRY, Reader, container_sources, nothing, warner
 from tinykube.node.containers import Backoff, back_off_message, pod_phase, should_restart
 from tinykube.node.resource_metrics import (
     CPU_USAGE_ANNOTATION,
@@ -35,6 +37,7 @@ class Runtime(Protocol):
 
     on_change: Callable[[str], None]
     on_event: Callable[[str, str, str, str], None]  # (pod key, type, reason, message): an Event about the pod
+    read_config: Reader  # the ConfigMaps and Secrets containers' environments name
 
     async def start(self, key: str, pod: Object, ip: str) -> None:
         """Make the pod's sandbox and start its containers (returns once started, not once ready)."""
@@ -158,6 +161,7 @@ class _Simulated:
     last: dict[str, Any] | None = None  # the run before the current one
     waiting: str = ""  # CrashLoopBackOff between a failed run and its restart
     waiting_message: str = ""
+    config_error: str = ""  # why it cannot be created yet (CreateContainerConfigError); `since` is "" meanwhile
     backoff: Backoff = field(default_factory=Backoff)
     cpu_seconds: float = 0.0  # used by this run, up to `metered_at` (seconds since the epoch; 0: not yet)
     metered_at: float = 0.0
@@ -171,7 +175,9 @@ def _annotation(pod: Object, name: str, default: float) -> float:
 
 
 class SimulatedRuntime:
-    """Containers are running from the moment the pod starts; ready follows the `tinykube.io/ready` annotation.
+    """Containers are running from the moment the pod starts, once the ConfigMaps and Secrets their environment
+    names exist (else they wait in `CreateContainerConfigError`, tried again every 10 s); ready follows the
+    `tinykube.io/ready` annotation.
     A pod that may end (`restartPolicy` Never or OnFailure) has its containers exit after `tinykube.io/run-seconds`
     (default 1) with `tinykube.io/exit-code` (default 0), as kwok's stages end pods; OnFailure restarts a failed
     container after the kubelet's back-off (10 s doubling to 5 min), in `CrashLoopBackOff` meanwhile.
@@ -182,26 +188,51 @@ class SimulatedRuntime:
     def __init__(self) -> None:
         self.on_change: Callable[[str], None] = lambda key: None
         self.on_event: Callable[[str, str, str, str], None] = lambda key, type_, reason, message: None
+        self.read_config: Reader = nothing
         self._started: dict[str, dict[str, _Simulated]] = {}  # pod key -> container -> its runs
         self._timers: dict[str, list[asyncio.TimerHandle]] = {}
+        self._retries: set[asyncio.Task[None]] = set()
 
     async def start(self, key: str, pod: Object, ip: str) -> None:
         if key in self._started:
             return
-        since, before = now(), reported_running(pod)
+        before = reported_running(pod)  # found running by a restarted agent: running still
         names = [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
-        runs = {}
-        for name in names:
-            started, restarts = before.get(name, (since, 0))
-            runs[name] = _Simulated(started, restarts)
-        self._started[key] = runs
+        self._started[key] = {name: _Simulated(*before.get(name, ("", 0))) for name in names}
+        await self._create(key, pod)
+
+    async def _create(self, key: str, pod: Object) -> None:
+        """Start the containers not running yet whose environment can be made; the others wait and are tried
+        again after CONFIG_RETRY, as the kubelet retries a pod it could not sync."""
+        runs, waiting = self._started.get(key), False
         for container in (pod.get("spec") or {}).get("containers") or []:
-            if container["name"] not in before:  # newly started, not found running by a restarted agent
-                for event in start_events(container):
-                    self.on_event(key, *event)
-        if (pod.get("spec") or {}).get("restartPolicy", "Always") != "Always":
-            for name in names:
-                self._run(key, pod, name)
+            run = (runs or {}).get(container["name"])
+            if run is None or run.since:
+                continue
+            try:
+                sources = await container_sources(self.read_config, pod, container, warner(self.on_event, key))
+                container_environment(pod, container, [], sources)
+            except ConfigError as err:
+                if run.config_error != str(err):
+                    self.on_event(key, "Warning", "Failed", f"Error: {err}")
+                run.config_error, waiting = str(err), True
+                continue
+            if self._started.get(key) is not runs:
+                return  # stopped meanwhile
+            run.since, run.config_error = now(), ""
+            for event in start_events(container):
+                self.on_event(key, *event)
+            if (pod.get("spec") or {}).get("restartPolicy", "Always") != "Always":
+                self._run(key, pod, container["name"])
+        if waiting:
+            handle = asyncio.get_running_loop().call_later(CONFIG_RETRY, self._retry, key, pod)
+            self._timers.setdefault(key, []).append(handle)
+        self.on_change(key)
+
+    def _retry(self, key: str, pod: Object) -> None:
+        task = asyncio.get_running_loop().create_task(self._create(key, pod), name=f"{key} create containers")
+        self._retries.add(task)
+        task.add_done_callback(self._retries.discard)
 
     def _run(self, key: str, pod: Object, name: str) -> None:
         """The container `name` ends after the pod's run time (then perhaps restarts)."""
@@ -253,7 +284,7 @@ class SimulatedRuntime:
         states = []
         for container in (pod.get("spec") or {}).get("containers") or []:
             run = (started or {}).get(container["name"])
-            running = run is not None and run.finished is None
+            running = run is not None and run.finished is None and bool(run.since)
             state = ContainerState(
                 name=container["name"],
                 image=container.get("image", ""),
@@ -268,6 +299,8 @@ class SimulatedRuntime:
                     state.last_terminated = run.finished
                 else:
                     state.terminated, state.last_terminated = run.finished, run.last
+            elif run is not None and run.config_error:
+                state.waiting_reason, state.waiting_message = "CreateContainerConfigError", run.config_error
             elif run is not None:
                 state.last_terminated = run.last
             states.append(state)
@@ -288,7 +321,7 @@ class SimulatedRuntime:
         memory = annotated_usage(annotations, MEMORY_USAGE_ANNOTATION, names)
         clock, found = round(time.time(), 3), {}  # as exact as the exposition's millisecond stamps
         for name, run in runs.items():
-            if run.finished is not None:
+            if run.finished is not None or not run.since:
                 continue
             started = parse_time(run.since)
             began = started.timestamp() if started is not None else clock

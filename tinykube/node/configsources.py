@@ -1,0 +1,50 @@
+"""How a node agent reads the ConfigMaps and Secrets a container's environment names: through the API each time the
+container is created (upstream's `Get` change-detection strategy), so a source that appears later is found by the
+next attempt, and no node watches every Secret of the cluster."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from tinykube.api import errors
+from tinykube.api.resources import builtin
+from tinykube.kubelet_env.envvars import ConfigError, Sources, referenced
+
+Object = dict[str, Any]
+Reader = Callable[[str, str, str], Awaitable[Object | None]]  # (plural, namespace, name) -> the object, None: missing
+CONFIG_RETRY = 10.0  # seconds before a container waiting for its sources is tried again (the kubelet's backOffPeriod)
+
+
+async def nothing(_plural: str, _namespace: str, _name: str) -> Object | None:
+    return None
+
+
+def api_reader(client: Any) -> Reader:
+    """Read sources through a `RestClient`."""
+
+    async def read(plural: str, namespace: str, name: str) -> Object | None:
+        try:
+            found: Object = await client.get(builtin("", "v1", plural), namespace, name)
+        except errors.NotFound:
+            return None
+        return found
+
+    return read
+
+
+def warner(on_event: Callable[[str, str, str, str], None], key: str) -> Callable[[str], None]:
+    """Where a runtime sends the warnings of a pod's environment: upstream's `InvalidEnvironmentVariableNames`."""
+    return lambda message: on_event(key, "Warning", "InvalidEnvironmentVariableNames", message)
+
+
+async def container_sources(read: Reader, pod: Object, container: Object, warn: Callable[[str], None]) -> Sources:
+    """Every ConfigMap and Secret the container names, read at once; ConfigError if the API cannot say."""
+    namespace = pod["metadata"].get("namespace") or "default"
+    keys = sorted(referenced(container))
+    try:
+        found = await asyncio.gather(*(read(kind, namespace, name) for kind, name in keys))
+    except (errors.ApiError, OSError) as err:
+        raise ConfigError(str(err) or type(err).__name__) from None
+    return Sources(dict(zip(keys, found, strict=True)), warn=warn)
