@@ -110,6 +110,7 @@ def _up_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     _controllers_argument(up)
     _leader_election_arguments(up)
     _autoscaler_arguments(up)
+    _node_lifecycle_arguments(up)
     up.add_argument(
         "--nodes",
         type=int,
@@ -249,12 +250,26 @@ def _autoscaler_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _node_lifecycle_arguments(parser: argparse.ArgumentParser) -> None:
+    """kube-controller-manager's node lifecycle flag that tinykube has, with its default."""
+    parser.add_argument(
+        "--node-monitor-grace-period",
+        type=go_duration,
+        default=go_duration("40s"),
+        metavar="DURATION",
+        help="how long a node may go without renewing its Lease or posting its status before the node lifecycle "
+        "controller marks it Unknown and taints it unreachable (default: 40s)",
+    )
+
+
 def controller_settings(args: argparse.Namespace, **more: Any) -> dict[str, Any]:
     """The controllers' flags as `ControllerSettings` fields (tinykube.controllers.manager); raises ValueError."""
     if args.horizontal_pod_autoscaler_sync_period <= 0:
         raise ValueError("--horizontal-pod-autoscaler-sync-period must be positive")
     if args.horizontal_pod_autoscaler_tolerance < 0:
         raise ValueError("--horizontal-pod-autoscaler-tolerance must not be negative")
+    if args.node_monitor_grace_period <= 0:
+        raise ValueError("--node-monitor-grace-period must be positive")
     return {
         "cluster_cidr": args.cluster_cidr,
         "hpa_sync_period": args.horizontal_pod_autoscaler_sync_period,
@@ -262,6 +277,7 @@ def controller_settings(args: argparse.Namespace, **more: Any) -> dict[str, Any]
         "hpa_tolerance": args.horizontal_pod_autoscaler_tolerance,
         "hpa_cpu_initialization_period": args.horizontal_pod_autoscaler_cpu_initialization_period,
         "hpa_initial_readiness_delay": args.horizontal_pod_autoscaler_initial_readiness_delay,
+        "node_monitor_grace_period": args.node_monitor_grace_period,
         **more,
     }
 
@@ -361,6 +377,7 @@ def _controllers_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     _controllers_argument(ctl)
     _leader_election_arguments(ctl)
     _autoscaler_arguments(ctl)
+    _node_lifecycle_arguments(ctl)
     ctl.add_argument(
         "--cluster-cidr",
         default=CLUSTER_CIDR,

@@ -495,8 +495,12 @@ def test_pods_run_as_default_unless_told(api: httpx.Client, namespace: str, acco
     assert (plain["spec"]["serviceAccountName"], plain["spec"]["serviceAccount"]) == ("default", "default")
     legacy = pod(api, namespace, "legacy", serviceAccount=account)  # the deprecated field alone
     assert (legacy["spec"]["serviceAccountName"], legacy["spec"]["serviceAccount"]) == (account, account)
-    unknown = pod(api, namespace, "unknown", serviceAccountName="not-yet")  # upstream refuses it; tinykube admits
-    assert unknown["spec"]["serviceAccountName"] == "not-yet"
+    body = {
+        "metadata": {"name": "unknown"},
+        "spec": {"serviceAccountName": "not-yet", "containers": [{"name": "c", "image": "x"}]},
+    }
+    refused = api.post(f"/api/v1/namespaces/{namespace}/pods", json=body)
+    assert refused.status_code == 403 and 'serviceaccount "not-yet" not found' in refused.json()["message"]
 
 
 def test_a_pod_takes_its_accounts_image_pull_secrets(api: httpx.Client, namespace: str) -> None:

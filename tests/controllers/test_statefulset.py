@@ -146,7 +146,8 @@ def test_the_web_example_gives_each_pod_its_name_claim_and_dns_records(
         assert labels["statefulset.kubernetes.io/pod-name"] == name
         assert labels["apps.kubernetes.io/pod-index"] == name[-1]
         assert labels["controller-revision-hash"] == s["updateRevision"]
-        assert pod["spec"]["volumes"] == [{"name": "www", "persistentVolumeClaim": {"claimName": f"www-{name}"}}]
+        claims = [v for v in pod["spec"]["volumes"] if not v["name"].startswith("kube-api-access-")]
+        assert claims == [{"name": "www", "persistentVolumeClaim": {"claimName": f"www-{name}"}}]
     assert (s["replicas"], s["readyReplicas"], s["currentReplicas"], s["updatedReplicas"]) == (3, 3, 3, 3)
     assert s["availableReplicas"] == 3 and s["currentRevision"] == s["updateRevision"]
     claims = client.get(f"/api/v1/namespaces/{ns}/persistentvolumeclaims").json()["items"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -285,3 +286,37 @@ def test_a_container_gets_its_config_map_and_secret_once_they_exist(
         what="the container to run once its sources exist",
     )
     assert sandbox.kubectl("logs", "printer").stdout == "mode=fast password=hunter2\n"
+
+
+def test_a_pod_has_its_own_hostname_and_hosts_file(sandbox: RunningCluster, client: httpx.Client) -> None:
+    script = (
+        "import socket; print(socket.gethostname()); print(socket.gethostbyname('db.example'));"
+        "print(open('/etc/hosts').read().splitlines()[7])"
+    )
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "named"},
+        "spec": {
+            "restartPolicy": "Never",
+            "hostname": "alpha",
+            "subdomain": "crew",
+            "hostAliases": [{"ip": "10.1.2.3", "hostnames": ["db.example"]}],
+            "containers": [{"name": "c", "image": "python", "command": [sys.executable, "-c", script]}],
+        },
+    }
+    client.post("/api/v1/namespaces/default/pods", json=manifest)
+    done = eventually(
+        lambda: (
+            (p := client.get("/api/v1/namespaces/default/pods/named").json())["status"].get("phase") == "Succeeded"
+            and p
+        ),
+        timeout=40,
+    )
+    ip = done["status"]["podIP"]
+    assert sandbox.kubectl("logs", "named").stdout.splitlines() == [
+        "alpha",
+        "10.1.2.3",
+        f"{ip}\talpha.crew.default.svc.cluster.local\talpha",
+    ]
+    assert socket.gethostname() != "alpha"  # the machine's own name is untouched

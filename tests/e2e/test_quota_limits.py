@@ -40,8 +40,8 @@ def sized(name: str, limits: dict[str, str]) -> dict[str, Any]:
 
 
 def test_object_count_quota_refuses_the_next_object_and_describe_shows_it(kubectl: Kubectl) -> None:
-    kubectl("create", "quota", "q", "--hard=pods=2,count/configmaps=1")
-    counted(kubectl, "q", {"pods": "0", "count/configmaps": "0"})
+    kubectl("create", "quota", "q", "--hard=pods=2,count/configmaps=2")
+    counted(kubectl, "q", {"pods": "0", "count/configmaps": "1"})  # the namespace's kube-root-ca.crt
     kubectl(*run("one"))
     kubectl(*run("two"))
     refused = kubectl.fail(*run("three"))
@@ -53,13 +53,13 @@ def test_object_count_quota_refuses_the_next_object_and_describe_shows_it(kubect
     refused = kubectl.fail("create", "configmap", "second", "--from-literal=a=b")
     assert refused.stderr.strip() == (
         'error: failed to create configmap: configmaps "second" is forbidden: exceeded quota: q, '
-        "requested: count/configmaps=1, used: count/configmaps=1, limited: count/configmaps=1"
+        "requested: count/configmaps=1, used: count/configmaps=2, limited: count/configmaps=2"
     )
     described = kubectl("describe", "quota", "q").stdout
     rows = {line.split()[0]: line.split()[1:] for line in described.splitlines()[3:] if line.strip()}
     assert re.search(r"Resource\s+Used\s+Hard", described), described
-    assert rows["pods"] == ["2", "2"] and rows["count/configmaps"] == ["1", "1"]
-    assert kubectl.json("get", "quota", "q")["status"]["hard"] == {"pods": "2", "count/configmaps": "1"}
+    assert rows["pods"] == ["2", "2"] and rows["count/configmaps"] == ["2", "2"]
+    assert kubectl.json("get", "quota", "q")["status"]["hard"] == {"pods": "2", "count/configmaps": "2"}
 
 
 def test_a_deleted_pod_gives_its_quota_back(kubectl: Kubectl) -> None:

@@ -194,13 +194,13 @@ ADOPTED = textwrap.dedent(
     """
     import subprocess, sys, time
     from tinykube.node import netns
-    from tinykube.node.sandbox import Sandbox, attach_pod, node_address, resolv_conf
+    from tinykube.node.sandbox import Sandbox, attach_pod, node_address
     box = Sandbox(sys.argv[1])
     box.create(adopt=sys.argv[2] == "adopt")
     node = box.add_node("node-1", node_address(1), "10.244.1.0/24")
     if sys.argv[2] == "create":
         pod = node.pod("d/p", "10.244.1.7")
-        attach_pod(node, pod, resolv_conf("10.96.0.10", "d", "cluster.local"))
+        attach_pod(node, pod, "nameserver 10.96.0.10\\n", "")
         subprocess.Popen(netns.exec_argv(pod.netns, ["sleep", "600"]), start_new_session=True)
         netns.ip("route", "add", "172.20.255.7/32", "via", node.ip, netns=box.external)  # as the load balancer
     print("ready", flush=True)

@@ -25,10 +25,11 @@ from tinykube.node.sandbox import (
     detach_pod,
     node_address,
     remove_sandbox,
-    resolv_conf,
 )
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+
+RESOLV = "nameserver 10.96.0.10\nsearch d.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5\n"
 
 
 def cluster_name() -> str:
@@ -83,8 +84,8 @@ def test_pods_route_across_nodes(sandbox: Sandbox) -> None:
     one, two = sandbox.nodes["node-1"], sandbox.nodes["node-2"]
     a, b = one.pod("d/a", "10.244.1.5"), two.pod("d/b", "10.244.2.5")
     try:
-        attach_pod(one, a, resolv_conf("10.96.0.10", "d", "cluster.local"))
-        attach_pod(two, b, resolv_conf("10.96.0.10", "d", "cluster.local"))
+        attach_pod(one, a, RESOLV, "")
+        attach_pod(two, b, RESOLV, "")
         assert connects(a.netns, b.netns, b.ip)
         assert connects(b.netns, a.netns, a.ip)
         assert connects(one.netns, a.netns, a.ip)  # node → its own pod
@@ -119,12 +120,12 @@ CREATOR = textwrap.dedent(
     """
     import os, subprocess, sys, time
     from tinykube.node import netns
-    from tinykube.node.sandbox import Sandbox, attach_pod, node_address, resolv_conf
+    from tinykube.node.sandbox import Sandbox, attach_pod, node_address
     box = Sandbox(sys.argv[1])
     box.create()
     node = box.add_node("node-1", node_address(1), "10.244.1.0/24")
     pod = node.pod("d/p", "10.244.1.7")
-    attach_pod(node, pod, resolv_conf("10.96.0.10", "d", "cluster.local"))
+    attach_pod(node, pod, "nameserver 10.96.0.10\\n", "")
     child = subprocess.Popen(netns.exec_argv(pod.netns, ["sleep", "600"]), start_new_session=True)
     print(child.pid, flush=True)
     time.sleep(600)

@@ -113,6 +113,7 @@ USER_AGENT = f"tinykube/v{__version__} ({sys.platform}/{_GOARCH.get(platform.mac
 class RestClient:
     def __init__(self, creds: Credentials) -> None:
         self._server = creds.server.rstrip("/")
+        self.ca_data = creds.ca_data  # the cluster's CA (PEM) this client trusts; None for plain HTTP
         self._headers = {"Authorization": f"Bearer {creds.token}"} if creds.token else {}
         self._headers["User-Agent"] = USER_AGENT
         self._ssl = _ssl_context(creds)

@@ -77,14 +77,16 @@ def daemon_pod_spec(ds: Object, template: Object, node: str) -> Object:
     return spec
 
 
-def should_run(ds: Object, node: Object) -> bool:
-    """upstream's NodeShouldRunDaemonPod: the node's labels, and its taints tolerated."""
+def should_run(ds: Object, node: Object, effects: tuple[str, ...] = ("NoSchedule", "NoExecute")) -> bool:
+    """upstream's NodeShouldRunDaemonPod: the node's labels, and its taints of `effects` tolerated. With only
+    `NoExecute`, whether a pod already there should continue running (a `NoSchedule` taint such as a lost node's
+    `unreachable` keeps new pods away, not running ones)."""
     template = (ds.get("spec") or {}).get("template") or {}
     pod = {"spec": daemon_pod_spec(ds, template, node["metadata"]["name"])}
     if not node_affinity_matches(pod, node):
         return False
     for taint in (node.get("spec") or {}).get("taints") or []:
-        if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(pod, taint):
+        if taint.get("effect") in effects and not tolerates(pod, taint):
             return False
     return True
 
@@ -170,12 +172,16 @@ class DaemonSetController:
         for pod in pods:
             by_node.setdefault(node_of(pod), []).append(pod)
         wanted = {name for name, node in nodes.items() if should_run(ds, node)}
-        await self._place(ds, update, wanted, by_node)
+        staying = {name for name in by_node if name in nodes and should_run(ds, nodes[name], ("NoExecute",))}
+        await self._place(ds, update, wanted, by_node, staying)
         await self._roll(ds, update, wanted, by_node)
         await self._write_status(ds, update, wanted, by_node, collisions)
 
-    async def _place(self, ds: Object, update: Object, wanted: set[str], by_node: dict[str, list[Object]]) -> None:
-        """A pod where one should run and none does; none where it should not (or a failed one, replaced)."""
+    async def _place(
+        self, ds: Object, update: Object, wanted: set[str], by_node: dict[str, list[Object]], staying: set[str]
+    ) -> None:
+        """A pod where one should run and none does; none where it should not and may not continue running (or a
+        failed one, replaced)."""
         for node in sorted(wanted):
             running = [p for p in by_node.get(node, []) if (p.get("status") or {}).get("phase") != "Failed"]
             for pod in by_node.get(node, []):
@@ -187,7 +193,7 @@ class DaemonSetController:
                 for pod in sorted(running, key=lambda p: p["metadata"].get("creationTimestamp") or "")[1:]:
                     await self._delete(ds, pod)
         for node, pods in by_node.items():
-            if node not in wanted:
+            if node not in wanted and node not in staying:
                 for pod in pods:
                     await self._delete(ds, pod)
 

@@ -30,6 +30,7 @@ class ControllerSettings:
     hpa_tolerance: float = 0.1  # --horizontal-pod-autoscaler-tolerance
     hpa_cpu_initialization_period: float = 300.0  # --horizontal-pod-autoscaler-cpu-initialization-period
     hpa_initial_readiness_delay: float = 30.0  # --horizontal-pod-autoscaler-initial-readiness-delay
+    node_monitor_grace_period: float = 40.0  # --node-monitor-grace-period: a silent node is Unknown after this
 
 
 @dataclass
@@ -62,12 +63,15 @@ def _factories() -> dict[str, Factory]:
     from tinykube.controllers.job import JobController
     from tinykube.controllers.namespace import NamespaceController
     from tinykube.controllers.nodeipam import NodeIpamController
+    from tinykube.controllers.nodelifecycle import NodeLifecycleController
     from tinykube.controllers.podautoscaler import HorizontalPodAutoscalerController
     from tinykube.controllers.replicaset import REPLICATION_CONTROLLERS, ReplicaSetController
     from tinykube.controllers.resourcequota import ResourceQuotaController
+    from tinykube.controllers.rootcacertpublisher import RootCACertPublisher
     from tinykube.controllers.scheduler import Scheduler
     from tinykube.controllers.serviceaccount import ServiceAccountsController
     from tinykube.controllers.statefulset import StatefulSetController
+    from tinykube.controllers.tainteviction import TaintEvictionController
     from tinykube.controllers.ttlafterfinished import TtlAfterFinishedController
     from tinykube.controllers.volumes import VolumeController
 
@@ -77,6 +81,8 @@ def _factories() -> dict[str, Factory]:
         "endpointslice": EndpointSliceController,
         "endpointslicemirroring": EndpointSliceMirroringController,
         "nodeipam": lambda ctx: NodeIpamController(ctx, ctx.settings.cluster_cidr),
+        "nodelifecycle": NodeLifecycleController,
+        "taint-eviction-controller": TaintEvictionController,
         "replicaset": ReplicaSetController,
         "replicationcontroller": lambda ctx: ReplicaSetController(ctx, resource=REPLICATION_CONTROLLERS),
         "resourcequota": ResourceQuotaController,
@@ -89,6 +95,7 @@ def _factories() -> dict[str, Factory]:
         "garbagecollector": GarbageCollector,
         "disruption": DisruptionController,
         "horizontalpodautoscaling": HorizontalPodAutoscalerController,
+        "root-ca-cert-publisher": RootCACertPublisher,
         "persistentvolume": VolumeController,
         "scheduler": Scheduler,
         "serviceaccount": ServiceAccountsController,

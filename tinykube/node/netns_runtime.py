@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import dataclasses
 import fcntl
 import logging
@@ -41,7 +42,7 @@ from typing import Any
 from tinykube.api import errors
 from tinykube.api.meta import now, parse_time
 from tinykube.kubelet_env.envvars import ConfigError, Sources, container_environment, expand
-from tinykube.node import adoption, container_logs, images, netns, sandbox
+from tinykube.node import adoption, container_logs, images, netns, podfiles, sandbox
 from tinykube.node.adoption import Adopted
 from tinykube.node.configsources import CONFIG_RETRY, Reader, container_sources, nothing, warner
 from tinykube.node.containers import Backoff, Container, Pod, back_off_message, pod_phase, should_restart
@@ -60,6 +61,7 @@ PULL_FAILED, PULL_BACKOFF = "ErrImagePull", "ImagePullBackOff"
 CONFIG_ERROR = "CreateContainerConfigError"
 WAITING_LOGS = {PULL_FAILED: "image can't be pulled", PULL_BACKOFF: "trying and failing to pull image"}  # upstream's
 PIPE_SIZE = 1 << 20  # a container's output pipes: what it may write while no agent reads (fs.pipe-max-size default)
+CLONE_NEWUTS = 0x04000000
 MINIMUM_GRACE = 2.0  # seconds a container gets after SIGTERM however little of its grace period is left (upstream's)
 USAGE_FRESHNESS = 0.5  # seconds one scan of /proc serves every pod's usage (a scrape asks for each pod in turn)
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -124,7 +126,6 @@ class NetnsRuntime:
         its namespace and the processes still running there, and restart by policy the containers found gone."""
         if key in self.pods:
             return
-        meta = pod["metadata"]
         net = self.node.pod(key, ip)
         started = self._with_addresses(pod, ip)
         log_dir = self._pod_logs(started)
@@ -133,9 +134,10 @@ class NetnsRuntime:
         if not adopt:
             if netns.exists(net.netns) or (netns.NETNS_ETC / net.netns).exists():  # left, but not adoptable
                 await asyncio.to_thread(sandbox.detach_pod, self.node, net)
-            resolv = sandbox.resolv_conf(self.dns_ip, meta.get("namespace") or "default", self.cluster_domain)
+            resolv = podfiles.resolv_conf(started, self.dns_ip, self.cluster_domain, _host_resolv())
+            hosts = podfiles.hosts_file(started, [ip], self.cluster_domain)
             try:
-                await asyncio.to_thread(sandbox.attach_pod, self.node, net, resolv)
+                await asyncio.to_thread(sandbox.attach_pod, self.node, net, resolv, hosts)
             except BaseException:
                 await asyncio.to_thread(sandbox.detach_pod, self.node, net)
                 raise
@@ -512,7 +514,8 @@ class NetnsRuntime:
             pairs = container_environment(run.pod, c.spec, services, sources)
         except ValueError as err:
             raise StartFailure(CONFIG_ERROR, str(err), waiting=True) from None
-        env = {"PATH": DEFAULT_PATH, "HOME": "/root", "HOSTNAME": run.name, **dict(pairs), **image.env}
+        name = podfiles.hostname(run.pod, self.cluster_domain)[0]
+        env = {"PATH": DEFAULT_PATH, "HOME": "/root", "HOSTNAME": name, **dict(pairs), **image.env}
         argv = [expand(arg, env) for arg in image.argv]
         cwd = str(c.spec.get("workingDir") or "/")  # a container's default, rather than the agent's own
         if not os.path.isdir(cwd):
@@ -554,6 +557,7 @@ class NetnsRuntime:
                 stderr=err_write,
                 pass_fds=(out_read, err_read),  # the same numbers in the container
                 start_new_session=True,  # its own process group, signalled as a whole
+                preexec_fn=_own_hostname(env.get("HOSTNAME") or run.name),
             )
         except OSError as err:
             os.close(out_read)
@@ -638,6 +642,26 @@ class NetnsRuntime:
         processes = [c.process for c in run.containers.values() if c.process is not None]
         await asyncio.gather(*(_kill_group(p, grace) for p in processes))
         await asyncio.to_thread(netns.kill_all, run.net.netns, signal.SIGKILL)
+
+
+def _host_resolv() -> str:
+    """The node's resolver configuration (a `dnsPolicy: Default` pod's), the host's own."""
+    try:
+        return Path("/etc/resolv.conf").read_text()
+    except OSError:
+        return ""
+
+
+def _own_hostname(name: str) -> Callable[[], None]:
+    """Run in the container's process before it execs: a UTS namespace of its own, named as the pod."""
+    encoded = name.encode()
+
+    def enter() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(CLONE_NEWUTS) != 0 or libc.sethostname(encoded, len(encoded)) != 0:
+            raise OSError(ctypes.get_errno(), "cannot give the container its hostname")
+
+    return enter
 
 
 def group_usage() -> dict[int, tuple[float, int]]:

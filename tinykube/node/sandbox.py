@@ -258,18 +258,14 @@ def remove_sandbox(cluster: str) -> list[str]:
 # Pods
 
 
-def resolv_conf(dns_ip: str, namespace: str, domain: str) -> str:
-    """The kubelet's resolv.conf for a ClusterFirst pod."""
-    search = f"{namespace}.svc.{domain} svc.{domain} {domain}"
-    return f"nameserver {dns_ip}\nsearch {search}\noptions ndots:5\n"
-
-
-def attach_pod(node: NodeNet, pod: PodNet, resolv: str) -> None:
-    """Make the pod's namespace, its resolv.conf, and the veth to its node with routes both ways."""
+def attach_pod(node: NodeNet, pod: PodNet, resolv: str, hosts: str) -> None:
+    """Make the pod's namespace, its resolv.conf and hosts (which `ip netns exec` binds over /etc), and the veth to
+    its node with routes both ways."""
     netns.ip("netns", "add", pod.netns)
     etc = netns.NETNS_ETC / pod.netns
     etc.mkdir(parents=True, exist_ok=True)
     (etc / "resolv.conf").write_text(resolv)
+    (etc / "hosts").write_text(hosts)
     netns.ip_batch(
         node.netns,
         [f"link add {pod.veth} address {NODE_SIDE_MAC} type veth peer name eth0 netns {pod.netns}",

@@ -1,14 +1,15 @@
 """Admission: the plugins that run on every create and update between defaulting and storage (see chain.py).
 
-`standard(registry)` is the chain tinykube's apiserver runs, in the order of kube-apiserver's recommended plugins:
-LimitRanger, ServiceAccount, DefaultStorageClass, StorageObjectInUseProtection, Priority, ResourceQuota (last, so
-it charges what the others let through and no more).
+`standard(registry)` is the chain tinykube's apiserver runs, in the order of kube-apiserver's recommended plugins
+(its AllOrderedPlugins): LimitRanger, ServiceAccount, Priority, DefaultTolerationSeconds, DefaultStorageClass,
+StorageObjectInUseProtection, ResourceQuota (last, so it charges what the others let through and no more).
 """
 
 from __future__ import annotations
 
 from tinykube.api.resources import builtin
 from tinykube.apiserver.admission.chain import Chain, Plugin, forbidden
+from tinykube.apiserver.admission.defaulttolerations import DefaultTolerationSeconds
 from tinykube.apiserver.admission.index import NamespaceIndex
 from tinykube.apiserver.admission.limitranger import LimitRanger
 from tinykube.apiserver.admission.priority import Priority
@@ -29,9 +30,10 @@ def standard(registry: Registry) -> Chain:
         [
             LimitRanger(limit_ranges),
             accounts,
+            Priority(priority_classes),
+            DefaultTolerationSeconds(),
             DefaultStorageClass(storage_classes),
             StorageObjectInUseProtection(),
-            Priority(priority_classes),
             ResourceQuota(registry),
         ]
     )
