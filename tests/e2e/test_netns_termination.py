@@ -320,3 +320,90 @@ def test_a_pod_has_its_own_hostname_and_hosts_file(sandbox: RunningCluster, clie
         f"{ip}\talpha.crew.default.svc.cluster.local\talpha",
     ]
     assert socket.gethostname() != "alpha"  # the machine's own name is untouched
+
+
+def test_volumes_are_mounted_and_config_maps_update_in_place(sandbox: RunningCluster, client: httpx.Client) -> None:
+    sandbox.kubectl("create", "configmap", "site", "--from-literal=greeting=hello")
+    sandbox.kubectl("create", "secret", "generic", "site", "--from-literal=password=hunter2")
+    script = (
+        "import os, time\n"
+        "base = '/var/run/secrets/kubernetes.io/serviceaccount'\n"
+        "print(sorted(n for n in os.listdir(base) if not n.startswith('..')), open(base + '/namespace').read(), len(open(base + '/token').read()) > 100)\n"
+        "print(open('/etc/site/greeting').read(), open('/etc/secret/password').read(), oct(os.stat('/etc/secret/password').st_mode & 0o777))\n"
+        "open('/shared/note', 'w').write('from main')\n"
+        "try:\n    open('/etc/site/x', 'w')\nexcept OSError as err:\n    print('read-only', err.errno)\n"
+        "while True:\n    print('now', open('/etc/site/greeting').read(), flush=True)\n    time.sleep(1)\n"
+    )
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "mounted"},
+        "spec": {
+            "terminationGracePeriodSeconds": 1,
+            "volumes": [
+                {"name": "site", "configMap": {"name": "site"}},
+                {"name": "secret", "secret": {"secretName": "site", "defaultMode": 0o400}},
+                {"name": "shared", "emptyDir": {}},
+            ],
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "python",
+                    "command": [sys.executable, "-c", script],
+                    "volumeMounts": [
+                        {"name": "site", "mountPath": "/etc/site", "readOnly": True},
+                        {"name": "secret", "mountPath": "/etc/secret"},
+                        {"name": "shared", "mountPath": "/shared"},
+                    ],
+                },
+                {
+                    "name": "side",
+                    "image": "busybox",
+                    "command": ["sh", "-c", "sleep 1; cat /data/note; echo; sleep 3600"],
+                    "volumeMounts": [{"name": "shared", "mountPath": "/data"}],
+                },
+            ],
+        },
+    }
+    assert client.post("/api/v1/namespaces/default/pods", json=manifest).status_code == 201
+    sandbox.kubectl("wait", "--for=condition=Ready", "pod/mounted", "--timeout=60s")
+    logs = eventually(lambda: "now hello" in (out := sandbox.kubectl("logs", "mounted", "-c", "main").stdout) and out)
+    lines = logs.splitlines()
+    assert lines[0] == "['ca.crt', 'namespace', 'token'] default True"
+    assert lines[1] == "hello hunter2 0o400"
+    assert lines[2] == "read-only 30"  # EROFS
+    assert eventually(lambda: sandbox.kubectl("logs", "mounted", "-c", "side").stdout.strip()) == "from main"
+    assert not Path("/etc/site").exists() and not Path("/shared").exists()  # nothing made on the host
+    sandbox.kubectl("create", "configmap", "site", "--from-literal=greeting=bonjour", "--dry-run=client", "-o", "yaml")
+    patch = {"data": {"greeting": "bonjour"}}
+    client.patch(
+        "/api/v1/namespaces/default/configmaps/site",
+        json=patch,
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
+    eventually(
+        lambda: "now bonjour" in sandbox.kubectl("logs", "mounted", "-c", "main").stdout,
+        timeout=40,
+        what="the ConfigMap's update seen through the mount",
+    )
+    sandbox.kubectl("delete", "pod", "mounted", "--wait=false")
+
+    missing = {**manifest, "metadata": {"name": "unmounted"}}
+    missing["spec"] = {**manifest["spec"], "volumes": [{"name": "site", "configMap": {"name": "absent"}}]}
+    missing["spec"]["containers"] = [
+        {**manifest["spec"]["containers"][0], "volumeMounts": [{"name": "site", "mountPath": "/etc/site"}]}
+    ]
+    assert client.post("/api/v1/namespaces/default/pods", json=missing).status_code == 201
+    failed = eventually(
+        lambda: [
+            e["message"]
+            for e in client.get(
+                "/api/v1/namespaces/default/events", params={"fieldSelector": "involvedObject.name=unmounted"}
+            ).json()["items"]
+            if e["reason"] == "FailedMount"
+        ]
+    )
+    assert failed == ['MountVolume.SetUp failed for volume "site" : configmap "absent" not found']
+    waiting = client.get("/api/v1/namespaces/default/pods/unmounted").json()["status"]["containerStatuses"][0]["state"]
+    assert waiting == {"waiting": {"reason": "ContainerCreating"}}
+    sandbox.kubectl("delete", "pod", "unmounted", "--wait=false")

@@ -205,7 +205,7 @@ def expand(text: str, lookup: dict[str, str]) -> str:
     return "".join(out)
 
 
-def _field(pod: Object, path: str) -> str:
+def field_value(pod: Object, path: str) -> str:
     """The downward API's `fieldRef.fieldPath` for env vars."""
     meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
     for kind in ("labels", "annotations"):
@@ -277,7 +277,7 @@ def container_environment(
         if source is None:
             value = expand(str(item.get("value") or ""), {**dict(service_vars), **defined})
         elif "fieldRef" in source:
-            value = _field(pod, source["fieldRef"]["fieldPath"])
+            value = field_value(pod, source["fieldRef"]["fieldPath"])
         elif "configMapKeyRef" in source:
             value = _key(sources, "configmaps", source["configMapKeyRef"], namespace)
         elif "secretKeyRef" in source:

@@ -26,7 +26,7 @@ from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.rest import RestClient, TransportError
 from tinykube.client.workqueue import WorkQueue, run_workers
-from tinykube.node.configsources import api_reader
+from tinykube.node.configsources import api_reader, token_requester
 from tinykube.node.kubelet_server import ENDPOINT_ANNOTATION, KubeletServer
 from tinykube.node.lease import LEASE_DURATION, NodeLease
 from tinykube.node.resource_metrics import ContainerUsage, NodeCpu
@@ -228,6 +228,8 @@ class NodeAgent:
             self.runtime.on_change = self._runtime_changed
             self.runtime.on_event = self._runtime_event
             self.runtime.read_config = api_reader(self.client)
+            if hasattr(self.runtime, "request_token"):  # the netns runtime, which mounts token volumes
+                self.runtime.request_token = token_requester(self.client)
             self.registered.set()
             self.pods.add_handler(
                 on_add=self._pod_seen,

@@ -34,6 +34,32 @@ def api_reader(client: Any) -> Reader:
     return read
 
 
+def token_requester(client: Any) -> Callable[[Object, Object], Awaitable[Object]]:
+    """Request a `serviceAccountToken` projection's token for a pod (a TokenRequest bound to it), as the kubelet
+    does; returns the TokenRequest's status (`token`, `expirationTimestamp`)."""
+
+    async def request(pod: Object, projection: Object) -> Object:
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        audience = projection.get("audience")
+        body = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {
+                "audiences": [audience] if audience else [],
+                "expirationSeconds": int(projection.get("expirationSeconds") or 3600),
+                "boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": meta["name"], "uid": meta.get("uid")},
+            },
+        }
+        account = spec.get("serviceAccountName") or "default"
+        created: Object = await client.create(
+            builtin("", "v1", "serviceaccounts"), meta.get("namespace") or "default", body, name=account,
+            subresource="token",
+        )  # fmt: skip
+        return dict(created.get("status") or {})
+
+    return request
+
+
 def warner(on_event: Callable[[str, str, str, str], None], key: str) -> Callable[[str], None]:
     """Where a runtime sends the warnings of a pod's environment: upstream's `InvalidEnvironmentVariableNames`."""
     return lambda message: on_event(key, "Warning", "InvalidEnvironmentVariableNames", message)

@@ -173,6 +173,8 @@ class Pod:
     containers: dict[str, Container]
     supervisors: list[asyncio.Task[None]] = field(default_factory=list)
     helpers: set[asyncio.Task[None]] = field(default_factory=set)  # log relays, liveness kills
+    volumes: dict[str, Path] = field(default_factory=dict)  # each volume's directory on the node, by name
+    volumes_ready: asyncio.Event = field(default_factory=asyncio.Event)  # every volume set up once
 
     @property
     def name(self) -> str:

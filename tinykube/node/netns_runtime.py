@@ -29,10 +29,12 @@ import contextlib
 import ctypes
 import dataclasses
 import fcntl
+import json
 import logging
 import os
 import shutil
 import signal
+import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import UTC, datetime
@@ -47,6 +49,7 @@ from tinykube.node.adoption import Adopted
 from tinykube.node.configsources import CONFIG_RETRY, Reader, container_sources, nothing, warner
 from tinykube.node.containers import Backoff, Container, Pod, back_off_message, pod_phase, should_restart
 from tinykube.node.lifecycle import run_hook
+from tinykube.node.podvolumes import MountError, PodVolumes, TokenRequester
 from tinykube.node.probes import Outcome, ProbeResults, ProbeSpec, Target, run_prober, until_started
 from tinykube.node.resource_metrics import ContainerUsage
 from tinykube.node.runtime import back_off_event, start_events
@@ -63,6 +66,8 @@ WAITING_LOGS = {PULL_FAILED: "image can't be pulled", PULL_BACKOFF: "trying and 
 PIPE_SIZE = 1 << 20  # a container's output pipes: what it may write while no agent reads (fs.pipe-max-size default)
 CLONE_NEWUTS = 0x04000000
 MINIMUM_GRACE = 2.0  # seconds a container gets after SIGTERM however little of its grace period is left (upstream's)
+CONTAINER_INIT = [sys.executable, "-I", "-m", "tinykube.node.containerinit"]  # builds the container's filesystem
+VOLUME_SYNC = 10.0  # seconds between syncs of a pod's volumes (ConfigMap and Secret updates, token renewals)
 USAGE_FRESHNESS = 0.5  # seconds one scan of /proc serves every pod's usage (a scrape asks for each pod in turn)
 _TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -110,6 +115,7 @@ class NetnsRuntime:
         self.on_change: Callable[[str], None] = lambda key: None
         self.on_event: Callable[[str, str, str, str], None] = lambda key, type_, reason, message: None
         self.read_config: Reader = nothing
+        self.request_token: TokenRequester = _no_tokens
         self.node = node
         self.log_dir = log_dir
         self.services = services
@@ -143,6 +149,8 @@ class NetnsRuntime:
                 raise
         run = Pod(key, started, net, log_dir, self._containers(started, saved, log_dir))
         self.pods[key] = run
+        volumes = PodVolumes(started, log_dir / "volumes", self.read_config, self.request_token)
+        run.supervisors.append(asyncio.create_task(self._sync_volumes(run, volumes), name=f"{key} volumes"))
         adopted = await asyncio.to_thread(self._adoptable, run) if adopt else {}
         for container in run.containers.values():
             work = self._supervise(run, container, adopted.get(container.name))
@@ -365,6 +373,9 @@ class NetnsRuntime:
                 c.restart_count += 1  # gone: restarted at once (the back-off was the earlier agent's)
             elif c.done:
                 return
+            if not run.volumes_ready.is_set():
+                c.first_start.set()  # waiting (ContainerCreating) until the pod's volumes are set up
+                await run.volumes_ready.wait()
             while True:
                 record = await self._run_once(run, c)
                 if record is None and c.waiting_reason == PULL_FAILED:
@@ -390,6 +401,23 @@ class NetnsRuntime:
             log.exception("pod %s: container %s: supervisor failed", run.key, c.name)
         finally:
             c.first_start.set()
+
+    async def _sync_volumes(self, run: Pod, volumes: PodVolumes) -> None:
+        """Set the pod's volumes up (its containers wait until then: `FailedMount` events while a source is
+        missing), then keep them in sync: ConfigMap and Secret changes, tokens renewed."""
+        reported = ""
+        while True:
+            try:
+                run.volumes = await volumes.sync()
+                run.volumes_ready.set()
+                reported = ""
+            except MountError as err:
+                if str(err) != reported:  # once per cause, as upstream's events are aggregated anyway
+                    self.on_event(run.key, "Warning", "FailedMount", str(err))
+                    reported = str(err)
+            except OSError as err:
+                log.warning("pod %s: volumes: %s", run.key, err)
+            await asyncio.sleep(VOLUME_SYNC)
 
     async def _pull_backoff(self, run: Pod, c: Container) -> None:
         """After a failed pull, as upstream's kubelet: `ErrImagePull` until the pod worker's retry (the back-off's
@@ -518,9 +546,11 @@ class NetnsRuntime:
         env = {"PATH": DEFAULT_PATH, "HOME": "/root", "HOSTNAME": name, **dict(pairs), **image.env}
         argv = [expand(arg, env) for arg in image.argv]
         cwd = str(c.spec.get("workingDir") or "/")  # a container's default, rather than the agent's own
-        if not os.path.isdir(cwd):
+        under_volume = any(cwd.startswith(str(m.get("mountPath", "")).rstrip("/") + "/") or cwd == m.get("mountPath")
+                           for m in c.spec.get("volumeMounts") or [])  # fmt: skip
+        if not under_volume and not os.path.isdir(cwd):
             raise StartFailure("StartError", f'chdir to cwd ("{cwd}") set in config.json failed: no such directory')
-        problem = missing_executable(argv[0], env["PATH"], cwd)
+        problem = missing_executable(argv[0], env["PATH"], "/" if under_volume else cwd)
         if problem:
             raise StartFailure("StartError", problem)
         return argv, env, cwd
@@ -547,11 +577,13 @@ class NetnsRuntime:
         for fd in (out_write, err_write):
             with contextlib.suppress(OSError):
                 fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+        spec = run.log_dir / c.name / "container.json"
+        spec.write_text(json.dumps({"mounts": self._mounts(run, c, env), "workingDir": cwd}))
         try:
             process = await asyncio.create_subprocess_exec(
-                *netns.exec_argv(run.net.netns, argv),
+                *netns.exec_argv(run.net.netns, [*CONTAINER_INIT, str(spec), "--", *argv]),
                 env=env,
-                cwd=cwd,
+                cwd="/",
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=out_write,
                 stderr=err_write,
@@ -617,10 +649,29 @@ class NetnsRuntime:
 
         return [asyncio.get_running_loop().create_task(probe(), name=f"{run.key}/{c.name} probes")]
 
+    def _mounts(self, run: Pod, c: Container, env: dict[str, str]) -> list[Object]:
+        """What `containerinit` binds for the container: each `volumeMount` (its `subPath`, made if missing)."""
+        mounts = []
+        for mount in c.spec.get("volumeMounts") or []:
+            source = run.volumes.get(str(mount.get("name")))
+            if source is None:
+                raise StartFailure("CreateContainerConfigError", f'cannot find volume "{mount.get("name")}" to mount')
+            sub_path = mount.get("subPath") or expand(str(mount.get("subPathExpr") or ""), env)
+            if sub_path:
+                source = source / sub_path
+                if not source.exists():
+                    source.mkdir(parents=True)
+            mounts.append(
+                {"source": str(source), "target": mount["mountPath"], "readOnly": bool(mount.get("readOnly"))}
+            )
+        return mounts
+
     def _target(self, run: Pod, c: Container, env: dict[str, str]) -> Target:
-        """Where the container's probes and hooks go: its pod's address from the node, its commands in the pod."""
+        """Where the container's probes and hooks go: its pod's address from the node, its commands into the running
+        container's namespaces (its network, hostname and filesystem with its volumes)."""
         ports = {p["name"]: int(p["containerPort"]) for p in c.spec.get("ports") or [] if p.get("name")}
-        return Target(run.net.ip, self.node.netns, netns.exec_argv(run.net.netns, []), env, ports)
+        inside = ["nsenter", "-t", str(c.pid), "-m", "-u", "-n", "-r", "-w"] if c.pid else None
+        return Target(run.net.ip, self.node.netns, inside or netns.exec_argv(run.net.netns, []), env, ports)
 
     def _ready(self, run: Pod, c: Container, ok: bool) -> None:
         if c.running_since and c.ready != ok:
@@ -642,6 +693,10 @@ class NetnsRuntime:
         processes = [c.process for c in run.containers.values() if c.process is not None]
         await asyncio.gather(*(_kill_group(p, grace) for p in processes))
         await asyncio.to_thread(netns.kill_all, run.net.netns, signal.SIGKILL)
+
+
+async def _no_tokens(_pod: Object, _projection: Object) -> Object:
+    raise RuntimeError("this runtime has no API to request tokens from")
 
 
 def _host_resolv() -> str:
