@@ -325,15 +325,17 @@ def test_a_pod_has_its_own_hostname_and_hosts_file(sandbox: RunningCluster, clie
 def test_volumes_are_mounted_and_config_maps_update_in_place(sandbox: RunningCluster, client: httpx.Client) -> None:
     sandbox.kubectl("create", "configmap", "site", "--from-literal=greeting=hello")
     sandbox.kubectl("create", "secret", "generic", "site", "--from-literal=password=hunter2")
-    script = (
-        "import os, time\n"
-        "base = '/var/run/secrets/kubernetes.io/serviceaccount'\n"
-        "print(sorted(n for n in os.listdir(base) if not n.startswith('..')), open(base + '/namespace').read(), len(open(base + '/token').read()) > 100)\n"
-        "print(open('/etc/site/greeting').read(), open('/etc/secret/password').read(), oct(os.stat('/etc/secret/password').st_mode & 0o777))\n"
-        "open('/shared/note', 'w').write('from main')\n"
-        "try:\n    open('/etc/site/x', 'w')\nexcept OSError as err:\n    print('read-only', err.errno)\n"
-        "while True:\n    print('now', open('/etc/site/greeting').read(), flush=True)\n    time.sleep(1)\n"
-    )
+    script = "\n".join([
+        "import os, time",
+        "base = '/var/run/secrets/kubernetes.io/serviceaccount'",
+        "names = sorted(n for n in os.listdir(base) if not n.startswith('..'))",
+        "print(names, open(base + '/namespace').read(), len(open(base + '/token').read()) > 100)",
+        "mode = oct(os.stat('/etc/secret/password').st_mode & 0o777)",
+        "print(open('/etc/site/greeting').read(), open('/etc/secret/password').read(), mode)",
+        "open('/shared/note', 'w').write('from main')",
+        "try:\n    open('/etc/site/x', 'w')\nexcept OSError as err:\n    print('read-only', err.errno)",
+        "while True:\n    print('now', open('/etc/site/greeting').read(), flush=True)\n    time.sleep(1)",
+    ])  # fmt: skip
     manifest = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -374,7 +376,6 @@ def test_volumes_are_mounted_and_config_maps_update_in_place(sandbox: RunningClu
     assert lines[2] == "read-only 30"  # EROFS
     assert eventually(lambda: sandbox.kubectl("logs", "mounted", "-c", "side").stdout.strip()) == "from main"
     assert not Path("/etc/site").exists() and not Path("/shared").exists()  # nothing made on the host
-    sandbox.kubectl("create", "configmap", "site", "--from-literal=greeting=bonjour", "--dry-run=client", "-o", "yaml")
     patch = {"data": {"greeting": "bonjour"}}
     client.patch(
         "/api/v1/namespaces/default/configmaps/site",
@@ -407,3 +408,56 @@ def test_volumes_are_mounted_and_config_maps_update_in_place(sandbox: RunningClu
     waiting = client.get("/api/v1/namespaces/default/pods/unmounted").json()["status"]["containerStatuses"][0]["state"]
     assert waiting == {"waiting": {"reason": "ContainerCreating"}}
     sandbox.kubectl("delete", "pod", "unmounted", "--wait=false")
+
+
+def test_a_terminating_endpoint_still_serves_when_no_ready_one_is_left(
+    sandbox: RunningCluster, client: httpx.Client, tmp_path: Path
+) -> None:
+    """externalTrafficPolicy: Local with the node's only endpoint terminating (its preStop hook holds it serving):
+    the proxy falls back to it, as upstream's, rather than drop the traffic."""
+    last = server_pod("last", tmp_path / "notes", 30, ["sleep", "20"])
+    last["metadata"]["labels"] = {"app": "last"}
+    last["spec"]["nodeName"] = "node-1"
+    client.post("/api/v1/namespaces/default/pods", json=last)
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "last"},
+        "spec": {
+            "type": "NodePort",
+            "externalTrafficPolicy": "Local",
+            "selector": {"app": "last"},
+            "ports": [{"port": 80, "targetPort": 8080}],
+        },
+    }
+    client.post("/api/v1/namespaces/default/services", json=service)
+    sandbox.kubectl("wait", "--for=condition=Ready", "pod/last", "--timeout=60s")
+    node_port = client.get("/api/v1/namespaces/default/services/last").json()["spec"]["ports"][0]["nodePort"]
+    external = f"tk-{sandbox.data_dir.name}.ext"
+    url = f"http://172.20.0.2:{node_port}/"
+    fetch = f"import urllib.request; print(urllib.request.urlopen({url!r}, timeout=2).read().decode())"
+
+    def answer() -> str:
+        run = ["ip", "netns", "exec", external, sys.executable, "-c", fetch]
+        return subprocess.run(run, capture_output=True, text=True, timeout=10).stdout.strip()
+
+    assert eventually(lambda: answer() == "last", what="the Service answering")
+    sandbox.kubectl("delete", "pod", "last", "--wait=false")
+
+    def conditions() -> dict[str, Any] | None:
+        slices = client.get(
+            "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
+            params={"labelSelector": "kubernetes.io/service-name=last"},
+        ).json()["items"]
+        endpoints = [e for s in slices for e in s.get("endpoints") or []]
+        return endpoints[0]["conditions"] if endpoints else None
+
+    assert eventually(lambda: (c := conditions()) and c["terminating"] and c) == {
+        "ready": False,
+        "serving": True,
+        "terminating": True,
+    }
+    time.sleep(1)  # the proxies have had the slice's change
+    assert answer() == "last"  # served by the terminating endpoint: no ready one is left on the node
+    sandbox.kubectl("delete", "pod", "last", "--grace-period=0", "--force")
+    sandbox.kubectl("delete", "service", "last")
