@@ -192,6 +192,18 @@ def go_duration(text: str) -> float:
     return sum(float(number) * _DURATION_UNITS[unit] for number, unit in parts)
 
 
+def _duration_arguments(parser: argparse.ArgumentParser, prefix: str, *flags: tuple[str, str, str]) -> None:
+    """Go-duration flags `<prefix><name>`, each (name, default, what it sets)."""
+    for flag, default, what in flags:
+        parser.add_argument(
+            f"{prefix}{flag}",
+            type=go_duration,
+            default=go_duration(default),
+            metavar="DURATION",
+            help=f"{what} (default: {default})",
+        )
+
+
 def _leader_election_arguments(parser: argparse.ArgumentParser) -> None:
     """kube-controller-manager's leader-election flags, with its defaults."""
     parser.add_argument(
@@ -204,18 +216,13 @@ def _leader_election_arguments(parser: argparse.ArgumentParser) -> None:
         help="run the controllers only while holding the leader-election Lease, so that of several controller "
         "managers against one cluster one acts (default: true; --leader-elect=false to turn it off)",
     )
-    for flag, default, what in (
+    _duration_arguments(
+        parser,
+        "--leader-elect-",
         ("lease-duration", "15s", "how long a candidate waits after the leader's last renewal before taking over"),
         ("renew-deadline", "10s", "how long the leader tries to renew before it stops its controllers"),
         ("retry-period", "2s", "how often candidates try to acquire and the leader renews"),
-    ):
-        parser.add_argument(
-            f"--leader-elect-{flag}",
-            type=go_duration,
-            default=go_duration(default),
-            metavar="DURATION",
-            help=f"{what} (default: {default})",
-        )
+    )
     parser.add_argument(
         "--leader-elect-resource-name",
         default="kube-controller-manager",
@@ -228,19 +235,14 @@ def _leader_election_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _autoscaler_arguments(parser: argparse.ArgumentParser) -> None:
     """kube-controller-manager's HorizontalPodAutoscaler flags, with its defaults."""
-    for flag, default, what in (
+    _duration_arguments(
+        parser,
+        "--horizontal-pod-autoscaler-",
         ("sync-period", "15s", "how often each HorizontalPodAutoscaler is reconciled"),
         ("downscale-stabilization", "5m0s", "how far back the highest recommendation holds a scale-down off"),
         ("cpu-initialization-period", "5m0s", "after a pod starts, how long its CPU samples may be skipped"),
         ("initial-readiness-delay", "30s", "after a pod starts, how long its readiness changes are taken as initial"),
-    ):
-        parser.add_argument(
-            f"--horizontal-pod-autoscaler-{flag}",
-            type=go_duration,
-            default=go_duration(default),
-            metavar="DURATION",
-            help=f"{what} (default: {default})",
-        )
+    )
     parser.add_argument(
         "--horizontal-pod-autoscaler-tolerance",
         type=float,
@@ -252,14 +254,8 @@ def _autoscaler_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _node_lifecycle_arguments(parser: argparse.ArgumentParser) -> None:
     """kube-controller-manager's node lifecycle flag that tinykube has, with its default."""
-    parser.add_argument(
-        "--node-monitor-grace-period",
-        type=go_duration,
-        default=go_duration("40s"),
-        metavar="DURATION",
-        help="how long a node may go without renewing its Lease or posting its status before the node lifecycle "
-        "controller marks it Unknown and taints it unreachable (default: 40s)",
-    )
+    what = "how long a node may go without renewing its Lease or posting its status before it is marked Unknown"
+    _duration_arguments(parser, "--node-monitor-", ("grace-period", "40s", what))
 
 
 def controller_settings(args: argparse.Namespace, **more: Any) -> dict[str, Any]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -24,6 +23,7 @@ from tinykube.api.meta import now
 from tinykube.api.quantity import Quantity, parse_quantity
 from tinykube.api.resources import ResourceInfo
 from tinykube.api.selectors import parse_field_selector, parse_label_selector
+from tinykube.apiserver.podlogs import kubelet_address
 from tinykube.apiserver.printers import NAME_COLUMN, Column, Printer
 from tinykube.apiserver.registry import Registry
 from tinykube.node.resource_metrics import Sample, parse
@@ -32,10 +32,8 @@ from tinykube.web import fetch
 log = logging.getLogger(__name__)
 
 GROUP_VERSION = "metrics.k8s.io/v1beta1"
-KUBELET_ENDPOINT_ANNOTATION = "tinykube.io/kubelet-endpoint"
 DEFAULT_RESOLUTION = 15.0  # seconds, metrics-server's --metric-resolution
 SCRAPE_TIMEOUT = 10.0  # seconds at most per node, metrics-server's --kubelet-request-timeout
-_ENDPOINT = re.compile(r"^(?P<host>[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(?P<port>[0-9]{1,5})$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,14 +98,12 @@ class MetricsServer:
                 self._store(name, sample)
 
     async def _scrape(self, node: dict[str, Any]) -> Sample | None:
-        endpoint = (node["metadata"].get("annotations") or {}).get(KUBELET_ENDPOINT_ANNOTATION, "")
-        match = _ENDPOINT.match(endpoint)
-        if match is None:
-            return None
         try:
-            status, body = await fetch(
-                match["host"].strip("[]"), int(match["port"]), "/metrics/resource", min(SCRAPE_TIMEOUT, self.resolution)
-            )
+            host, port = kubelet_address(node)
+        except errors.ApiError:
+            return None  # no kubelet endpoint (yet): no metrics for it
+        try:
+            status, body = await fetch(host, port, "/metrics/resource", min(SCRAPE_TIMEOUT, self.resolution))
         except (OSError, TimeoutError, ValueError, EOFError, asyncio.LimitOverrunError) as err:
             log.debug("scraping node %s: %s", node["metadata"]["name"], err)
             return None

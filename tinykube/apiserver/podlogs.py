@@ -100,6 +100,12 @@ def _container(pod: dict[str, Any], wanted: str) -> str:
 
 
 def _kubelet_base(node: dict[str, Any]) -> str:
+    host, port = kubelet_address(node)
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}"
+
+
+def kubelet_address(node: dict[str, Any]) -> tuple[str, int]:
+    """Where the node's agent serves the kubelet's API (its annotation); UnknownError when it does not say."""
     name = node["metadata"]["name"]
     endpoint = (node["metadata"].get("annotations") or {}).get(KUBELET_ENDPOINT_ANNOTATION)
     if not endpoint:
@@ -113,8 +119,7 @@ def _kubelet_base(node: dict[str, Any]) -> str:
             f'node "{name}" has an invalid {KUBELET_ENDPOINT_ANNOTATION} annotation {json.dumps(endpoint)}: '
             "want <host>:<port>"
         )
-    host = f"[{match['v6']}]" if match["v6"] else match["host"]
-    return f"http://{host}:{match['port']}"
+    return match["v6"] or match["host"], int(match["port"])
 
 
 def _query(opts: dict[str, Any]) -> str:
