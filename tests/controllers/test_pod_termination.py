@@ -129,3 +129,25 @@ def test_a_pod_waits_for_the_config_map_its_environment_names(
         timeout=60,
     )
     assert "MODE=fast" in env.stdout.splitlines(), env.stderr
+
+
+def test_a_pod_waits_for_its_volumes_sources(cluster: RunningCluster, client: httpx.Client, ns: str) -> None:
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "mounting"},
+        "spec": {
+            "volumes": [{"name": "site", "configMap": {"name": "site"}}],
+            "containers": [
+                {"name": "c", "image": "nginx", "volumeMounts": [{"name": "site", "mountPath": "/etc/site"}]}
+            ],
+        },
+    }
+    assert client.post(f"/api/v1/namespaces/{ns}/pods", json=manifest).status_code == 201
+    failed = eventually(lambda: [m for r, m in events_of(client, ns, "mounting") if r == "FailedMount"])
+    assert failed == ['MountVolume.SetUp failed for volume "site" : configmap "site" not found']
+    pod = client.get(f"/api/v1/namespaces/{ns}/pods/mounting").json()
+    assert pod["status"]["phase"] == "Pending"
+    assert pod["status"]["containerStatuses"][0]["state"] == {"waiting": {"reason": "ContainerCreating"}}
+    cluster.kubectl("-n", ns, "create", "configmap", "site", "--from-literal=index.html=hi")
+    cluster.kubectl("-n", ns, "wait", "--for=condition=Ready", "pod/mounting", "--timeout=30s")

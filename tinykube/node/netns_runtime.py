@@ -68,6 +68,7 @@ CLONE_NEWUTS = 0x04000000
 MINIMUM_GRACE = 2.0  # seconds a container gets after SIGTERM however little of its grace period is left (upstream's)
 CONTAINER_INIT = [sys.executable, "-I", "-m", "tinykube.node.containerinit"]  # builds the container's filesystem
 VOLUME_SYNC = 10.0  # seconds between syncs of a pod's volumes (ConfigMap and Secret updates, token renewals)
+VOLUME_RETRY = 1.0  # seconds before volumes that could not be set up are tried again
 USAGE_FRESHNESS = 0.5  # seconds one scan of /proc serves every pod's usage (a scrape asks for each pod in turn)
 _TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -417,7 +418,8 @@ class NetnsRuntime:
                     reported = str(err)
             except OSError as err:
                 log.warning("pod %s: volumes: %s", run.key, err)
-            await asyncio.sleep(VOLUME_SYNC)
+            # a missing source is looked for again soon (a namespace's kube-root-ca.crt comes a moment after it)
+            await asyncio.sleep(VOLUME_SYNC if run.volumes_ready.is_set() and not reported else VOLUME_RETRY)
 
     async def _pull_backoff(self, run: Pod, c: Container) -> None:
         """After a failed pull, as upstream's kubelet: `ErrImagePull` until the pod worker's retry (the back-off's

@@ -177,6 +177,30 @@ class PodVolumes:
         return token.encode()
 
 
+_NEEDED = (  # what a volume (or a projection) needs to exist: (field, plural, kind, name field, in a projection)
+    ("configMap", "configmaps", "configmap", "name", "name"),
+    ("secret", "secrets", "secret", "secretName", "name"),
+    ("persistentVolumeClaim", "persistentvolumeclaims", "persistentvolumeclaim", "claimName", ""),
+)
+
+
+async def missing_source(pod: Object, read: Reader) -> str:
+    """Why the pod's volumes cannot be set up yet ("" if they can): a ConfigMap, Secret or claim they need that does
+    not exist (what the simulated runtime checks: it writes no files)."""
+    namespace = pod["metadata"].get("namespace") or "default"
+    for volume in (pod.get("spec") or {}).get("volumes") or []:
+        parts = [(volume, False)] + [(p, True) for p in (volume.get("projected") or {}).get("sources") or []]
+        for part, projected in parts:
+            for key, plural, kind, in_volume, in_projection in _NEEDED:
+                ref = part.get(key)
+                if not isinstance(ref, dict) or ref.get("optional"):
+                    continue
+                name = str(ref.get(in_projection if projected else in_volume, ""))
+                if await read(plural, namespace, name) is None:
+                    return f'MountVolume.SetUp failed for volume "{volume["name"]}" : {kind} "{name}" not found'
+    return ""
+
+
 def _payload(obj: Object, plural: str) -> dict[str, bytes]:
     if plural == "configmaps":
         binary = {k: _decoded(v) for k, v in (obj.get("binaryData") or {}).items()}

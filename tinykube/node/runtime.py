@@ -16,6 +16,7 @@ from tinykube.api.meta import now, parse_time
 from tinykube.kubelet_env.envvars import ConfigError, container_environment
 from tinykube.node.configsources import CONFIG_RETRY, Reader, container_sources, nothing, warner
 from tinykube.node.containers import Backoff, back_off_message, pod_phase, should_restart
+from tinykube.node.podvolumes import missing_source
 from tinykube.node.resource_metrics import (
     CPU_USAGE_ANNOTATION,
     MEMORY_USAGE_ANNOTATION,
@@ -27,6 +28,7 @@ from tinykube.node.status import ContainerState, annotated_ready
 RUN_SECONDS_ANNOTATION = "tinykube.io/run-seconds"  # how long a simulated container of a pod that may end runs
 EXIT_CODE_ANNOTATION = "tinykube.io/exit-code"  # and the exit code it ends with
 DEFAULT_RUN_SECONDS = 1.0
+VOLUME_RETRY = 1.0  # seconds before a pod whose volumes lack a source looks again
 
 Object = dict[str, Any]
 
@@ -192,6 +194,8 @@ class SimulatedRuntime:
         self._started: dict[str, dict[str, _Simulated]] = {}  # pod key -> container -> its runs
         self._timers: dict[str, list[asyncio.TimerHandle]] = {}
         self._retries: set[asyncio.Task[None]] = set()
+        self._mounted: set[str] = set()  # pods whose volumes' sources all existed once
+        self._mount_problems: dict[str, str] = {}  # pod key -> the FailedMount last reported
 
     async def start(self, key: str, pod: Object, ip: str) -> None:
         if key in self._started:
@@ -202,9 +206,21 @@ class SimulatedRuntime:
         await self._create(key, pod)
 
     async def _create(self, key: str, pod: Object) -> None:
-        """Start the containers not running yet whose environment can be made; the others wait and are tried
-        again after CONFIG_RETRY, as the kubelet retries a pod it could not sync."""
+        """Once the ConfigMaps, Secrets and claims its volumes need exist (`FailedMount` until then, looked for
+        again every second), start the containers not running yet whose environment can be made; the others wait
+        and are tried again after CONFIG_RETRY, as the kubelet retries a pod it could not sync."""
         runs, waiting = self._started.get(key), False
+        if key not in self._mounted and runs is not None:
+            problem = await missing_source(pod, self.read_config)
+            if problem:
+                if self._mount_problems.get(key) != problem:
+                    self.on_event(key, "Warning", "FailedMount", problem)
+                    self._mount_problems[key] = problem
+                handle = asyncio.get_running_loop().call_later(VOLUME_RETRY, self._retry, key, pod)
+                self._timers.setdefault(key, []).append(handle)
+                return
+            self._mounted.add(key)
+            self._mount_problems.pop(key, None)
         for container in (pod.get("spec") or {}).get("containers") or []:
             run = (runs or {}).get(container["name"])
             if run is None or run.since:
@@ -332,6 +348,8 @@ class SimulatedRuntime:
 
     async def stop(self, key: str, grace_seconds: float) -> None:
         self._started.pop(key, None)
+        self._mounted.discard(key)
+        self._mount_problems.pop(key, None)
         await self.release(key)
 
     async def release(self, key: str) -> bool:
@@ -341,6 +359,7 @@ class SimulatedRuntime:
 
     async def close(self) -> None:
         self._started.clear()
+        self._mounted.clear()
         for handles in self._timers.values():
             for handle in handles:
                 handle.cancel()
