@@ -24,7 +24,9 @@ __all__ = ["Chain", "Plugin", "forbidden", "standard"]
 def standard(registry: Registry) -> Chain:
     limit_ranges = NamespaceIndex(registry.cache(builtin("", "v1", "limitranges")))
     priority_classes = registry.cache(builtin("scheduling.k8s.io", "v1", "priorityclasses"))
-    accounts = ServiceAccount(registry.cache(builtin("", "v1", "serviceaccounts")))
+    accounts = ServiceAccount(
+        registry.cache(builtin("", "v1", "serviceaccounts")), registry.cache(builtin("", "v1", "namespaces"))
+    )
     storage_classes = registry.cache(builtin("storage.k8s.io", "v1", "storageclasses"))
     return Chain(
         [

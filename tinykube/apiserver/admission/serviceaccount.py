@@ -7,9 +7,9 @@ ServiceAccount turns `automountServiceAccountToken` off, every container mounts 
 volume at /var/run/secrets/kubernetes.io/serviceaccount: a bound token (`token`), the cluster's CA (`ca.crt`, from
 the `kube-root-ca.crt` ConfigMap) and the pod's namespace (`namespace`). Mirror pods are left as they are.
 
-One difference: a missing ServiceAccount is waited for up to a second before the pod is refused, since the
-serviceaccount controller makes `default` a moment after its namespace, and scripts create pods at once (upstream
-refuses them, and its clients retry).
+One difference: a missing `default` ServiceAccount of an active namespace is waited for up to three seconds before
+the pod is refused, since the serviceaccount controller makes it a moment after its namespace, and scripts create
+pods at once (upstream refuses them, and its clients retry).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 TOKEN_VOLUME_PREFIX = "kube-api-access-"
 TOKEN_EXPIRATION_SECONDS = 3607  # upstream's WarnOnlyBoundTokenExpirationSeconds
 ROOT_CA_CONFIG_MAP = "kube-root-ca.crt"
-ACCOUNT_WAIT = 1.0  # seconds a missing ServiceAccount is waited for (see the module docstring)
+ACCOUNT_WAIT = 3.0  # seconds a missing `default` ServiceAccount is waited for (see the module docstring)
 
 
 def token_volume_source() -> Object:
@@ -81,8 +81,9 @@ def mount_token(spec: Object) -> None:
 class ServiceAccount(Plugin):
     name = "ServiceAccount"
 
-    def __init__(self, accounts: WatchCache) -> None:
+    def __init__(self, accounts: WatchCache, namespaces: WatchCache) -> None:
         self.accounts = accounts
+        self.namespaces = namespaces
 
     def handles(self, resource: ResourceInfo) -> bool:
         return is_core(resource, "pods")
@@ -98,6 +99,8 @@ class ServiceAccount(Plugin):
             return  # validation says what is wrong with it
         spec["serviceAccountName"] = name
         spec["serviceAccount"] = name
+        if not self._active(req.namespace):
+            return  # refused for its namespace right after (upstream's NamespaceLifecycle comes first)
         account = await self._account(req.namespace, name)
         if account is None:
             reason = f'error looking up service account {req.namespace}/{name}: serviceaccount "{name}" not found'
@@ -110,11 +113,16 @@ class ServiceAccount(Plugin):
                 spec["imagePullSecrets"] = [{"name": ref.get("name", "")} for ref in secrets]
 
     async def _account(self, namespace: str, name: str) -> Object | None:
-        deadline = time.monotonic() + ACCOUNT_WAIT
+        """The ServiceAccount; `default` of an active namespace is waited for a moment (see the module docstring)."""
+        deadline = time.monotonic() + (ACCOUNT_WAIT if name == DEFAULT_SERVICE_ACCOUNT else 0)
         while True:
             cached = self.accounts.get(f"{namespace}/{name}")
             if cached is not None:
                 return cached.obj
-            if time.monotonic() >= deadline:
+            if not self._active(namespace) or time.monotonic() >= deadline:
                 return None
             await asyncio.sleep(0.05)
+
+    def _active(self, namespace: str) -> bool:
+        space = self.namespaces.get(namespace)
+        return space is not None and (space.obj.get("status") or {}).get("phase") == "Active"
