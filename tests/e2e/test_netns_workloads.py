@@ -174,10 +174,10 @@ def test_a_busy_pods_real_cpu_shows_in_top_and_scales_it(sandbox: RunningCluster
         result = sandbox.kubectl("top", "pod", "-l", "app=burn", "--containers", "--no-headers", check=False)
         rows = [line.split() for line in result.stdout.splitlines()]
         found = {row[1]: millicores(row[2]) for row in rows if len(row) == 4}
-        return found if found.get("burn", 0) >= 300 else None
+        # a sleeping process uses next to nothing (once its start-up is out of the window)
+        return found if found.get("burn", 0) >= 300 and found.get("idle", 1000) < 50 else None
 
-    usage = eventually(top, timeout=60, what="the burning container's CPU in kubectl top")
-    assert usage["idle"] < 50, usage  # a sleeping process uses next to nothing
+    eventually(top, timeout=60, what="the burning container's CPU, and not the idle one's, in kubectl top")
 
     def busiest_node() -> int | None:
         result = sandbox.kubectl("top", "node", "--no-headers", check=False)  # a node needs two samples for a rate

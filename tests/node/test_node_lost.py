@@ -61,8 +61,16 @@ def test_a_dead_node_agent_is_noticed_and_its_pods_evicted(cluster: RunningClust
             )
             ready = condition(node, "Ready")
             assert (ready["reason"], ready["message"]) == ("NodeStatusUnknown", "Kubelet stopped posting node status.")
-            taints = {(t["key"], t["effect"]) for t in node["spec"].get("taints") or []}
-            assert {("node.kubernetes.io/unreachable", "NoSchedule")} <= taints
+
+            def taints() -> set[tuple[str, str]]:
+                found = client.get("/api/v1/nodes/lost").json()["spec"].get("taints") or []
+                return {(t["key"], t["effect"]) for t in found}
+
+            unreachable = {
+                ("node.kubernetes.io/unreachable", "NoSchedule"),
+                ("node.kubernetes.io/unreachable", "NoExecute"),
+            }
+            assert eventually(lambda: unreachable <= taints(), what="the unreachable taints")
             assert condition(client.get(path).json(), "Ready").get("status") == "False"
             evicted = eventually(
                 lambda: (p := client.get(path).json())["metadata"].get("deletionTimestamp") and p,
