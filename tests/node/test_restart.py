@@ -357,7 +357,8 @@ def test_a_cleanly_stopped_netns_up_restarts_its_containers_as_after_a_reboot(tm
             assert ended["startedAt"] == was["state"]["running"]["startedAt"]
             assert ended["exitCode"] == 143 and ended["reason"] == "Error"  # SIGTERM, when `up` stopped
             assert container["containerID"] != was["containerID"]
-            assert fetch(name, web["status"]["podIP"], 8080) == "200"
+            # without a readiness probe it is ready once it runs, a moment before it listens
+            eventually(lambda: fetch(name, web["status"]["podIP"], 8080) == "200", what="web serving again")
             assert running[-1].kubectl("logs", "-n", "r", "web", "--previous").returncode == 0  # the ended run's log
 
             def ended_for_good() -> Object | None:

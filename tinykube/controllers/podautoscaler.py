@@ -149,7 +149,7 @@ class HorizontalPodAutoscalerController:
         history = self.histories.setdefault(key, limits.History())
         history.start(current)
         min_replicas, max_replicas = int(spec.get("minReplicas", 1)), int(spec.get("maxReplicas", 1))
-        desired, reason, rescale = current, "", False
+        desired, reason = current, ""
         if current == 0 and min_replicas != 0:
             desired = 0
             set_condition(conditions, "ScalingActive", "False", "ScalingDisabled",
@@ -176,8 +176,7 @@ class HorizontalPodAutoscalerController:
             set_condition(conditions, "AbleToScale", "True", *outcome.stabilized)
             set_condition(conditions, "ScalingLimited", "True" if outcome.limited else "False", *outcome.limit)
             desired = outcome.replicas
-        rescale = desired != current and not (current == 0 and min_replicas != 0)
-        if rescale:
+        if desired != current:
             try:
                 await self.client.request(
                     "PUT", path_for(resource, namespace, target["name"], "scale"),
@@ -197,8 +196,6 @@ class HorizontalPodAutoscalerController:
             await self._event(hpa, "Normal", "SuccessfulRescale", f"New size: {desired}; reason: {reason}")
             history.scaled(spec.get("behavior"), current, desired)
             status["lastScaleTime"] = now()
-        else:
-            desired = current
         status["currentReplicas"], status["desiredReplicas"] = current, desired
         await self._write(hpa, status)
 
