@@ -345,7 +345,7 @@ def test_volumes_are_mounted_and_config_maps_update_in_place(sandbox: RunningClu
             "volumes": [
                 {"name": "site", "configMap": {"name": "site"}},
                 {"name": "secret", "secret": {"secretName": "site", "defaultMode": 0o400}},
-                {"name": "shared", "emptyDir": {}},
+                {"name": "shared", "emptyDir": {"medium": "Memory"}},
             ],
             "containers": [
                 {
@@ -376,6 +376,9 @@ def test_volumes_are_mounted_and_config_maps_update_in_place(sandbox: RunningClu
     assert lines[2] == "read-only 30"  # EROFS
     assert eventually(lambda: sandbox.kubectl("logs", "mounted", "-c", "side").stdout.strip()) == "from main"
     assert not Path("/etc/site").exists() and not Path("/shared").exists()  # nothing made on the host
+    uid = client.get("/api/v1/namespaces/default/pods/mounted").json()["metadata"]["uid"]
+    memory = Path(f"/dev/shm/tinykube-{uid}/shared")
+    assert (memory / "note").read_text() == "from main"  # the memory-backed emptyDir, on the node's tmpfs
     patch = {"data": {"greeting": "bonjour"}}
     client.patch(
         "/api/v1/namespaces/default/configmaps/site",
@@ -387,7 +390,8 @@ def test_volumes_are_mounted_and_config_maps_update_in_place(sandbox: RunningClu
         timeout=40,
         what="the ConfigMap's update seen through the mount",
     )
-    sandbox.kubectl("delete", "pod", "mounted", "--wait=false")
+    sandbox.kubectl("delete", "pod", "mounted", "--timeout=60s")
+    assert not memory.parent.exists()  # gone with the pod
 
     missing = {**manifest, "metadata": {"name": "unmounted"}}
     missing["spec"] = {**manifest["spec"], "volumes": [{"name": "site", "configMap": {"name": "absent"}}]}

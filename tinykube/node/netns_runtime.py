@@ -49,7 +49,7 @@ from tinykube.node.adoption import Adopted
 from tinykube.node.configsources import CONFIG_RETRY, Reader, container_sources, nothing, warner
 from tinykube.node.containers import Backoff, Container, Pod, back_off_message, pod_phase, should_restart
 from tinykube.node.lifecycle import run_hook
-from tinykube.node.podvolumes import MountError, PodVolumes, TokenRequester
+from tinykube.node.podvolumes import MountError, PodVolumes, TokenRequester, remove_memory
 from tinykube.node.probes import Outcome, ProbeResults, ProbeSpec, Target, run_prober, until_started
 from tinykube.node.resource_metrics import ContainerUsage
 from tinykube.node.runtime import back_off_event, start_events
@@ -211,6 +211,7 @@ class NetnsRuntime:
         await asyncio.gather(*run.helpers, return_exceptions=True)  # log relays end with their processes
         await asyncio.to_thread(sandbox.detach_pod, self.node, run.net)
         shutil.rmtree(run.log_dir, ignore_errors=True)
+        remove_memory(run.pod)
 
     async def _pre_stop(self, run: Pod, grace_seconds: float) -> None:
         """The running containers' preStop hooks, at once, for at most the grace period."""
@@ -253,6 +254,7 @@ class NetnsRuntime:
         self._save(run)
         await asyncio.gather(*run.helpers, return_exceptions=True)
         await asyncio.to_thread(sandbox.detach_pod, self.node, run.net)
+        remove_memory(run.pod)  # as a node's memory is after it shut down
 
     async def prune(self, pods: Iterable[Object]) -> list[str]:
         """Remove what an earlier agent left of pods this node no longer runs: the namespaces, with whatever runs
@@ -273,6 +275,9 @@ class NetnsRuntime:
             for directory in self.log_dir.iterdir():
                 if directory.is_dir() and directory.name not in keep_dirs:
                     shutil.rmtree(directory, ignore_errors=True)
+                    uid = directory.name.rsplit("_", 1)[-1]
+                    if uid:
+                        remove_memory({"metadata": {"name": "", "uid": uid}})
         if left:
             log.info("node %s: removed %d namespace(s) of pods deleted meanwhile", self.node.name, len(left))
         return left

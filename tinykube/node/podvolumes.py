@@ -1,7 +1,9 @@
 """A netns pod's volumes, made on the node as the kubelet's volume plugins make them: a directory per volume under the
 pod's directory, which `containerinit` binds at each container's `mountPath`.
 
-- `emptyDir`: an empty directory, shared by the pod's containers, gone with the pod.
+- `emptyDir`: an empty directory, shared by the pod's containers, gone with the pod; `medium: Memory` puts it on the
+  node's tmpfs `/dev/shm` (a mount of its own, shared by the containers, would have to be made in the root mount
+  namespace), its `sizeLimit` not enforced.
 - `configMap`, `secret`, `downwardAPI`, `projected` (service account tokens, ConfigMaps, Secrets, the downward API):
   files written as upstream's AtomicWriter writes them — the payload in a hidden timestamped directory, `..data` a
   symlink to it, each file a symlink through `..data` — so a later sync swaps `..data` at once and the containers see
@@ -33,6 +35,7 @@ from tinykube.node.configsources import Reader
 Object = dict[str, Any]
 TokenRequester = Callable[[Object, Object], Awaitable[Object]]  # (pod, serviceAccountToken projection) -> status
 DEFAULT_MODE = 0o644
+MEMORY_ROOT = Path("/dev/shm")
 DATA = "..data"
 
 
@@ -73,6 +76,8 @@ class PodVolumes:
     async def _volume(self, volume: Object) -> Path:
         directory: Path = self.root / str(volume["name"])
         if "emptyDir" in volume:
+            if (volume["emptyDir"] or {}).get("medium") == "Memory":  # in memory: on the node's tmpfs /dev/shm
+                directory = memory_dir(self.pod) / str(volume["name"])
             directory.mkdir(parents=True, exist_ok=True)
             return directory
         if "hostPath" in volume:
@@ -199,6 +204,15 @@ async def missing_source(pod: Object, read: Reader) -> str:
                 if await read(plural, namespace, name) is None:
                     return f'MountVolume.SetUp failed for volume "{volume["name"]}" : {kind} "{name}" not found'
     return ""
+
+
+def memory_dir(pod: Object) -> Path:
+    """Where a pod's memory-backed emptyDirs live: removed with the pod (`remove_memory`)."""
+    return MEMORY_ROOT / f"tinykube-{pod['metadata'].get('uid') or pod['metadata']['name']}"
+
+
+def remove_memory(pod: Object) -> None:
+    shutil.rmtree(memory_dir(pod), ignore_errors=True)
 
 
 def _payload(obj: Object, plural: str) -> dict[str, bytes]:
