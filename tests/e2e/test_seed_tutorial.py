@@ -242,7 +242,8 @@ def cleaning_up(sandbox: RunningCluster) -> None:
     out = kubectl(sandbox, "kubectl delete deployment source-ip-app")
     assert out == 'deployment.apps "source-ip-app" deleted\n'
     leftovers = "kubectl get deploy,rs,pods,svc -l app=source-ip-app -o name"
-    eventually(lambda: kubectl(sandbox, leftovers) == "", what="the ReplicaSet and pod garbage-collected")
+    # pods are deleted gracefully (stopped by their node first), and a replacement may come and go meanwhile
+    eventually(lambda: kubectl(sandbox, leftovers) == "", timeout=90, what="the ReplicaSet and pod garbage-collected")
     # and the pods' network namespaces are gone with them (only the nodes, the LAN and the client remain)
     prefix = f"tk-{sandbox.data_dir.name}."
-    eventually(lambda: len(namespaces(prefix)) == 4, what="the pods' namespaces removed")
+    eventually(lambda: len(namespaces(prefix)) == 4, timeout=90, what="the pods' namespaces removed")

@@ -242,9 +242,11 @@ class NodeAgent:
             await run_workers(self.queue, WORKERS, self.sync)
         finally:
             self.queue.shutdown()
-            for task in tasks:  # the Lease among them: a stopped agent stops saying it is alive
+            # the Lease among them: a stopped agent stops saying it is alive; pods being stopped are ended by close()
+            pending = [*tasks, *self.terminating.values(), *self._recording]
+            for task in pending:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*pending, return_exceptions=True)
             if self.runtime is not None:
                 await self.runtime.close()
             await self.kubelet.stop()
