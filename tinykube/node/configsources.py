@@ -5,6 +5,7 @@ next attempt, and no node watches every Secret of the cluster."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -14,6 +15,8 @@ from tinykube.kubelet_env.envvars import ConfigError, Sources, referenced
 
 Object = dict[str, Any]
 Reader = Callable[[str, str, str], Awaitable[Object | None]]  # (plural, namespace, name) -> the object, None: missing
+READ_TTL = 1.0  # seconds a source read through the API is used again without another read
+READ_CACHE_SIZE = 4096
 CONFIG_RETRY = 10.0  # seconds before a container waiting for its sources is tried again (the kubelet's backOffPeriod)
 
 
@@ -21,15 +24,25 @@ async def nothing(_plural: str, _namespace: str, _name: str) -> Object | None:
     return None
 
 
-def api_reader(client: Any) -> Reader:
-    """Read sources through a `RestClient`."""
+def api_reader(client: Any, ttl: float = READ_TTL) -> Reader:
+    """Read sources through a `RestClient`, an object found kept for `ttl` seconds (upstream's `Cache` strategy): every
+    pod of a namespace names its `kube-root-ca.crt`, and a burst of pods needs one read of it, not one each."""
+    found: dict[tuple[str, str, str], tuple[Object, float]] = {}
 
     async def read(plural: str, namespace: str, name: str) -> Object | None:
+        key, clock = (plural, namespace, name), time.monotonic()
+        cached = found.get(key)
+        if cached is not None and cached[1] > clock:
+            return cached[0]
         try:
-            found: Object = await client.get(builtin("", "v1", plural), namespace, name)
+            obj: Object = await client.get(builtin("", "v1", plural), namespace, name)
         except errors.NotFound:
+            found.pop(key, None)
             return None
-        return found
+        if len(found) >= READ_CACHE_SIZE:
+            found.clear()  # bounded: a node reading many distinct sources simply reads them again
+        found[key] = (obj, clock + ttl)
+        return obj
 
     return read
 
