@@ -1,13 +1,15 @@
 """Just enough HTTP/1.1 for health, readiness, metrics and log endpoints (DNS, proxy, node agent): one GET per
 connection, answered by a plain function of the path and query. No framework: these ports are probed often and
-must stay cheap. A body that is an async iterator is streamed chunked as it comes (a followed log)."""
+must stay cheap. A body that is an async iterator is streamed chunked as it comes (a followed log). A server may
+also take upgrade requests (the node agent's exec, attach and port-forward) over: the hook gets the connection."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from http import HTTPStatus
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -16,20 +18,52 @@ Query = dict[str, list[str]]
 Handler = Callable[[str, Query], tuple[int, str, Body]]  # (path, query) -> (status, content type, body)
 
 
-async def serve_http(sock: socket.socket | None, handler: Handler, host: str = "", port: int = 0) -> asyncio.Server:
+@dataclass(frozen=True, slots=True)
+class Request:
+    """An upgrade request's head: header names lower-cased (the last of repeated ones)."""
+
+    method: str
+    path: str
+    query: Query
+    headers: dict[str, str]
+    target: str  # the request target as sent: path and query
+
+
+# Answers an upgrade request and owns the connection from there (the stream pair is just past the request head).
+Upgrader = Callable[[Request, asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+def parse_head(head: bytes) -> Request | None:
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ", 2)
+    if len(parts) < 3:
+        return None
+    headers = {}
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if sep:
+            headers[name.strip().lower()] = value.strip()
+    url = urlsplit(parts[1])
+    return Request(parts[0], unquote(url.path), parse_qs(url.query), headers, parts[1])
+
+
+async def serve_http(
+    sock: socket.socket | None, handler: Handler, host: str = "", port: int = 0, upgrade: Upgrader | None = None
+) -> asyncio.Server:
     """Serve `handler` on a bound socket (e.g. one made inside a network namespace), else on `host:port`."""
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            request = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
-            parts = request.split(b" ", 2)
-            if len(parts) < 3:
+            request = parse_head(await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5))
+            if request is None:
                 return
-            if parts[0] != b"GET":
+            if upgrade is not None and "upgrade" in request.headers:
+                await upgrade(request, reader, writer)
+                return
+            if request.method != "GET":
                 await _send(writer, 405, "text/plain; charset=utf-8", b"method not allowed\n")
                 return
-            url = urlsplit(parts[1].decode("latin-1"))
-            await _send(writer, *handler(unquote(url.path), parse_qs(url.query)))
+            await _send(writer, *handler(request.path, request.query))
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ConnectionError):
             pass
         finally:
@@ -41,6 +75,11 @@ async def serve_http(sock: socket.socket | None, handler: Handler, host: str = "
         sock.listen(128)
         return await asyncio.start_server(serve, sock=sock)
     return await asyncio.start_server(serve, host, port)
+
+
+async def send_error(writer: asyncio.StreamWriter, code: int, message: str) -> None:
+    """A plain-text error answer (to an upgrade request that is refused)."""
+    await _send(writer, code, "text/plain; charset=utf-8", message.encode() + b"\n")
 
 
 async def _send(writer: asyncio.StreamWriter, code: int, content_type: str, body: Body) -> None:

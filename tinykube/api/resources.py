@@ -103,10 +103,10 @@ NS, CLUSTER = True, False
 RESOURCES: tuple[ResourceInfo, ...] = (
     # core/v1
     _r("v1", "Namespace", "namespaces", CLUSTER, "ns", "status finalize"),
-    _r("v1", "Service", "services", NS, "svc", "status", "all"),
+    _r("v1", "Service", "services", NS, "svc", "status proxy", "all"),
     _r("v1", "Endpoints", "endpoints", NS, "ep"),
-    _r("v1", "Pod", "pods", NS, "po", "status binding eviction log", "all"),
-    _r("v1", "Node", "nodes", CLUSTER, "no", "status"),
+    _r("v1", "Pod", "pods", NS, "po", "status binding eviction log exec attach portforward proxy", "all"),
+    _r("v1", "Node", "nodes", CLUSTER, "no", "status proxy"),
     _r("v1", "Event", "events", NS, "ev"),
     _r("v1", "ConfigMap", "configmaps", NS, "cm"),
     _r("v1", "Secret", "secrets", NS),

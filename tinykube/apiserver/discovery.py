@@ -16,6 +16,10 @@ SUBRESOURCE_VERBS = {
     "binding": ["create"],
     "eviction": ["create"],
     "log": ["get"],
+    "exec": ["create", "get"],
+    "attach": ["create", "get"],
+    "portforward": ["create", "get"],
+    "proxy": ["create", "delete", "get", "patch", "update"],
     "scale": ["get", "patch", "update"],
     "token": ["create"],
     "approval": ["get", "patch", "update"],
@@ -26,7 +30,11 @@ SUBRESOURCE_KINDS = {
     "eviction": ("policy", "v1", "Eviction"),
     "scale": ("autoscaling", "v1", "Scale"),
     "token": ("authentication.k8s.io", "v1", "TokenRequest"),
+    "exec": ("", "", "PodExecOptions"),
+    "attach": ("", "", "PodAttachOptions"),
+    "portforward": ("", "", "PodPortForwardOptions"),
 }
+PROXY_KINDS = {"pods": "PodProxyOptions", "services": "ServiceProxyOptions", "nodes": "NodeProxyOptions"}
 # Create-only collections outside the resource table (no storage of their own): upstream's legacy `bindings`.
 EXTRA_CORE_RESOURCES: list[dict[str, Any]] = [
     {"name": "bindings", "singularName": "binding", "namespaced": True, "kind": "Binding"}
@@ -98,6 +106,8 @@ def _resource_entry(r: ResourceInfo) -> dict[str, Any]:
 
 
 def _subresource_kind(r: ResourceInfo, sub: str) -> dict[str, str]:
+    if sub == "proxy":
+        return {"group": r.group, "version": r.version, "kind": PROXY_KINDS[r.plural]}
     group, version, kind = SUBRESOURCE_KINDS.get(sub, ("", "", r.kind))
     return {"group": group or r.group, "version": version or r.version, "kind": kind}
 

@@ -21,6 +21,7 @@ from tinykube.api.conversion import Converted, converter
 from tinykube.api.patch import APPLY_PATCH, CUSTOM_PATCH_TYPES, PATCH_TYPES, apply_patch, unsupported_patch_type
 from tinykube.api.resources import BINDING, EVICTION, SCALE, Catalog, ResourceInfo, stored_of
 from tinykube.apiserver import consistency, fieldmanager, listing
+from tinykube.apiserver.connect import PodConnect
 from tinykube.apiserver.fieldvalidation import check_duplicates, field_check
 from tinykube.apiserver.identity import UserInfo, user_of
 from tinykube.apiserver.metrics import RESOURCE_KEY
@@ -142,6 +143,7 @@ class ResourceHandler:
         self.registry = registry
         self.logs = logs
         self.answered = answered  # the resources answered per request (reviews, componentstatuses, tokens)
+        self.connect = PodConnect(registry)  # exec, attach, portforward
 
     async def __call__(self, request: Request) -> Response:
         legacy_namespace = _legacy_bindings(request.url.path)
@@ -175,6 +177,8 @@ class ResourceHandler:
         if self.answered is not None and self.answered.handles(target.resource, target.subresource):
             return await self.answered(request, target.resource, target.namespace, target.name, target.subresource)
         method = request.method
+        if target.subresource in ("exec", "attach", "portforward") and target.name:
+            return await self.connect(request, target.namespace, target.name, target.subresource)
         if target.subresource in ("binding", "eviction", "log"):  # pods' connect-like subresources: one verb each
             if target.subresource == "binding" and method == "POST":
                 return await self._bind(request, target)

@@ -19,8 +19,9 @@ SPDY (`Upgrade: SPDY/3.1`, kubectl's fallback) needs nothing here: uvicorn upgra
 any other upgrade request to the application as an ordinary HTTP request, which gets the ordinary answer.
 `HttpProtocol` and `WebSocketProtocol` are uvicorn's, less two false alarms on the terminal (see each).
 
-Handlers that speak a WebSocket protocol themselves (exec, attach and portforward's `v5.channel.k8s.io`) belong in
-front of this bridge: they take the `websocket` scope of their paths, and everything else comes through here.
+A handler that speaks a WebSocket protocol itself (exec, attach and portforward, relayed to the node agent by
+`connect`) gets the request as every other does, so authentication, authorization and limits apply alike, and
+takes the WebSocket over from the request's `WEBSOCKET_EXTENSION` (`_Exchange.take_over`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 
 BASE64_PROTOCOL = "base64.binary.k8s.io"  # wsstream's subprotocols for a streamed log
 BINARY_PROTOCOL = "binary.k8s.io"
+WEBSOCKET_EXTENSION = "tinykube.websocket"  # in an upgraded request's scope["extensions"]: its `_Exchange`
 
 
 class WebSocketAsHttp:
@@ -49,7 +51,9 @@ class WebSocketAsHttp:
             return
         exchange = _Exchange(scope, receive, send)
         scheme = "https" if scope.get("scheme") == "wss" else "http"
-        await self.app({**scope, "type": "http", "method": "GET", "scheme": scheme}, exchange.receive, exchange.send)
+        extensions = {**scope["extensions"], WEBSOCKET_EXTENSION: exchange}
+        http_scope = {**scope, "type": "http", "method": "GET", "scheme": scheme, "extensions": extensions}
+        await self.app(http_scope, exchange.receive, exchange.send)
 
 
 class _Exchange:
@@ -64,6 +68,11 @@ class _Exchange:
         self.start: Message | None = None
         self.body: list[bytes] = []
         self.frame: Callable[[bytes], list[Message]] | None = None  # set once the WebSocket is accepted
+
+    def take_over(self) -> tuple[Receive, Send]:
+        """The WebSocket itself, for a handler that relays it (nothing else is sent through this exchange)."""
+        self.disconnected = True
+        return self.ws_receive, self.ws_send
 
     async def receive(self) -> Message:
         if not self.request_given:
@@ -142,11 +151,90 @@ def _base64(chunk: bytes) -> list[Message]:
 
 
 class HttpProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol without its "Unsupported upgrade request." warning: an SPDY upgrade request is
-    served as a plain request on purpose (see the module's docstring)."""
+    """uvicorn's httptools protocol, with the raw connection of a non-WebSocket upgrade request (SPDY) on offer.
+
+    uvicorn serves such a request as a plain one (and warns "Unsupported upgrade request.": not here, it is on
+    purpose). Its scope gets `rawupgrade.HIJACK_EXTENSION`, whose `take_over()` gives the application the
+    connection as an asyncio stream pair: the transport moves to a plain stream protocol, the request counts as
+    answered (uvicorn sends nothing, logs nothing, keeps no keep-alive timer), and what the client sent after the
+    request head is the stream's first bytes. Until then reading is paused (httptools would take those bytes for a
+    malformed next request and uvicorn would answer 400), and a request not taken over closes the connection after
+    its answer."""
+
+    _upgrade_tail: bytearray | None = None  # after a non-WebSocket upgrade request's head: the bytes that followed
+    _received = b""
+    _taken_over = False
+    MAX_UPGRADE_TAIL = 64 << 10
+
+    def data_received(self, data: bytes) -> None:
+        if self._upgrade_tail is not None:  # reading is paused: only what was under way arrives
+            self._upgrade_tail += data
+            if len(self._upgrade_tail) > self.MAX_UPGRADE_TAIL:
+                self.transport.close()
+            return
+        self._received = data
+        super().data_received(data)
+        self._received = b""
+
+    def on_headers_complete(self) -> None:
+        super().on_headers_complete()
+        if not self.parser.should_upgrade() or self._should_upgrade():  # not an upgrade, or a WebSocket one
+            return
+        cycle = self.cycle
+        if cycle is None or cycle.scope is not self.scope:
+            return
+        from tinykube.apiserver.rawupgrade import HIJACK_EXTENSION
+
+        async def take_over() -> Any:
+            return await self._take_over(cycle)
+
+        scope: dict[str, Any] = self.scope  # type: ignore[assignment]
+        scope["extensions"] = {**(scope.get("extensions") or {}), HIJACK_EXTENSION: {"take_over": take_over}}
 
     def _unsupported_upgrade_warning(self) -> None:
-        pass
+        # Called by uvicorn while it handles httptools' HttpParserUpgrade for a request that is not a WebSocket one;
+        # the exception's argument is where the request head ended in the data being parsed.
+        import sys
+
+        exc = sys.exc_info()[1]
+        offset = exc.args[0] if exc is not None and exc.args and isinstance(exc.args[0], int) else len(self._received)
+        self._upgrade_tail = bytearray(self._received[offset:])
+        self.transport.pause_reading()
+        if self.cycle is not None and not self.cycle.response_complete:
+            self.cycle.keep_alive = False  # the parser cannot go on: the answer, if not a take-over, ends it
+
+    async def _take_over(self, cycle: Any) -> Any:
+        import asyncio
+        import functools
+
+        from tinykube.apiserver.rawupgrade import TakenOverProtocol
+
+        if self._taken_over or cycle is not self.cycle or cycle.response_started:
+            raise RuntimeError("the connection cannot be taken over: the request has been answered")
+        if cycle.disconnected or self.transport.is_closing():
+            raise ConnectionResetError("the client has closed the connection")
+        self._taken_over = True
+        cycle.response_started = cycle.response_complete = True
+        cycle.keep_alive = False
+        cycle.on_response = lambda: None
+        cycle.message_event.set()
+        self._unset_keepalive_if_required()
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=1 << 16, loop=loop)
+        protocol = TakenOverProtocol(reader, functools.partial(self.connections.discard, self))
+        self.transport.set_protocol(protocol)
+        protocol.connection_made(self.transport)
+        if self._upgrade_tail:
+            reader.feed_data(bytes(self._upgrade_tail))
+        self._upgrade_tail = bytearray()
+        self.transport.resume_reading()
+        return reader, asyncio.StreamWriter(self.transport, protocol, reader, loop)
+
+    def shutdown(self) -> None:
+        if self._taken_over:  # the server is stopping: a relayed connection goes with it
+            self.transport.close()
+            return
+        super().shutdown()
 
 
 class WebSocketProtocol(WebSocketsSansIOProtocol):

@@ -33,6 +33,7 @@ from tinykube.node.resource_metrics import ContainerUsage, NodeCpu
 from tinykube.node.resource_metrics import render as render_resource_metrics
 from tinykube.node.runtime import NoFreeAddress, PodAddresses, Runtime
 from tinykube.node.status import CONDITION_ORDER, PodState, pod_status
+from tinykube.streams.remotecommand import CommandError, CommandRequest, CommandStreams
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +145,7 @@ class NodeAgent:
         self.config = config
         self.make_runtime = make_runtime
         self.runtime: Runtime | None = None
-        self.kubelet = KubeletServer(self._logs, self._resource_metrics)
+        self.kubelet = KubeletServer(self._logs, self._resource_metrics, streaming=self)
         self.node_cpu = NodeCpu()
         self.pods = Informer(client, PODS, field_selector=f"spec.nodeName={config.name}")
         self.queue: WorkQueue[str] = WorkQueue()
@@ -279,6 +280,26 @@ class NodeAgent:
         if self.runtime is None or key not in self.started_at:
             raise errors.NotFound(f'pod "{key}" not found on node {self.config.name}')
         return self.runtime.logs(key, container, **options)
+
+    # Streams (the kubelet server's `Streaming`)
+
+    def _runtime_of(self, key: str) -> Runtime:
+        if self.runtime is None or key not in self.started_at:
+            raise CommandError(f'pod "{key}" not found on node {self.config.name}')
+        return self.runtime
+
+    async def exec(self, key: str, request: CommandRequest, streams: CommandStreams) -> int:
+        return await self._runtime_of(key).exec(key, request, streams)
+
+    async def attach(self, key: str, request: CommandRequest, streams: CommandStreams) -> int:
+        return await self._runtime_of(key).attach(key, request, streams)
+
+    async def dial(self, key: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        try:
+            runtime = self._runtime_of(key)
+        except CommandError as err:
+            raise OSError(str(err)) from None
+        return await runtime.dial(key, port)
 
     def _resource_metrics(self) -> bytes:
         """`/metrics/resource`: the running containers' usage as the runtime measures it, and the node's."""

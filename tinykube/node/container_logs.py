@@ -21,10 +21,15 @@ def stamp() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-async def _pump(stream: asyncio.StreamReader, tag: bytes, out: BinaryIO) -> None:
+Tee = Callable[[int, bytes], None]  # (1 stdout or 2 stderr, chunk): the output to attached clients as well
+
+
+async def _pump(stream: asyncio.StreamReader, tag: bytes, out: BinaryIO, tee: Tee | None = None) -> None:
     """Copy a pipe into the CRI log: full lines as `F`, an unfinished tail (or a very long line) as `P`."""
     pending = b""
     while chunk := await stream.read(65536):
+        if tee is not None:
+            tee(TAGS.index(tag) + 1, chunk)
         pending += chunk
         *lines, pending = pending.split(b"\n")
         for line in lines:
@@ -51,11 +56,13 @@ async def open_pipe(fd: int) -> Pipe:
     return reader, transport
 
 
-async def relay(path: Path, pipes: list[Pipe], exited: Callable[[], Awaitable[Any]], over: asyncio.Event) -> None:
-    """A run's stdout and stderr pipes into its log; reading stops shortly after the process exits (a child left
-    behind could otherwise hold the pipes open forever)."""
+async def relay(
+    path: Path, pipes: list[Pipe], exited: Callable[[], Awaitable[Any]], over: asyncio.Event, tee: Tee | None = None
+) -> None:
+    """A run's stdout and stderr pipes (a terminal: one, its output) into its log, and to `tee`; reading stops
+    shortly after the process exits (a child left behind could otherwise hold the pipes open forever)."""
     with path.open("ab") as out:
-        pumps = asyncio.gather(*(_pump(reader, tag, out) for (reader, _), tag in zip(pipes, TAGS, strict=False)))
+        pumps = asyncio.gather(*(_pump(r, tag, out, tee) for (r, _), tag in zip(pipes, TAGS, strict=False)))
         try:
             await exited()
             await asyncio.wait_for(asyncio.shield(pumps), DRAIN)

@@ -8,7 +8,9 @@ directory it would be made in (the host's content below, this container's writes
 root for a new top-level directory, which the process then takes as its root — so the host's filesystem is never
 written. Everything mounted here lives in the container's mount namespace and goes with its last process.
 
-The spec: {"mounts": [{"source", "target", "readOnly"}], "workingDir"}.
+The spec: {"mounts": [{"source", "target", "readOnly"}], "workingDir", "terminal"}. With `terminal` (a `tty: true`
+container, started in a session of its own with a pseudo-terminal as its stdio) the terminal is made the session's
+controlling terminal here: the agent's event loop (uvloop) runs a `preexec_fn` before the child's stdio is set up.
 """
 
 from __future__ import annotations
@@ -144,6 +146,11 @@ def main(argv: list[str]) -> None:
     if root != Path("/"):
         os.chroot(root)
     os.chdir(spec.get("workingDir") or "/")
+    if spec.get("terminal"):
+        import fcntl
+        import termios
+
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
     os.execvp(argv[2], argv[2:])
 
 

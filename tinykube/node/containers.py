@@ -13,6 +13,7 @@ from typing import Any
 
 from tinykube.node import sandbox
 from tinykube.node.adoption import Adopted
+from tinykube.node.container_io import ContainerConsole
 from tinykube.node.status import ContainerState
 
 Object = dict[str, Any]
@@ -106,6 +107,7 @@ class Container:
     env: dict[str, str] = field(default_factory=dict)  # the current run's environment (its hooks and probes get it)
     startup_passed: bool = False  # the current run's startup probe succeeded (or it has none): `started` in status
     cpu_seconds: float = 0.0  # the most the current run's processes were seen to have used (a counter never falls)
+    console: ContainerConsole | None = None  # the current run's stdin and output for `attach` (`stdin: true`)
 
     @property
     def name(self) -> str:

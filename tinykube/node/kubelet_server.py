@@ -1,6 +1,8 @@
 """The part of the kubelet's HTTP API the apiserver uses: `GET /containerLogs/{namespace}/{pod}/{container}` (what
-`kubectl logs` reaches through `pods/log`), `GET /metrics/resource` (what the metrics server scrapes), plus
-`/healthz`. Plain HTTP on a loopback port; the Node advertises
+`kubectl logs` reaches through `pods/log`), `GET /metrics/resource` (what the metrics server scrapes), `/healthz`,
+and the streaming endpoints the apiserver relays `pods/exec`, `pods/attach` and `pods/portforward` to:
+`/exec/{namespace}/{pod}/{container}`, `/attach/...` and `/portForward/{namespace}/{pod}`, each an upgrade to a
+WebSocket channel protocol or to SPDY (`tinykube.streams`). Plain HTTP on a loopback port; the Node advertises
 it in its `tinykube.io/kubelet-endpoint` annotation.
 
 Served by `tinykube.web` (one request per connection; a followed log is sent chunked as it grows).
@@ -12,10 +14,14 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 from tinykube.api import errors
 from tinykube.api.meta import parse_time
-from tinykube.web import Body, Query, serve_http
+from tinykube.streams import channels
+from tinykube.streams.remotecommand import CommandRequest, CommandStreams
+from tinykube.streams.websocket import ServerWebSocket, choose_subprotocol
+from tinykube.web import Body, Query, Request, send_error, serve_http
 
 log = logging.getLogger(__name__)
 
@@ -55,16 +61,94 @@ def log_options(query: dict[str, list[str]]) -> dict[str, object]:
     }
 
 
+class Streaming(Protocol):
+    """What the streaming endpoints ask of the node: its pods' commands and ports (by pod key)."""
+
+    async def exec(self, key: str, request: CommandRequest, streams: CommandStreams) -> int: ...
+
+    async def attach(self, key: str, request: CommandRequest, streams: CommandStreams) -> int: ...
+
+    async def dial(self, key: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]: ...
+
+
+SPDY = "spdy/3.1"
+PORTFORWARD_TUNNEL = "SPDY/3.1+portforward.k8s.io"  # kubectl's port-forward: SPDY inside the WebSocket
+
+
 class KubeletServer:
-    def __init__(self, logs: Logs, resource_metrics: Callable[[], bytes]) -> None:
+    def __init__(self, logs: Logs, resource_metrics: Callable[[], bytes], streaming: Streaming | None = None) -> None:
         self.logs = logs
         self.resource_metrics = resource_metrics
+        self.streaming = streaming
         self._server: asyncio.Server | None = None
         self.port = 0
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._server = await serve_http(None, self._answer, host, port)
+        self._server = await serve_http(None, self._answer, host, port, upgrade=self._upgrade)
         self.port = self._server.sockets[0].getsockname()[1]
+
+    async def _upgrade(self, request: Request, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """exec, attach and portforward: the protocol is chosen by the upgrade asked for."""
+        parts = request.path.strip("/").split("/")
+        kind = parts[0]
+        websocket = request.headers.get("upgrade", "").lower() == "websocket"
+        if not websocket and request.headers.get("upgrade", "").lower() != SPDY:
+            await send_error(writer, 400, f"unsupported upgrade: {request.headers.get('upgrade')}")
+            return
+        if self.streaming is None:
+            await send_error(writer, 404, "streaming is not served by this node")
+            return
+        streaming = self.streaming
+        if kind in ("exec", "attach") and len(parts) == 4:
+            namespace, pod, container = parts[1:]
+            key = f"{namespace}/{pod}"
+            command = CommandRequest.from_query(namespace, pod, container, request.query, attach=kind == "attach")
+            if kind == "exec" and not command.command:
+                await send_error(writer, 400, "you must specify at least 1 command")
+                return
+            run = streaming.exec if kind == "exec" else streaming.attach
+
+            async def run_pod(req: CommandRequest, streams: CommandStreams) -> int:
+                return await run(key, req, streams)
+
+            if not websocket:
+                from tinykube.streams import spdy_streams  # TODO(lead): top-level once it lands
+
+                await spdy_streams.serve_command(request, reader, writer, command, run_pod)
+                return
+            offered = request.headers.get("sec-websocket-protocol")
+            protocol = choose_subprotocol(request, channels.REMOTECOMMAND_PROTOCOLS)
+            if offered and protocol is None:
+                await send_error(writer, 400, f"none of the offered subprotocols is supported: {offered}")
+                return
+            ws = await ServerWebSocket.accept(request, reader, writer, protocol or "")
+            await channels.serve_command(ws, command, run_pod)
+            return
+        if kind == "portForward" and len(parts) == 3:
+            key = f"{parts[1]}/{parts[2]}"
+
+            async def dial(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+                return await streaming.dial(key, port)
+
+            from tinykube.streams import spdy_streams  # TODO(lead): top-level once it lands
+
+            if not websocket:
+                await spdy_streams.serve_portforward(request, reader, writer, dial)
+                return
+            protocol = choose_subprotocol(request, (PORTFORWARD_TUNNEL, *channels.PORTFORWARD_PROTOCOLS))
+            if protocol == PORTFORWARD_TUNNEL:
+                ws = await ServerWebSocket.accept(request, reader, writer, protocol)
+                await spdy_streams.serve_portforward_tunnel(ws, dial)
+                return
+            try:
+                ports = channels.parse_ports(request.query.get("ports", []) + request.query.get("port", []))
+            except ValueError as err:
+                await send_error(writer, 400, str(err))
+                return
+            ws = await ServerWebSocket.accept(request, reader, writer, protocol or "")
+            await channels.serve_portforward(ws, ports, dial, key)
+            return
+        await send_error(writer, 404, "404 page not found")
 
     async def stop(self) -> None:
         if self._server is not None:

@@ -44,7 +44,7 @@ from typing import Any
 from tinykube.api import errors
 from tinykube.api.meta import now, parse_time
 from tinykube.kubelet_env.envvars import ConfigError, Sources, container_environment, expand
-from tinykube.node import adoption, container_logs, images, netns, podfiles, sandbox
+from tinykube.node import adoption, container_io, container_logs, images, netns, podfiles, sandbox
 from tinykube.node.adoption import Adopted
 from tinykube.node.configsources import CONFIG_RETRY, Reader, container_sources, nothing, warner
 from tinykube.node.containers import Backoff, Container, Pod, back_off_message, pod_phase, should_restart
@@ -54,6 +54,7 @@ from tinykube.node.probes import Outcome, ProbeResults, ProbeSpec, Target, run_p
 from tinykube.node.resource_metrics import ContainerUsage
 from tinykube.node.runtime import back_off_event, start_events
 from tinykube.node.status import ContainerState
+from tinykube.streams.remotecommand import CommandError, CommandRequest, CommandStreams
 
 log = logging.getLogger(__name__)
 
@@ -314,6 +315,57 @@ class NetnsRuntime:
         over = None if previous or not follow else found.run_over
         return container_logs.read_log(path, over, tail_lines, timestamps, since_time, limit_bytes)
 
+    # Streams: exec, attach, port-forward
+
+    def _running(self, key: str, container: str) -> Container:
+        run = self.pods.get(key)
+        if run is None:
+            raise CommandError(f'pod "{key}" not found')
+        found = run.containers.get(container)
+        if found is None:
+            raise CommandError(f'container "{container}" in pod "{run.name}" not found')
+        if found.process is None or not found.pid:
+            raise CommandError(f'container "{container}" in pod "{run.name}" is not running')
+        return found
+
+    async def exec(self, key: str, request: CommandRequest, streams: CommandStreams) -> int:
+        """The command in the running container's namespaces (network, mount, UTS; its root and working
+        directory) with its environment."""
+        c = self._running(key, request.container)
+        env = dict(c.env) or {"PATH": DEFAULT_PATH}
+        if request.tty:
+            env.setdefault("TERM", "xterm")
+        problem = missing_executable(request.command[0], env.get("PATH", DEFAULT_PATH), "/")
+        if problem:  # as runc words it, before anything starts
+            raise CommandError(f"failed to exec in container: unable to start container process: {problem}: unknown")
+        inside = ["nsenter", "-t", str(c.pid), "-m", "-u", "-n", "-r", "-w"]
+        return await container_io.run_command([*inside, *request.command], env, request.tty, streams)
+
+    async def attach(self, key: str, request: CommandRequest, streams: CommandStreams) -> int:
+        """The running container's console: its output from now on, and its stdin when it keeps one open."""
+        c = self._running(key, request.container)
+        if c.console is None:
+            raise CommandError(f'container "{request.container}" has no console to attach to')
+        return await container_io.attach(c.console, streams, c.run_over)
+
+    async def dial(self, key: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A connection to `localhost:port` inside the pod's network namespace, as a runtime's port-forward."""
+        run = self.pods.get(key)
+        if run is None:
+            raise OSError(f'pod "{key}" not found')
+        sock = await asyncio.to_thread(netns.socket_in, run.net.netns)
+        try:
+            await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
+        except OSError as err:
+            sock.close()
+            why = os.strerror(err.errno).lower() if err.errno else str(err)
+            raise OSError(
+                f'failed to execute portforward in network namespace "{netns.NETNS_RUN / run.net.netns}": failed to '
+                f'connect to localhost:{port} inside namespace "{run.net.netns}", IPv4: dial tcp4 127.0.0.1:{port}: '
+                f"connect: {why}"
+            ) from None
+        return await asyncio.open_connection(sock=sock)
+
     # Containers
 
     def _with_addresses(self, pod: Object, ip: str) -> Object:
@@ -461,7 +513,9 @@ class NetnsRuntime:
             (run.log_dir / c.name).mkdir(parents=True, exist_ok=True)
             c.log_path = run.log_dir / c.name / f"{c.restart_count}.log"
         pipes = [await container_logs.open_pipe(fd) for fd in adoption.reopen(process.pid, c.pipes)]
-        run.spawn(container_logs.relay(c.log_path, pipes, process.wait, c.run_over), f"{run.key}/{c.name} log")
+        c.console = container_io.ContainerConsole(None, False, False, False)  # its output; its stdin stayed behind
+        relay = container_logs.relay(c.log_path, pipes, process.wait, c.run_over, c.console.tee)
+        run.spawn(relay, f"{run.key}/{c.name} log")
         try:
             env = self._command(run, c, self._image(c), await self._sources(run, c))[1]  # for exec probes
         except StartFailure:
@@ -499,6 +553,8 @@ class NetnsRuntime:
         finally:
             for task in probes:
                 task.cancel()
+            if c.console is not None:
+                c.console.close()
         _end_leftovers(process.pid)
         record = _exit_record(process)
         finished = {"startedAt": c.running_since, "finishedAt": now(), "containerID": self._container_id(run, c)}
@@ -578,38 +634,55 @@ class NetnsRuntime:
     ) -> asyncio.subprocess.Process:
         """Start a run. Its stdout and stderr are pipes whose read ends the container holds too (never reading
         them): a pipe with a reader never fails a write, so the container outlives this agent's death unharmed, and
-        the next agent reopens the pipes through /proc (`_follow`)."""
-        out_read, out_write = os.pipe()
-        err_read, err_write = os.pipe()
-        for fd in (out_write, err_write):
-            with contextlib.suppress(OSError):
-                fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+        the next agent reopens the pipes through /proc (`_follow`). A container with `stdin: true` gets a stdin
+        pipe kept open for `attach`, or with `tty: true` a pseudo-terminal for all three (the agent holds its
+        master; such a run's console does not survive the agent)."""
+        tty, keeps_stdin = bool(c.spec.get("tty")), bool(c.spec.get("stdin"))
+        console_fd = stdin = -1
+        if tty:
+            console_fd, stdin = container_io.open_terminal()
+            out_read, out_write, err_read, err_write = os.dup(console_fd), os.dup(stdin), -1, os.dup(stdin)
+        else:
+            out_read, out_write = os.pipe()
+            err_read, err_write = os.pipe()
+            for fd in (out_write, err_write):
+                with contextlib.suppress(OSError):
+                    fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+            if keeps_stdin:
+                stdin, console_fd = os.pipe()
+                os.set_blocking(console_fd, False)
         spec = run.log_dir / c.name / "container.json"
-        spec.write_text(json.dumps({"mounts": self._mounts(run, c, env), "workingDir": cwd}))
+        spec.write_text(json.dumps({"mounts": self._mounts(run, c, env), "workingDir": cwd, "terminal": tty}))
+        held = tuple(fd for fd in (out_read, err_read) if fd >= 0 and not tty)
         try:
             process = await asyncio.create_subprocess_exec(
                 *netns.exec_argv(run.net.netns, [*CONTAINER_INIT, str(spec), "--", *argv]),
                 env=env,
                 cwd="/",
-                stdin=asyncio.subprocess.DEVNULL,
+                stdin=stdin if stdin >= 0 else asyncio.subprocess.DEVNULL,
                 stdout=out_write,
                 stderr=err_write,
-                pass_fds=(out_read, err_read),  # the same numbers in the container
+                pass_fds=held,  # the same numbers in the container
                 start_new_session=True,  # its own process group, signalled as a whole
                 preexec_fn=_own_hostname(env.get("HOSTNAME") or run.name),
             )
         except OSError as err:
-            os.close(out_read)
-            os.close(err_read)
+            for fd in (out_read, err_read, console_fd):
+                if fd >= 0:
+                    os.close(fd)
             raise StartFailure("StartError", str(err)) from None
         finally:
-            os.close(out_write)
-            os.close(err_write)
+            for fd in (out_write, err_write, stdin):
+                if fd >= 0:
+                    os.close(fd)
         c.pid, c.started = process.pid, adoption.start_time(process.pid)
-        c.pipes = [(fd, os.fstat(fd).st_ino) for fd in (out_read, err_read)]
+        c.pipes = [(fd, os.fstat(fd).st_ino) for fd in held]
+        once = bool(c.spec.get("stdinOnce"))
+        c.console = container_io.ContainerConsole(console_fd if console_fd >= 0 else None, tty, keeps_stdin, once)
         assert c.log_path is not None
-        pipes = [await container_logs.open_pipe(out_read), await container_logs.open_pipe(err_read)]
-        run.spawn(container_logs.relay(c.log_path, pipes, process.wait, c.run_over), f"{run.key}/{c.name} log")
+        pipes = [await container_logs.open_pipe(fd) for fd in (out_read, err_read) if fd >= 0]
+        tee = c.console.tee if c.console is not None else None
+        run.spawn(container_logs.relay(c.log_path, pipes, process.wait, c.run_over, tee), f"{run.key}/{c.name} log")
         return process
 
     def _probes(self, run: Pod, c: Container, env: dict[str, str], ran: float = 0) -> list[asyncio.Task[None]]:

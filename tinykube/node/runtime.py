@@ -24,6 +24,7 @@ from tinykube.node.resource_metrics import (
     annotated_usage,
 )
 from tinykube.node.status import ContainerState, annotated_ready
+from tinykube.streams.remotecommand import CommandError, CommandRequest, CommandStreams
 
 RUN_SECONDS_ANNOTATION = "tinykube.io/run-seconds"  # how long a simulated container of a pod that may end runs
 EXIT_CODE_ANNOTATION = "tinykube.io/exit-code"  # and the exit code it ends with
@@ -86,6 +87,18 @@ class Runtime(Protocol):
     ) -> AsyncIterator[bytes]:
         """A container's log as the kubelet's `containerLogs` serves it; raises `errors.NotFound` or
         `errors.BadRequest` before streaming anything."""
+        ...
+
+    async def exec(self, key: str, request: CommandRequest, streams: CommandStreams) -> int:
+        """Run a command in a running container (`kubectl exec`); its exit code, or `CommandError`."""
+        ...
+
+    async def attach(self, key: str, request: CommandRequest, streams: CommandStreams) -> int:
+        """Attach to a running container's console (`kubectl attach`) until its run ends or the client goes."""
+        ...
+
+    async def dial(self, key: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A TCP connection to a port of the pod, made inside its network (`kubectl port-forward`); OSError."""
         ...
 
 
@@ -373,6 +386,21 @@ class SimulatedRuntime:
         if key not in self._started:
             raise errors.NotFound(f'pod "{key}" not found')
         return _nothing()
+
+    async def exec(self, key: str, request: CommandRequest, streams: CommandStreams) -> int:
+        raise CommandError(NO_PROCESSES)
+
+    async def attach(self, key: str, request: CommandRequest, streams: CommandStreams) -> int:
+        raise CommandError(NO_PROCESSES)
+
+    async def dial(self, key: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        raise OSError(NO_PROCESSES)
+
+
+NO_PROCESSES = (
+    "tinykube's simulated dataplane runs no processes and has no pod network, so there is nothing to exec in, "
+    "attach to or forward a port to: start the cluster with `tinykube up --dataplane netns`"
+)
 
 
 async def _nothing() -> AsyncIterator[bytes]:
