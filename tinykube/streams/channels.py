@@ -75,6 +75,8 @@ async def serve_command(ws: ServerWebSocket, request: CommandRequest, run: Run) 
         status = exit_status(command.result())
     except CommandError as err:
         status = error_status(str(err))
+    except ConnectionError:  # the client went while the command wrote to it
+        return
     except Exception as err:
         log.exception("exec %s/%s: the runtime failed", request.namespace, request.pod)
         status = error_status(f"error executing command in container: {err}")

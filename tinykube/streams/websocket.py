@@ -57,7 +57,10 @@ class ServerWebSocket:
     async def recv(self) -> bytes | None:
         """The next data message (binary, or text as UTF-8), None once the connection is closed."""
         while not self._pending:
-            data = await self.reader.read(65536)
+            try:
+                data = await self.reader.read(65536)
+            except ConnectionError:
+                data = b""
             if data:
                 self._protocol.receive_data(data)
             else:
@@ -68,7 +71,8 @@ class ServerWebSocket:
                     if frame.fin:
                         self._pending.append(b"".join(self._fragments))
                         self._fragments.clear()
-            await self._flush()  # pongs, the close handshake
+            with contextlib.suppress(ConnectionError):
+                await self._flush()  # pongs, the close handshake
             if not data or self._protocol.close_code is not None:
                 if not self._pending:
                     return None

@@ -1,0 +1,86 @@
+"""`pods/exec`, `pods/attach` and `pods/portforward` on a cluster with the simulated dataplane: the apiserver's
+checks and errors (as upstream words them), discovery, and the simulated runtime's clear refusal."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.conftest import RunningCluster, eventually, running_cluster
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
+    with running_cluster(tmp_path_factory.mktemp("connect") / "connect", "--nodes", "1", "--controllers", "*") as c:
+        c.kubectl("run", "sleeper", "--image=busybox", "--restart=Never", "--", "sleep", "3600")
+        c.kubectl("wait", "--for=condition=Ready", "pod/sleeper", "--timeout=30s")
+        yield c
+
+
+@pytest.fixture
+def api(sim: RunningCluster) -> Iterator[httpx.Client]:
+    with sim.http() as client:
+        yield client
+
+
+def status(response: httpx.Response) -> tuple[int, str, str]:
+    body = response.json()
+    return response.status_code, body.get("reason", ""), body["message"]
+
+
+def test_the_simulated_dataplane_refuses_exec_clearly(sim: RunningCluster) -> None:
+    result = sim.kubectl("exec", "sleeper", "--", "true", check=False)
+    assert result.returncode != 0
+    assert "simulated dataplane runs no processes" in result.stderr
+    assert "tinykube up --dataplane netns" in result.stderr
+    forwarded = sim.kubectl("attach", "sleeper", check=False)
+    assert "simulated dataplane runs no processes" in forwarded.stderr
+
+
+def test_a_plain_request_is_told_to_upgrade(api: httpx.Client) -> None:
+    response = api.post("/api/v1/namespaces/default/pods/sleeper/exec?command=true&stdout=true")
+    assert status(response) == (400, "BadRequest", "Upgrade request required")
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("stdout=true", "you must specify at least 1 command"),
+        ("command=true", "you must specify at least one of stdin, stdout, stderr"),
+        ("command=true&stdout=true&container=nope", "container nope is not valid for pod sleeper"),
+    ],
+)
+def test_exec_options_are_checked(api: httpx.Client, query: str, message: str) -> None:
+    response = api.post(f"/api/v1/namespaces/default/pods/sleeper/exec?{query}")
+    assert status(response) == (400, "BadRequest", message)
+
+
+def test_missing_unscheduled_and_completed_pods(sim: RunningCluster, api: httpx.Client) -> None:
+    missing = api.post("/api/v1/namespaces/default/pods/nobody/exec?command=true&stdout=true")
+    assert status(missing) == (404, "NotFound", 'pods "nobody" not found')
+    pod = {"metadata": {"name": "nowhere"}, "spec": {"nodeName": "", "containers": [{"name": "c", "image": "x"}],
+                                                       "schedulerName": "none"}}  # fmt: skip
+    assert api.post("/api/v1/namespaces/default/pods", json=pod).status_code == 201
+    unscheduled = api.post("/api/v1/namespaces/default/pods/nowhere/attach?stdout=true")
+    assert status(unscheduled) == (400, "BadRequest", "pod nowhere does not have a host assigned")
+    sim.kubectl("run", "done", "--image=busybox", "--restart=Never", "--", "true")
+    eventually(lambda: sim.kubectl_json("get", "pod", "done")["status"].get("phase") == "Succeeded", what="done")
+    completed = api.post("/api/v1/namespaces/default/pods/done/exec?command=true&stdout=true")
+    assert status(completed) == (
+        400,
+        "BadRequest",
+        "cannot exec into a container in a completed pod; current phase is Succeeded",
+    )
+
+
+def test_discovery_lists_the_connect_subresources(api: httpx.Client) -> None:
+    resources = {r["name"]: r for r in api.get("/api/v1").json()["resources"]}
+    assert resources["pods/exec"] == {
+        "name": "pods/exec", "singularName": "", "namespaced": True, "kind": "PodExecOptions", "verbs": ["create", "get"]
+    }  # fmt: skip
+    assert resources["pods/attach"]["kind"] == "PodAttachOptions"
+    assert resources["pods/portforward"]["kind"] == "PodPortForwardOptions"
+    assert resources["services/proxy"]["kind"] == "ServiceProxyOptions"
+    assert resources["nodes/proxy"]["verbs"] == ["create", "delete", "get", "patch", "update"]
