@@ -77,9 +77,8 @@ def test_missing_unscheduled_and_completed_pods(sim: RunningCluster, api: httpx.
 
 def test_discovery_lists_the_connect_subresources(api: httpx.Client) -> None:
     resources = {r["name"]: r for r in api.get("/api/v1").json()["resources"]}
-    assert resources["pods/exec"] == {
-        "name": "pods/exec", "singularName": "", "namespaced": True, "kind": "PodExecOptions", "verbs": ["create", "get"]
-    }  # fmt: skip
+    exec_options = {"singularName": "", "namespaced": True, "kind": "PodExecOptions", "verbs": ["create", "get"]}
+    assert resources["pods/exec"] == {"name": "pods/exec", **exec_options}
     assert resources["pods/attach"]["kind"] == "PodAttachOptions"
     assert resources["pods/portforward"]["kind"] == "PodPortForwardOptions"
     assert resources["services/proxy"]["kind"] == "ServiceProxyOptions"

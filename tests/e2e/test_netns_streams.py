@@ -163,7 +163,7 @@ def test_python_client_exec(sandbox: RunningCluster, api: k8s.CoreV1Api) -> None
         command=["cat"], stderr=True, stdin=True, stdout=True, tty=False, _preload_content=False,
     )  # fmt: skip
     resp.write_stdin("ping\n")
-    assert eventually(lambda: resp.update(timeout=1) or resp.peek_stdout() and resp.read_stdout()) == "ping\n"
+    assert eventually(lambda: resp.update(timeout=1) or (resp.peek_stdout() and resp.read_stdout())) == "ping\n"
     resp.close()
     failing = stream(
         api.connect_get_namespaced_pod_exec, "shell", "default",

@@ -8,8 +8,8 @@ import asyncio
 import functools
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from typing import Any
 from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -213,16 +213,15 @@ async def test_port_forward_channels() -> None:
         return await asyncio.open_connection("127.0.0.1", echo_port)
 
     try:
-        async with server(echo_and_exit, connect_port) as port:
-            async with dial(port, "/portForward/default/pod?ports=80,81", "v4.channel.k8s.io") as ws:
-                first = [await ws.recv() for _ in range(4)]  # each channel opens with its port, little-endian
-                assert first == [b"\x00\x50\x00", b"\x01\x50\x00", b"\x02\x51\x00", b"\x03\x51\x00"]
-                assert await ws.recv() == (
-                    b"\x03error forwarding port 81 to pod default/pod: dial tcp4 127.0.0.1:81: connect: "
-                    b"connection refused"
-                )
-                await ws.send(b"\x00hello")
-                assert await ws.recv() == b"\x00HELLO"
+        path = "/portForward/default/pod?ports=80,81"
+        async with server(echo_and_exit, connect_port) as port, dial(port, path, "v4.channel.k8s.io") as ws:
+            first = [await ws.recv() for _ in range(4)]  # each channel opens with its port, little-endian
+            assert first == [b"\x00\x50\x00", b"\x01\x50\x00", b"\x02\x51\x00", b"\x03\x51\x00"]
+            assert await ws.recv() == (
+                b"\x03error forwarding port 81 to pod default/pod: dial tcp4 127.0.0.1:81: connect: connection refused"
+            )
+            await ws.send(b"\x00hello")
+            assert await ws.recv() == b"\x00HELLO"
     finally:
         echo.close()
 
