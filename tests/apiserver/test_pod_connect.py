@@ -14,7 +14,7 @@ from tests.conftest import RunningCluster, eventually, running_cluster
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
     with running_cluster(tmp_path_factory.mktemp("connect") / "connect", "--nodes", "1", "--controllers", "*") as c:
-        c.kubectl("run", "sleeper", "--image=busybox", "--restart=Never", "--", "sleep", "3600")
+        c.kubectl("run", "sleeper", "--image=busybox", "--", "sleep", "3600")  # restarted always: it runs on
         c.kubectl("wait", "--for=condition=Ready", "pod/sleeper", "--timeout=30s")
         yield c
 
@@ -83,3 +83,38 @@ def test_discovery_lists_the_connect_subresources(api: httpx.Client) -> None:
     assert resources["pods/portforward"]["kind"] == "PodPortForwardOptions"
     assert resources["services/proxy"]["kind"] == "ServiceProxyOptions"
     assert resources["nodes/proxy"]["verbs"] == ["create", "delete", "get", "patch", "update"]
+
+
+def ephemeral(api: httpx.Client, containers: list[dict[str, object]]) -> httpx.Response:
+    return api.patch(
+        "/api/v1/namespaces/default/pods/sleeper/ephemeralcontainers",
+        json={"spec": {"ephemeralContainers": containers}},
+        headers={"Content-Type": "application/strategic-merge-patch+json"},
+    )
+
+
+def test_ephemeral_containers_are_only_added(api: httpx.Client) -> None:
+    debugger = {"name": "debugger", "image": "busybox", "stdin": True, "tty": True, "targetContainerName": "sleeper"}
+    added = ephemeral(api, [debugger])
+    assert added.status_code == 200, added.text
+    spec = added.json()["spec"]
+    assert spec["ephemeralContainers"][0]["terminationMessagePath"] == "/dev/termination-log"  # defaulted
+    assert api.get("/api/v1/namespaces/default/pods/sleeper/ephemeralcontainers").json()["kind"] == "Pod"
+    unconditional = {**added.json(), "metadata": {"name": "sleeper"}}  # no resourceVersion: the node writes too
+    unconditional["spec"] = {**spec, "ephemeralContainers": [{**spec["ephemeralContainers"][0], "tty": False}]}
+    changed = api.put("/api/v1/namespaces/default/pods/sleeper/ephemeralcontainers", json=unconditional)
+    assert changed.status_code == 422
+    assert 'existing ephemeral containers "debugger" may not be changed' in changed.json()["message"]
+    bad = ephemeral(api, [{"name": "probe", "image": "busybox", "ports": [{"containerPort": 80}],
+                           "targetContainerName": "nobody"}])  # fmt: skip
+    assert bad.status_code == 422
+    message = bad.json()["message"]
+    assert ".ports: Forbidden: cannot be set for an Ephemeral Container" in message
+    assert '.targetContainerName: Not found: "nobody"' in message
+    clash = ephemeral(api, [{"name": "sleeper", "image": "busybox"}])
+    assert '.name: Duplicate value: "sleeper"' in clash.json()["message"]
+    status = eventually(
+        lambda: api.get("/api/v1/namespaces/default/pods/sleeper").json()["status"].get("ephemeralContainerStatuses"),
+        what="the simulated node's report",
+    )
+    assert status[0]["name"] == "debugger" and "running" in status[0]["state"]

@@ -212,3 +212,41 @@ def test_python_client_port_forward(sandbox: RunningCluster, api: k8s.CoreV1Api)
         assert "error forwarding port 81" in error and "connect: connection refused" in error
     finally:
         forward.close()
+
+
+def test_debug_adds_an_ephemeral_container_in_the_pods_namespaces(sandbox: RunningCluster) -> None:
+    sandbox.kubectl("rollout", "status", "deployment/web", "--timeout=60s")
+    pod = sandbox.kubectl("get", "pods", "-l", "app=web", "-o", "jsonpath={.items[0].metadata.name}").stdout
+    command = ["kubectl", "debug", "-it", pod, "--image=busybox", "--target=nginx", "--profile=general"]
+    with terminal(command, env(sandbox)) as tty:
+        tty.wait_for("If you don't see a command prompt, try pressing enter.")
+        tty.type("wget -qO- http://127.0.0.1:80 | grep title; hostname")
+        tty.wait_for("<title>Welcome to nginx!</title>")  # the pod's own localhost
+        tty.wait_for(f"\n{pod}")
+        tty.type("exit")
+        tty.wait_for("EXIT=0")
+    statuses = sandbox.kubectl_json("get", "pod", pod)["status"]["ephemeralContainerStatuses"]
+    assert len(statuses) == 1 and statuses[0]["name"].startswith("debugger-")
+    terminated = eventually(lambda: sandbox.kubectl_json("get", "pod", pod)["status"]["ephemeralContainerStatuses"][0]
+                            ["state"].get("terminated"), what="the debugger's end")  # fmt: skip
+    assert terminated["exitCode"] == 0
+    assert sandbox.kubectl_json("get", "pod", pod)["status"]["phase"] == "Running"  # the pod itself runs on
+
+
+def test_debug_node_gets_a_shell_in_the_nodes_namespace(sandbox: RunningCluster) -> None:
+    command = ["kubectl", "debug", "node/node-1", "-it", "--image=busybox", "--profile=general"]
+    with terminal(command, env(sandbox)) as tty:
+        tty.wait_for("If you don't see a command prompt, try pressing enter.")
+        tty.type("ip -4 -o addr show eth0; hostname; ls /host/etc/hostname; echo END-$((1+1))")
+        screen = tty.wait_for("END-2")  # the typed line shows END-$((1+1)), what it printed END-2
+        assert "inet 172.20.0.2/16" in screen  # the node's address on the sandbox LAN, not a pod's
+        assert "\nnode-1\n" in screen
+        tty.type("exit")
+        tty.wait_for("EXIT=0")
+    debuggers = [p for p in sandbox.kubectl_json("get", "pods")["items"] if p["metadata"]["name"].startswith("node-")]
+    assert debuggers and all(p["status"]["podIP"] == "172.20.0.2" for p in debuggers)
+    for pod in debuggers:
+        sandbox.kubectl("delete", "pod", pod["metadata"]["name"])
+    assert sandbox.kubectl("get", "node", "node-1").returncode == 0
+    # the node's namespace outlived its hostNetwork pod: pods still reach each other through it
+    assert sandbox.kubectl("exec", "shell", "--", "wget", "-qO-", "http://web").stdout.count("Welcome to nginx!") >= 1

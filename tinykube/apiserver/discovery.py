@@ -20,6 +20,7 @@ SUBRESOURCE_VERBS = {
     "attach": ["create", "get"],
     "portforward": ["create", "get"],
     "proxy": ["create", "delete", "get", "patch", "update"],
+    "ephemeralcontainers": ["get", "patch", "update"],
     "scale": ["get", "patch", "update"],
     "token": ["create"],
     "approval": ["get", "patch", "update"],

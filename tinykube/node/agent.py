@@ -132,6 +132,10 @@ def node_status_changed(found: Object, status: Object) -> bool:
     return False
 
 
+def _host_network(pod: Object) -> bool:
+    return bool((pod.get("spec") or {}).get("hostNetwork"))
+
+
 def _reported(pod: Object, status: Object) -> bool:
     """Whether the pod already shows `status` (compared on the fields we set)."""
     current = pod.get("status") or {}
@@ -327,8 +331,8 @@ class NodeAgent:
             if key in self.started_at and await self.runtime.release(key):  # as a kubelet frees an ended pod's IP
                 self.addresses.release(key)
             return
-        try:
-            ip = self.addresses.allocate(key)
+        try:  # a hostNetwork pod has the node's address
+            ip = self.config.ip if _host_network(pod) else self.addresses.allocate(key)
         except NoFreeAddress as err:  # as a kubelet whose CNI is out of addresses: the pod waits, and is retried
             log.warning("node %s: cannot start %s: %s", self.config.name, key, err)
             self.queue.add_after(key, NO_ADDRESS_RETRY)
@@ -337,16 +341,18 @@ class NodeAgent:
             started = (pod.get("status") or {}).get("startTime") or now()
             await self.runtime.start(key, pod, ip)  # if it raises, the work queue retries with back-off
             self.started_at[key] = started
+        await self.runtime.start_ephemeral(key, pod)
         await self._report(key, pod)
 
     async def _report(self, key: str, pod: Object) -> None:
         """Write the pod's status as its containers are now, if that changed anything."""
         assert self.addresses is not None and self.runtime is not None
-        ip = self.addresses.allocated(key)
+        ip = self.config.ip if _host_network(pod) else self.addresses.allocated(key)
         if ip is None:
             return
         containers = self.runtime.containers(key, pod)
-        state = PodState(ip, self.config.ip, self.started_at[key], containers, self.runtime.phase(key, pod))
+        phase, ephemeral = self.runtime.phase(key, pod), self.runtime.ephemeral_containers(key, pod)
+        state = PodState(ip, self.config.ip, self.started_at[key], containers, phase, ephemeral)
         status = pod_status(pod, state, now())
         if _reported(pod, status):
             return

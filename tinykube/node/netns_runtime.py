@@ -131,15 +131,17 @@ class NetnsRuntime:
 
     async def start(self, key: str, pod: Object, ip: str) -> None:
         """Start the pod; or, if an earlier agent left it (`state.json` in its log directory, for this IP), adopt
-        its namespace and the processes still running there, and restart by policy the containers found gone."""
+        its namespace and the processes still running there, and restart by policy the containers found gone. A
+        `hostNetwork` pod runs in the node's own namespace, with the node's address."""
         if key in self.pods:
             return
-        net = self.node.pod(key, ip)
-        started = self._with_addresses(pod, ip)
+        host = _host_network(pod)
+        net = sandbox.PodNet(self.node.netns, "", self.node.ip) if host else self.node.pod(key, ip)
+        started = self._with_addresses(pod, net.ip)
         log_dir = self._pod_logs(started)
-        saved = adoption.load_state(log_dir, ip)
-        adopt = bool(saved) and await asyncio.to_thread(adoption.plumbed, self.node, net)
-        if not adopt:
+        saved = adoption.load_state(log_dir, net.ip)
+        adopt = bool(saved) and not host and await asyncio.to_thread(adoption.plumbed, self.node, net)
+        if not adopt and not host:
             if netns.exists(net.netns) or (netns.NETNS_ETC / net.netns).exists():  # left, but not adoptable
                 await asyncio.to_thread(sandbox.detach_pod, self.node, net)
             resolv = podfiles.resolv_conf(started, self.dns_ip, self.cluster_domain, _host_resolv())
@@ -166,6 +168,39 @@ class NetnsRuntime:
             container = run.containers.get(spec["name"]) if run else None
             states.append(self._state(run, container) if run and container else ContainerState(name=spec["name"]))
         return states
+
+    async def start_ephemeral(self, key: str, pod: Object) -> None:
+        """Ephemeral containers added to the running pod (`kubectl debug`): each run once in the pod's namespaces,
+        never restarted, stopped with the pod."""
+        run = self.pods.get(key)
+        if run is None:
+            return
+        initial, cap = self.backoff
+        for spec in (pod.get("spec") or {}).get("ephemeralContainers") or []:
+            if spec["name"] in run.containers:
+                continue
+            c = Container(spec, Backoff(initial, cap), Backoff(initial, cap))
+            run.containers[c.name] = c
+            run.supervisors.append(asyncio.create_task(self._run_ephemeral(run, c), name=f"{key}/{c.name}"))
+
+    async def _run_ephemeral(self, run: Pod, c: Container) -> None:
+        try:
+            await run.volumes_ready.wait()
+            while await self._run_once(run, c) is None and c.waiting_reason == CONFIG_ERROR:
+                await asyncio.sleep(CONFIG_RETRY)  # its sources may come; a failed pull stays failed
+            c.done = True
+            self._changed(run)
+        except Exception:
+            log.exception("pod %s: ephemeral container %s failed", run.key, c.name)
+        finally:
+            c.first_start.set()
+
+    def ephemeral_containers(self, key: str, pod: Object) -> list[ContainerState]:
+        run = self.pods.get(key)
+        if run is None:
+            return []
+        specs = (pod.get("spec") or {}).get("ephemeralContainers") or []
+        return [self._state(run, run.containers[s["name"]]) for s in specs if s["name"] in run.containers]
 
     def phase(self, key: str, pod: Object) -> str:
         """The pod phase the agent should report (Pending, Running, Succeeded, Failed)."""
@@ -210,9 +245,14 @@ class NetnsRuntime:
         await asyncio.gather(*run.supervisors, return_exceptions=True)
         await self._terminate(run, max(grace_seconds - (time.monotonic() - began), MINIMUM_GRACE))
         await asyncio.gather(*run.helpers, return_exceptions=True)  # log relays end with their processes
-        await asyncio.to_thread(sandbox.detach_pod, self.node, run.net)
+        await self._detach(run)
         shutil.rmtree(run.log_dir, ignore_errors=True)
         remove_memory(run.pod)
+
+    async def _detach(self, run: Pod) -> None:
+        """Remove the pod's namespace and veth (a `hostNetwork` pod has none: the node's stay)."""
+        if run.net.netns != self.node.netns:
+            await asyncio.to_thread(sandbox.detach_pod, self.node, run.net)
 
     async def _pre_stop(self, run: Pod, grace_seconds: float) -> None:
         """The running containers' preStop hooks, at once, for at most the grace period."""
@@ -254,7 +294,7 @@ class NetnsRuntime:
             c.ended({**_exit_record(c.process), **finished})
         self._save(run)
         await asyncio.gather(*run.helpers, return_exceptions=True)
-        await asyncio.to_thread(sandbox.detach_pod, self.node, run.net)
+        await self._detach(run)
         remove_memory(run.pod)  # as a node's memory is after it shut down
 
     async def prune(self, pods: Iterable[Object]) -> list[str]:
@@ -605,7 +645,7 @@ class NetnsRuntime:
             pairs = container_environment(run.pod, c.spec, services, sources)
         except ValueError as err:
             raise StartFailure(CONFIG_ERROR, str(err), waiting=True) from None
-        name = podfiles.hostname(run.pod, self.cluster_domain)[0]
+        name = self.node.name if _host_network(run.pod) else podfiles.hostname(run.pod, self.cluster_domain)[0]
         env = {"PATH": DEFAULT_PATH, "HOME": "/root", "HOSTNAME": name, **dict(pairs), **image.env}
         argv = [expand(arg, env) for arg in image.argv]
         cwd = str(c.spec.get("workingDir") or "/")  # a container's default, rather than the agent's own
@@ -772,7 +812,12 @@ class NetnsRuntime:
         still runs in the pod's namespace (a process that left its group)."""
         processes = [c.process for c in run.containers.values() if c.process is not None]
         await asyncio.gather(*(_kill_group(p, grace) for p in processes))
-        await asyncio.to_thread(netns.kill_all, run.net.netns, signal.SIGKILL)
+        if run.net.netns != self.node.netns:  # the node's own namespace holds more than this pod
+            await asyncio.to_thread(netns.kill_all, run.net.netns, signal.SIGKILL)
+
+
+def _host_network(pod: Object) -> bool:
+    return bool((pod.get("spec") or {}).get("hostNetwork"))
 
 
 async def _no_tokens(_pod: Object, _projection: Object) -> Object:

@@ -89,6 +89,13 @@ class Runtime(Protocol):
         `errors.BadRequest` before streaming anything."""
         ...
 
+    async def start_ephemeral(self, key: str, pod: Object) -> None:
+        """Start the ephemeral containers added to the running pod since (`kubectl debug`); each runs once."""
+
+    def ephemeral_containers(self, key: str, pod: Object) -> list[ContainerState]:
+        """The state of each of the pod's ephemeral containers."""
+        ...
+
     async def exec(self, key: str, request: CommandRequest, streams: CommandStreams) -> int:
         """Run a command in a running container (`kubectl exec`); its exit code, or `CommandError`."""
         ...
@@ -205,6 +212,7 @@ class SimulatedRuntime:
         self.on_event: Callable[[str, str, str, str], None] = lambda key, type_, reason, message: None
         self.read_config: Reader = nothing
         self._started: dict[str, dict[str, _Simulated]] = {}  # pod key -> container -> its runs
+        self._ephemeral: dict[str, dict[str, str]] = {}  # pod key -> ephemeral container -> when it was added
         self._timers: dict[str, list[asyncio.TimerHandle]] = {}
         self._retries: set[asyncio.Task[None]] = set()
         self._mounted: set[str] = set()  # pods whose volumes' sources all existed once
@@ -361,6 +369,7 @@ class SimulatedRuntime:
 
     async def stop(self, key: str, grace_seconds: float) -> None:
         self._started.pop(key, None)
+        self._ephemeral.pop(key, None)
         self._mounted.discard(key)
         self._mount_problems.pop(key, None)
         await self.release(key)
@@ -386,6 +395,16 @@ class SimulatedRuntime:
         if key not in self._started:
             raise errors.NotFound(f'pod "{key}" not found')
         return _nothing()
+
+    async def start_ephemeral(self, key: str, pod: Object) -> None:
+        pass  # nothing runs: an ephemeral container is shown running from when it is added
+
+    def ephemeral_containers(self, key: str, pod: Object) -> list[ContainerState]:
+        if key not in self._started:
+            return []
+        since = self._ephemeral.setdefault(key, {})
+        return [ContainerState(name=c["name"], running_since=since.setdefault(c["name"], now()))
+                for c in (pod.get("spec") or {}).get("ephemeralContainers") or []]  # fmt: skip
 
     async def exec(self, key: str, request: CommandRequest, streams: CommandStreams) -> int:
         raise CommandError(NO_PROCESSES)

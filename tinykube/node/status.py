@@ -40,6 +40,7 @@ class PodState:
     started_at: str
     containers: list[ContainerState] = field(default_factory=list)
     phase: str = "Running"  # Pending, Running, Succeeded, Failed
+    ephemeral: list[ContainerState] = field(default_factory=list)  # `kubectl debug`'s containers
 
 
 def _condition(kind: str, ok: bool, old: list[Object], now: str, reason: str = "", message: str = "") -> Object:
@@ -128,6 +129,8 @@ def pod_status(pod: Object, state: PodState, now: str) -> Object:
         "startTime": state.started_at,
         "containerStatuses": [_container_status(c) for c in state.containers],
     }
+    if state.ephemeral:
+        status["ephemeralContainerStatuses"] = [_container_status(c) for c in state.ephemeral]
     if state.pod_ip:
         status["podIP"] = state.pod_ip
         status["podIPs"] = [{"ip": state.pod_ip}]

@@ -10,7 +10,7 @@ from tinykube.api import errors
 from tinykube.api.errors import FieldError, invalid, not_supported, required
 from tinykube.api.meta import dns1123_label, now
 from tinykube.apiserver.registry.generic import GC_UNSUPPORTED, Strategy
-from tinykube.apiserver.registry.podvalidation import validate_pod_spec
+from tinykube.apiserver.registry.podvalidation import validate_ephemeral_update, validate_pod_spec
 
 IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")  # upstream's NamespaceLifecycle admission
 
@@ -79,6 +79,25 @@ class PodStrategy(Strategy):
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
         return validate_pod_spec(obj["spec"], "spec")
+
+    def prepare_subresource_update(self, subresource: str, new: dict[str, Any], old: dict[str, Any]) -> None:
+        """`ephemeralcontainers` writes spec.ephemeralContainers alone (`kubectl debug` adds one)."""
+        if subresource != "ephemeralcontainers":
+            raise errors.resource_not_found()
+        spec = new.get("spec")
+        ephemeral = spec.get("ephemeralContainers") if isinstance(spec, dict) else None
+        new.clear()
+        new.update(copy.deepcopy(old))
+        new["spec"]["ephemeralContainers"] = ephemeral
+        for container in dicts(ephemeral):
+            _default_container(container)
+
+    def validate_subresource_update(
+        self, subresource: str, obj: dict[str, Any], old: dict[str, Any]
+    ) -> list[FieldError]:
+        if subresource == "ephemeralcontainers":
+            return validate_ephemeral_update(obj["spec"], old.get("spec") or {})
+        return super().validate_subresource_update(subresource, obj, old)
 
     def grace_period(self, obj: dict[str, Any], requested: int | None) -> int | None:
         """The DELETE's period, else the pod's `terminationGracePeriodSeconds`; 0 for a pod no node runs (not

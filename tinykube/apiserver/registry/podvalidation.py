@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tinykube.api.errors import ErrorType, FieldError, duplicate, invalid, not_supported, required
+from tinykube.api.errors import ErrorType, FieldError, duplicate, forbidden, invalid, not_supported, required
 from tinykube.api.meta import dns1123_label, regex_error
 from tinykube.apiserver.registry.service_validation import iana_port_name_errors
 
@@ -204,4 +204,51 @@ def _resources(resources: Any, path: str) -> list[FieldError]:
                 errs.append(invalid(field, quantity, f"quantities must match the regular expression '{_QUANTITY}'"))
             elif text.startswith("-"):
                 errs.append(invalid(field, quantity, "must be greater than or equal to 0"))
+    return errs
+
+
+# What an ephemeral container may not have (it is for looking into a pod, not for serving from it)
+EPHEMERAL_FORBIDDEN = ("ports", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle", "resources")
+
+
+def validate_ephemeral_update(spec: Any, old_spec: dict[str, Any], path: str = "spec") -> list[FieldError]:
+    """A write of `pods/ephemeralcontainers`: containers are only added (never changed or removed), with upstream's
+    limits on what an ephemeral container may set."""
+    field = f"{path}.ephemeralContainers"
+    given = spec.get("ephemeralContainers") if isinstance(spec, dict) else None
+    if given is None:
+        given = []
+    if not isinstance(given, list):
+        return [invalid(field, given, "must be a list")]
+    errs: list[FieldError] = []
+    existing = {c.get("name"): c for c in old_spec.get("ephemeralContainers") or [] if isinstance(c, dict)}
+    by_name = {c.get("name"): c for c in given if isinstance(c, dict)}
+    for name, container in existing.items():
+        if name not in by_name:
+            errs.append(forbidden(field, f'existing ephemeral containers "{name}" may not be removed'))
+        elif by_name[name] != container:
+            errs.append(forbidden(field, f'existing ephemeral containers "{name}" may not be changed'))
+    targets = {c.get("name") for key in ("initContainers", "containers") for c in spec.get(key) or []}
+    names = {str(n) for n in targets if isinstance(n, str)}
+    volumes = {str(v.get("name")) for v in spec.get("volumes") or [] if isinstance(v, dict)}
+    for i, container in enumerate(given):
+        here = f"{field}[{i}]"
+        if not isinstance(container, dict):
+            errs.append(invalid(here, container, "must be an object"))
+            continue
+        errs += _unique_label(container.get("name"), f"{here}.name", names)
+        if container.get("name") in existing:
+            continue
+        if not container.get("image"):
+            errs.append(required(f"{here}.image"))
+        errs += [forbidden(f"{here}.{key}", "cannot be set for an Ephemeral Container")
+                 for key in EPHEMERAL_FORBIDDEN if container.get(key)]  # fmt: skip
+        errs += _env(container.get("env"), f"{here}.env")
+        errs += _mounts(container.get("volumeMounts"), f"{here}.volumeMounts", volumes)
+        for j, mount in _dicts(container.get("volumeMounts")):
+            if mount.get("subPath"):
+                errs.append(forbidden(f"{here}.volumeMounts[{j}].subPath", "cannot be set for an Ephemeral Container"))
+        target = container.get("targetContainerName")
+        if target and target not in targets:
+            errs.append(_not_found(f"{here}.targetContainerName", target))
     return errs
