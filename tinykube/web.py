@@ -20,7 +20,7 @@ Handler = Callable[[str, Query], tuple[int, str, Body]]  # (path, query) -> (sta
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """An upgrade request's head: header names lower-cased (the last of repeated ones)."""
+    """An upgrade request's head: header names lower-cased, repeated ones joined with ", "."""
 
     method: str
     path: str
@@ -38,11 +38,12 @@ def parse_head(head: bytes) -> Request | None:
     parts = lines[0].split(" ", 2)
     if len(parts) < 3:
         return None
-    headers = {}
+    headers: dict[str, str] = {}
     for line in lines[1:]:
         name, sep, value = line.partition(":")
-        if sep:
-            headers[name.strip().lower()] = value.strip()
+        if sep:  # repeated ones joined, as a list header is (kubectl sends X-Stream-Protocol-Version once per protocol)
+            key = name.strip().lower()
+            headers[key] = f"{headers[key]}, {value.strip()}" if key in headers else value.strip()
     url = urlsplit(parts[1])
     return Request(parts[0], unquote(url.path), parse_qs(url.query), headers, parts[1])
 

@@ -5,7 +5,10 @@ typed into a tmux terminal, as a person would."""
 from __future__ import annotations
 
 import os
+import re
 import socket
+import subprocess
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -250,3 +253,26 @@ def test_debug_node_gets_a_shell_in_the_nodes_namespace(sandbox: RunningCluster)
     assert sandbox.kubectl("get", "node", "node-1").returncode == 0
     # the node's namespace outlived its hostNetwork pod: pods still reach each other through it
     assert sandbox.kubectl("exec", "shell", "--", "wget", "-qO-", "http://web").stdout.count("Welcome to nginx!") >= 1
+
+
+@pytest.mark.parametrize("target", ["svc/web", "deployment/web"])
+def test_kubectl_port_forward_to_a_service_or_deployment(sandbox: RunningCluster, target: str) -> None:
+    """kubectl 1.32's default: SPDY tunnelled in a WebSocket (`-v=6` shows the protocol it negotiated)."""
+    sandbox.kubectl("rollout", "status", "deployment/web", "--timeout=60s")
+    environ = {**os.environ, **env(sandbox)}
+    forward = subprocess.Popen(
+        ["kubectl", "port-forward", "-v=6", target, ":80"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=environ,
+    )  # fmt: skip
+    try:
+        assert forward.stdout is not None
+        line = forward.stdout.readline()
+        match = re.match(r"Forwarding from 127\.0\.0\.1:(\d+) -> 80", line)
+        assert match, line
+        for _ in range(2):  # several connections over one session
+            with urllib.request.urlopen(f"http://127.0.0.1:{match.group(1)}/", timeout=10) as answer:
+                assert b"Welcome to nginx!" in answer.read()
+    finally:
+        forward.terminate()
+        _, log = forward.communicate(timeout=10)
+    assert "negotiated protocol: portforward.k8s.io" in log and "fallback" not in log.lower()

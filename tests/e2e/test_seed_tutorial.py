@@ -15,6 +15,7 @@ import ipaddress
 import json
 import os
 import re
+import shlex
 import subprocess
 from collections.abc import Iterator
 
@@ -22,7 +23,8 @@ import pytest
 
 from tests.conftest import RunningCluster, eventually
 from tests.e2e.test_kubectl_apps import table
-from tests.e2e.test_netns_dataplane import namespaces, netns_cluster, node_netns, pod_netns
+from tests.e2e.test_netns_dataplane import namespaces, netns_cluster, node_netns
+from tests.terminal import terminal
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the netns dataplane needs root")
 
@@ -106,25 +108,25 @@ def source_ip_for_type_cluster_ip(sandbox: RunningCluster) -> None:
     assert (name, kind, external_ip, ports) == ("clusterip", "ClusterIP", "<none>", "80/TCP")
     assert ipaddress.ip_address(cluster_ip) in SERVICE_CIDR
 
-    # The seed's `kubectl run busybox -it --image=busybox --restart=Never --rm` opens an interactive shell in the pod
-    # and deletes the pod when it exits. A test has no terminal, so the same pod runs `sleep` instead of `sh`, the
-    # seed's two commands run in the pod's network namespace (what the pod's shell would see), and the pod is deleted
-    # afterwards (what `--rm` does).
-    out = kubectl(sandbox, "kubectl run busybox --image=busybox --restart=Never -- sleep 3600")
-    assert out == "pod/busybox created\n"
-    phase = 'kubectl get pod busybox -o jsonpath="{.status.phase} {.spec.nodeName} {.status.podIP}"'
-    running = eventually(lambda: (out := kubectl(sandbox, phase)).startswith("Running ") and out, what="busybox up")
-    _, node, pod_ip = running.split()
-    busybox = pod_netns(sandbox, "busybox", node)
-
-    ip_addr = sh(sandbox, "ip addr", netns=busybox)
-    assert re.findall(r"^\d+: (\w+)[@:]", ip_addr, re.MULTILINE) == ["lo", "eth0"]
-    assert f"inet {pod_ip}/32 scope global eth0" in ip_addr  # a /24 in the seed's cluster: the shape is the same
-    # "10.0.170.92" の部分をService名が"clusterip"のIPv4アドレスに置き換えてください
-    echoed = sh(sandbox, f"wget -qO - {cluster_ip}", netns=busybox)
-    assert echoed.startswith("CLIENT VALUES:\nclient_address=") and "command=GET\n" in echoed
-    assert client_addresses(echoed) == [pod_ip]  # always the client pod's own IP
-    kubectl(sandbox, "kubectl delete pod busybox")
+    # "同じクラスター上のPodからClusterIPにアクセスします": the seed's interactive shell, typed into a terminal
+    environ = {"KUBECONFIG": str(sandbox.kubeconfig), "KUBECACHEDIR": str(sandbox.cache_dir)}
+    with terminal(shlex.split("kubectl run busybox -it --image=busybox --restart=Never --rm"), environ) as tty:
+        tty.wait_for("If you don't see a command prompt, try pressing enter.")
+        phase = 'kubectl get pod busybox -o jsonpath="{.spec.nodeName} {.status.podIP}"'
+        node, pod_ip = kubectl(sandbox, phase).split()
+        # "このコマンドは、"kubectl run" のターミナルの内部で実行してください"
+        tty.type("ip addr; echo END-$((1+1))")
+        ip_addr = tty.wait_for("END-2").split("END-$((1+1))", 1)[1]
+        assert re.findall(r"^\d+: (\w+)[@:]", ip_addr, re.MULTILINE) == ["lo", "eth0"]
+        assert f"inet {pod_ip}/32 scope global eth0" in ip_addr  # a /24 in the seed's cluster: the same shape
+        # "10.0.170.92" の部分をService名が"clusterip"のIPv4アドレスに置き換えてください
+        tty.type(f"wget -qO - {cluster_ip}; echo END-$((2+2))")
+        echoed = tty.wait_for("END-4").split("END-$((2+2))", 1)[1].replace("\r\n", "\n")
+        assert "CLIENT VALUES:\nclient_address=" in echoed and "command=GET\n" in echoed
+        assert client_addresses(echoed) == [pod_ip]  # always the client pod's own IP
+        tty.type("exit")
+        assert 'pod "busybox" deleted' in tty.wait_for("EXIT=")  # `--rm`
+    assert node and "NotFound" in _run(sandbox, "kubectl get pod busybox", None, {}).stderr
 
 
 def source_ip_for_type_node_port(sandbox: RunningCluster, pod_node: str) -> list[str]:

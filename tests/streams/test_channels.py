@@ -19,7 +19,7 @@ from websockets.exceptions import InvalidStatus
 
 from tinykube.streams import channels
 from tinykube.streams.remotecommand import CommandError, CommandRequest, CommandStreams, TerminalSize
-from tinykube.streams.websocket import ServerWebSocket, choose_subprotocol
+from tinykube.streams.websocket import StreamWebSocket, choose_subprotocol
 from tinykube.web import Request, send_error, serve_http
 
 Run = Callable[[CommandRequest, CommandStreams], Awaitable[int]]
@@ -49,11 +49,11 @@ async def server(run: Run, connect_port: channels.Connect | None = None) -> Asyn
             except ValueError as err:
                 await send_error(writer, 400, str(err))
                 return
-            ws = await ServerWebSocket.accept(request, reader, writer, protocol)
+            ws = await StreamWebSocket.accept(request, reader, writer, protocol)
             assert connect_port is not None
             await channels.serve_portforward(ws, ports, connect_port, "default/pod")
             return
-        ws = await ServerWebSocket.accept(request, reader, writer, protocol)
+        ws = await StreamWebSocket.accept(request, reader, writer, protocol)
         await channels.serve_command(ws, CommandRequest.from_query("default", "pod", "c", request.query, False), run)
 
     http = await serve_http(None, lambda _p, _q: (404, "text/plain", b""), "127.0.0.1", 0, upgrade=upgrade)

@@ -27,6 +27,7 @@ from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.registry import Request as RegistryRequest
 from tinykube.apiserver.registry.binding import UnknownError
 from tinykube.apiserver.upgrade import WEBSOCKET_EXTENSION
+from tinykube.streams.websocket import HandshakeRefused, StreamWebSocket
 
 PODS, NODES = builtin("", "v1", "pods"), builtin("", "v1", "nodes")
 KUBELET_PATHS = {"exec": "exec", "attach": "attach", "portforward": "portForward"}
@@ -52,7 +53,7 @@ class PodConnect:
         host, port = kubelet_address(self.registry.get(RegistryRequest(NODES, "", node_name)).obj)
         websocket = (request.scope.get("extensions") or {}).get(WEBSOCKET_EXTENSION)
         if websocket is not None:
-            return WebSocketRelay(f"ws://{_netloc(host, port)}{target}", list(request.scope.get("subprotocols", [])))
+            return WebSocketRelay(host, port, target, list(request.scope.get("subprotocols", [])))
         upgrade = request.headers.get("upgrade", "").lower()
         hijack = (request.scope.get("extensions") or {}).get("tinykube.hijack")
         if upgrade.startswith("spdy/") and hijack is not None:
@@ -86,38 +87,21 @@ class PodConnect:
         return f"{path}?{urlencode(params)}"
 
 
-def _netloc(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
 class WebSocketRelay(Response):
     """Relays the client's WebSocket to the node agent's, message for message."""
 
-    def __init__(self, url: str, subprotocols: list[str]) -> None:
-        self.url = url
+    def __init__(self, host: str, port: int, target: str, subprotocols: list[str]) -> None:
+        self.host, self.port, self.target = host, port, target
         self.subprotocols = subprotocols
         self.background = None
         self.status_code = 101  # as counted in the metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        from websockets.asyncio.client import connect
-        from websockets.exceptions import InvalidStatus
-        from websockets.typing import Subprotocol
-
         try:
-            upstream = await connect(
-                self.url,
-                subprotocols=[Subprotocol(p) for p in self.subprotocols] or None,
-                compression=None,
-                proxy=None,  # the node agent is dialled directly, whatever the environment says
-                max_size=None,
-                ping_interval=None,
-                open_timeout=10,
-            )
-        except InvalidStatus as err:
-            body = err.response.body.decode(errors="replace").strip() if err.response.body else ""
-            code = err.response.status_code
-            await _answer(send, UnknownError(f"error upgrading connection: {body}", code=code))
+            upstream = await StreamWebSocket.connect(self.host, self.port, self.target, self.subprotocols)
+        except HandshakeRefused as err:
+            body = err.body.decode(errors="replace").strip()
+            await _answer(send, UnknownError(f"error upgrading connection: {body}", code=err.status))
             return
         except (OSError, TimeoutError) as err:
             await _answer(send, errors.internal_error(f"error dialing backend: {err}"))
@@ -137,13 +121,11 @@ class WebSocketRelay(Response):
                 if message["type"] != "websocket.receive":
                     return
                 data = message.get("bytes")
-                await upstream.send(data if data is not None else message.get("text", ""))
+                await upstream.send(data if data is not None else message.get("text", "").encode())
 
         async def node_to_client() -> None:
-            with contextlib.suppress(Exception):
-                async for data in upstream:
-                    key = "bytes" if isinstance(data, bytes) else "text"
-                    await ws_send({"type": "websocket.send", key: data})
+            while (data := await upstream.recv()) is not None:
+                await ws_send({"type": "websocket.send", "bytes": data})
 
         tasks = [asyncio.ensure_future(client_to_node()), asyncio.ensure_future(node_to_client())]
         try:
@@ -152,6 +134,7 @@ class WebSocketRelay(Response):
             for task in tasks:
                 task.cancel()
             await upstream.close()
+            upstream.abort()
             with contextlib.suppress(Exception):
                 await ws_send({"type": "websocket.close", "code": 1000})
 

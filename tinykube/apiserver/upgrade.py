@@ -34,6 +34,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
+from tinykube.streams.websocket import LenientServerProtocol
+
 BASE64_PROTOCOL = "base64.binary.k8s.io"  # wsstream's subprotocols for a streamed log
 BINARY_PROTOCOL = "binary.k8s.io"
 WEBSOCKET_EXTENSION = "tinykube.websocket"  # in an upgraded request's scope["extensions"]: its `_Exchange`
@@ -240,7 +242,12 @@ class HttpProtocol(HttpToolsProtocol):
 class WebSocketProtocol(WebSocketsSansIOProtocol):
     """uvicorn's WebSocket protocol, which logs "ASGI callable returned without completing handshake." at ERROR after
     every handshake answered with `websocket.http.response` (it forgets to mark the handshake done; uvicorn's
-    pull request #3138): marked done here once the answer has gone."""
+    pull request #3138): marked done here once the answer has gone. Its handshake also takes Kubernetes'
+    subprotocol names that are not tokens (kubectl's `SPDY/3.1+portforward.k8s.io`), which `websockets` refuses."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.conn.__class__ = LenientServerProtocol  # the same protocol, with only the subprotocol parsing changed
 
     async def send(self, message: Any) -> None:
         await super().send(message)

@@ -298,6 +298,10 @@ class NodeAgent:
     async def attach(self, key: str, request: CommandRequest, streams: CommandStreams) -> int:
         return await self._runtime_of(key).attach(key, request, streams)
 
+    def pod_uid(self, key: str) -> str:
+        pod = self.pods.store.get(key)
+        return str(pod["metadata"].get("uid") or "") if pod else ""
+
     async def dial(self, key: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         try:
             runtime = self._runtime_of(key)

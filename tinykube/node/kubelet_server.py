@@ -18,9 +18,9 @@ from typing import Protocol
 
 from tinykube.api import errors
 from tinykube.api.meta import parse_time
-from tinykube.streams import channels
+from tinykube.streams import channels, spdy_streams
 from tinykube.streams.remotecommand import CommandRequest, CommandStreams
-from tinykube.streams.websocket import ServerWebSocket, choose_subprotocol
+from tinykube.streams.websocket import StreamWebSocket, choose_subprotocol
 from tinykube.web import Body, Query, Request, send_error, serve_http
 
 log = logging.getLogger(__name__)
@@ -70,6 +70,8 @@ class Streaming(Protocol):
 
     async def dial(self, key: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]: ...
 
+    def pod_uid(self, key: str) -> str: ...
+
 
 SPDY = "spdy/3.1"
 PORTFORWARD_TUNNEL = "SPDY/3.1+portforward.k8s.io"  # kubectl's port-forward: SPDY inside the WebSocket
@@ -90,65 +92,75 @@ class KubeletServer:
     async def _upgrade(self, request: Request, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """exec, attach and portforward: the protocol is chosen by the upgrade asked for."""
         parts = request.path.strip("/").split("/")
-        kind = parts[0]
-        websocket = request.headers.get("upgrade", "").lower() == "websocket"
-        if not websocket and request.headers.get("upgrade", "").lower() != SPDY:
+        upgrade = request.headers.get("upgrade", "").lower()
+        if upgrade not in ("websocket", SPDY):
             await send_error(writer, 400, f"unsupported upgrade: {request.headers.get('upgrade')}")
-            return
-        if self.streaming is None:
+        elif self.streaming is None:
             await send_error(writer, 404, "streaming is not served by this node")
+        elif parts[0] in ("exec", "attach") and len(parts) == 4:
+            await self._command(request, reader, writer, parts[0], *parts[1:])
+        elif parts[0] == "portForward" and len(parts) == 3:
+            await self._port_forward(request, reader, writer, *parts[1:])
+        else:
+            await send_error(writer, 404, "404 page not found")
+
+    async def _command(
+        self,
+        request: Request,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        kind: str,
+        namespace: str,
+        pod: str,
+        container: str,
+    ) -> None:
+        assert self.streaming is not None
+        key = f"{namespace}/{pod}"
+        command = CommandRequest.from_query(namespace, pod, container, request.query, attach=kind == "attach")
+        if kind == "exec" and not command.command:
+            await send_error(writer, 400, "you must specify at least 1 command")
             return
-        streaming = self.streaming
-        if kind in ("exec", "attach") and len(parts) == 4:
-            namespace, pod, container = parts[1:]
-            key = f"{namespace}/{pod}"
-            command = CommandRequest.from_query(namespace, pod, container, request.query, attach=kind == "attach")
-            if kind == "exec" and not command.command:
-                await send_error(writer, 400, "you must specify at least 1 command")
-                return
-            run = streaming.exec if kind == "exec" else streaming.attach
+        run = self.streaming.exec if kind == "exec" else self.streaming.attach
 
-            async def run_pod(req: CommandRequest, streams: CommandStreams) -> int:
-                return await run(key, req, streams)
+        async def run_pod(req: CommandRequest, streams: CommandStreams) -> int:
+            return await run(key, req, streams)
 
-            if not websocket:
-                from tinykube.streams import spdy_streams  # TODO(lead): top-level once it lands
-
-                await spdy_streams.serve_command(request, reader, writer, command, run_pod)
-                return
-            offered = request.headers.get("sec-websocket-protocol")
-            protocol = choose_subprotocol(request, channels.REMOTECOMMAND_PROTOCOLS)
-            if offered and protocol is None:
-                await send_error(writer, 400, f"none of the offered subprotocols is supported: {offered}")
-                return
-            ws = await ServerWebSocket.accept(request, reader, writer, protocol or "")
-            await channels.serve_command(ws, command, run_pod)
+        if request.headers["upgrade"].lower() == SPDY:
+            await spdy_streams.serve_command(request, reader, writer, command, run_pod)
             return
-        if kind == "portForward" and len(parts) == 3:
-            key = f"{parts[1]}/{parts[2]}"
-
-            async def dial(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-                return await streaming.dial(key, port)
-
-            from tinykube.streams import spdy_streams  # TODO(lead): top-level once it lands
-
-            if not websocket:
-                await spdy_streams.serve_portforward(request, reader, writer, dial)
-                return
-            protocol = choose_subprotocol(request, (PORTFORWARD_TUNNEL, *channels.PORTFORWARD_PROTOCOLS))
-            if protocol == PORTFORWARD_TUNNEL:
-                ws = await ServerWebSocket.accept(request, reader, writer, protocol)
-                await spdy_streams.serve_portforward_tunnel(ws, dial)
-                return
-            try:
-                ports = channels.parse_ports(request.query.get("ports", []) + request.query.get("port", []))
-            except ValueError as err:
-                await send_error(writer, 400, str(err))
-                return
-            ws = await ServerWebSocket.accept(request, reader, writer, protocol or "")
-            await channels.serve_portforward(ws, ports, dial, key)
+        offered = request.headers.get("sec-websocket-protocol")
+        protocol = choose_subprotocol(request, channels.REMOTECOMMAND_PROTOCOLS)
+        if offered and protocol is None:
+            await send_error(writer, 400, f"none of the offered subprotocols is supported: {offered}")
             return
-        await send_error(writer, 404, "404 page not found")
+        ws = await StreamWebSocket.accept(request, reader, writer, protocol or "")
+        await channels.serve_command(ws, command, run_pod)
+
+    async def _port_forward(
+        self, request: Request, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, namespace: str, pod: str
+    ) -> None:
+        assert self.streaming is not None
+        streaming, key = self.streaming, f"{namespace}/{pod}"
+        full_name, uid = f"{pod}_{namespace}", streaming.pod_uid(key)  # as the kubelet names the pod in errors
+
+        async def dial(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+            return await streaming.dial(key, port)
+
+        if request.headers["upgrade"].lower() == SPDY:
+            await spdy_streams.serve_portforward(request, reader, writer, dial, pod=full_name, uid=uid)
+            return
+        protocol = choose_subprotocol(request, (PORTFORWARD_TUNNEL, *channels.PORTFORWARD_PROTOCOLS))
+        if protocol == PORTFORWARD_TUNNEL:
+            ws = await StreamWebSocket.accept(request, reader, writer, protocol)
+            await spdy_streams.serve_portforward_tunnel(ws, dial, pod=full_name, uid=uid)
+            return
+        try:
+            ports = channels.parse_ports(request.query.get("ports", []) + request.query.get("port", []))
+        except ValueError as err:
+            await send_error(writer, 400, str(err))
+            return
+        ws = await StreamWebSocket.accept(request, reader, writer, protocol or "")
+        await channels.serve_portforward(ws, ports, dial, f"{full_name}, uid {uid}")
 
     async def stop(self) -> None:
         if self._server is not None:

@@ -25,7 +25,7 @@ from tinykube.streams.remotecommand import (
     error_status,
     exit_status,
 )
-from tinykube.streams.websocket import ServerWebSocket
+from tinykube.streams.websocket import StreamWebSocket
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ STDIN_BUFFER = 4 << 20  # unread stdin held before the client is made to wait
 
 
 class ChannelOutput:
-    def __init__(self, ws: ServerWebSocket, channel: int) -> None:
+    def __init__(self, ws: StreamWebSocket, channel: int) -> None:
         self.ws = ws
         self.prefix = bytes([channel])
 
@@ -53,7 +53,7 @@ def _version(subprotocol: str) -> int:
     return int(subprotocol[1]) if subprotocol.startswith("v") else 1
 
 
-async def serve_command(ws: ServerWebSocket, request: CommandRequest, run: Run) -> None:
+async def serve_command(ws: StreamWebSocket, request: CommandRequest, run: Run) -> None:
     """Run the command with its streams on the WebSocket's channels; send its end on the error channel."""
     version = _version(ws.subprotocol)
     stdin = asyncio.StreamReader() if request.stdin else None
@@ -88,7 +88,7 @@ async def serve_command(ws: ServerWebSocket, request: CommandRequest, run: Run) 
         await ws.close()
 
 
-async def _read_client(ws: ServerWebSocket, streams: CommandStreams, version: int) -> None:
+async def _read_client(ws: StreamWebSocket, streams: CommandStreams, version: int) -> None:
     """Feed what the client sends to the command: stdin (its end on v5's close), terminal sizes."""
     stdin = streams.stdin
     while (message := await ws.recv()) is not None:
@@ -126,7 +126,7 @@ def parse_ports(values: list[str]) -> list[int]:
     return ports
 
 
-async def serve_portforward(ws: ServerWebSocket, ports: list[int], connect: Connect, describe: str) -> None:
+async def serve_portforward(ws: StreamWebSocket, ports: list[int], connect: Connect, describe: str) -> None:
     """One connection to each port, relayed over its data channel; a failed dial is told on its error channel.
     `describe` names the pod in errors (`<namespace>/<name>, uid <uid>` as the kubelet words it)."""
     writers: dict[int, asyncio.StreamWriter] = {}
@@ -159,14 +159,14 @@ async def serve_portforward(ws: ServerWebSocket, ports: list[int], connect: Conn
             await ws.close()
 
 
-async def _pod_to_client(reader: asyncio.StreamReader, ws: ServerWebSocket, channel: int) -> None:
+async def _pod_to_client(reader: asyncio.StreamReader, ws: StreamWebSocket, channel: int) -> None:
     prefix = bytes([channel])
     with contextlib.suppress(ConnectionError):
         while data := await reader.read(CHUNK):
             await ws.send(prefix + data)
 
 
-async def _client_to_pods(ws: ServerWebSocket, writers: dict[int, asyncio.StreamWriter]) -> None:
+async def _client_to_pods(ws: StreamWebSocket, writers: dict[int, asyncio.StreamWriter]) -> None:
     while (message := await ws.recv()) is not None:
         writer = writers.get(message[0]) if message else None
         if writer is None or writer.is_closing():
