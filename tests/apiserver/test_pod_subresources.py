@@ -652,6 +652,11 @@ def test_discovery_lists_the_subresources(cluster: RunningCluster, api: httpx.Cl
         "binding": ("Binding", ["create"]),
         "eviction": ("Eviction", ["create"]),
         "log": ("Pod", ["get"]),
+        "exec": ("PodExecOptions", ["create", "get"]),
+        "attach": ("PodAttachOptions", ["create", "get"]),
+        "portforward": ("PodPortForwardOptions", ["create", "get"]),
+        "proxy": ("PodProxyOptions", ["create", "delete", "get", "patch", "update"]),
+        "ephemeralcontainers": ("Pod", ["get", "patch", "update"]),
     }
     # kubectl lists top-level resources only (it hides subresources): the older `bindings` collection shows
     listed = cluster.kubectl("api-resources", "--api-group=", "-o", "name").stdout.split()

@@ -176,10 +176,23 @@ def _long_running(scope: Scope) -> bool:
     if b"watch=true" in query or b"watch=1" in query:
         return True
     path: str = scope.get("path", "")
+    return "/watch/" in path or _subresource(path) in LONG_RUNNING_SUBRESOURCES
+
+
+def _proxied(scope: Scope) -> bool:
+    """A proxy subresource (`/api/v1/[namespaces/N/]RESOURCE/NAME/proxy[/...]`): its body is the backend's business,
+    streamed through as upstream's proxy handler does, so no limit here."""
+    path: str = scope.get("path", "")
+    return path.startswith("/api/") and _subresource(path) == "proxy"
+
+
+def _subresource(path: str) -> str:
+    """The subresource a resource path names (whatever follows it, as a proxy's path), or ""."""
     parts = [p for p in path.split("/") if p]
-    if len(parts) >= 3 and parts[-1] in LONG_RUNNING_SUBRESOURCES:
-        return True
-    return "/watch/" in path
+    rest = parts[2:] if parts[:1] == ["api"] else parts[3:] if parts[:1] == ["apis"] else []
+    if rest[:1] == ["namespaces"] and len(rest) >= 4:  # a namespaced resource: namespaces/N/RESOURCE/NAME/...
+        rest = rest[2:]
+    return rest[2] if len(rest) >= 3 else ""
 
 
 class _Refused(Exception):
@@ -201,7 +214,7 @@ class RequestLimits:
             await self.app(scope, receive, send)
             return
         limits = self.limits
-        bounded_receive = self._bounded(scope, receive, limits.max_body_bytes)
+        bounded_receive = receive if _proxied(scope) else self._bounded(scope, receive, limits.max_body_bytes)
         if _long_running(scope) or scope["path"] in PROBES:
             await self.app(scope, bounded_receive, send)
             return
