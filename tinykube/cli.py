@@ -107,6 +107,7 @@ def _up(args: argparse.Namespace) -> int:
         etcd_members=args.etcd_members,
         etcd_election_timeout=args.etcd_election_timeout,
         insecure=args.insecure,
+        authorization_mode=args.authorization_mode,
         compaction_interval=args.etcd_compaction_interval,
         service_cluster_ip_range=args.service_cluster_ip_range,
         service_node_port_range=args.service_node_port_range,

@@ -133,6 +133,13 @@ def _up_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     _dns_arguments(up, prefix="dns-")
     up.add_argument("--insecure", action="store_true", help="serve plain HTTP (loopback tests only)")
+    up.add_argument(
+        "--authorization-mode",
+        choices=("RBAC", "AlwaysAllow"),
+        default="RBAC",
+        help="RBAC (default: Roles and bindings are enforced; group system:masters may do anything) or AlwaysAllow "
+        "(every authenticated request is allowed)",
+    )
     up.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
 
 
@@ -274,8 +281,19 @@ def controller_settings(args: argparse.Namespace, **more: Any) -> dict[str, Any]
         "hpa_cpu_initialization_period": args.horizontal_pod_autoscaler_cpu_initialization_period,
         "hpa_initial_readiness_delay": args.horizontal_pod_autoscaler_initial_readiness_delay,
         "node_monitor_grace_period": args.node_monitor_grace_period,
+        **_signing_settings(args),
         **more,
     }
+
+
+def _signing_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The CSR signer's flags, where the subcommand has them (`up` signs with its own CA)."""
+    found = {
+        "cluster_signing_cert_file": getattr(args, "cluster_signing_cert_file", None),
+        "cluster_signing_key_file": getattr(args, "cluster_signing_key_file", None),
+        "cluster_signing_duration": getattr(args, "cluster_signing_duration", None),
+    }
+    return {k: v for k, v in found.items() if v is not None}
 
 
 def election_settings(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -378,6 +396,16 @@ def _controllers_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         "--cluster-cidr",
         default=CLUSTER_CIDR,
         help=f"pod network the node IPAM controller cuts into a /24 per node (default: {CLUSTER_CIDR})",
+    )
+    ctl.add_argument(
+        "--cluster-signing-cert-file", type=Path, help="the CA certificate that signs approved client CSRs (csrsigning)"
+    )
+    ctl.add_argument("--cluster-signing-key-file", type=Path, help="that CA's private key (PEM)")
+    ctl.add_argument(
+        "--cluster-signing-duration",
+        type=go_duration,
+        metavar="DURATION",
+        help="the longest lifetime of a signed certificate (default: 8760h, a year)",
     )
     ctl.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
 

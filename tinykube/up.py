@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
+import ipaddress
 import json
 import logging
 import os
 import secrets
 import signal
 import socket
+import ssl
 import time
 from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field, replace
@@ -33,8 +36,11 @@ from tinykube.apiserver.app import (
     ApiServerConfig,
 )
 from tinykube.apiserver.componentstatus import Health
+from tinykube.apiserver.dialer import SandboxDialer
+from tinykube.apiserver.endpointreconciler import KubernetesEndpoints
 from tinykube.apiserver.limits import Limits, limited_protocol, raise_fd_limit
 from tinykube.apiserver.metricsserver import DEFAULT_RESOLUTION
+from tinykube.apiserver.peercert import with_peer_certificate
 from tinykube.apiserver.pki import ensure_pki, ensure_service_account_key
 from tinykube.apiserver.upgrade import WebSocketProtocol
 from tinykube.client.informer import SharedInformers
@@ -48,7 +54,7 @@ from tinykube.dns.run import DnsService
 from tinykube.gcpause import tune_gc_for_caches
 from tinykube.node.agent import NodeAgent, NodeConfig
 from tinykube.node.runtime import Runtime, SimulatedRuntime
-from tinykube.node.sandbox import SandboxError, node_address
+from tinykube.node.sandbox import LAN_GATEWAY, SandboxError, netns_prefix, node_address
 from tinykube.store.launcher import EtcdCluster, EtcdProcess, process_start
 from tinykube.upetcd import LaunchedEtcd
 from tinykube.upetcd import say as _say
@@ -86,6 +92,7 @@ class UpOptions:
     etcd_members: int = 1  # members of the etcd that `up` starts (not with etcd_servers)
     etcd_election_timeout: int = 0  # ms; 0: 250 for one member, EtcdCluster's default for several
     insecure: bool = False
+    authorization_mode: str = "RBAC"  # --authorization-mode: RBAC or AlwaysAllow
     compaction_interval: float = 300.0
     service_cluster_ip_range: str = DEFAULT_SERVICE_RANGE
     service_node_port_range: str = DEFAULT_NODE_PORT_RANGE
@@ -121,6 +128,17 @@ def _token(directory: Path) -> str:
     return path.read_text().strip()
 
 
+SANDBOX_API_PORT = 6443  # the apiserver's port on the LAN address (the LAN namespace's own port space)
+
+
+def _serving_sans(opts: UpOptions) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The serving certificate's extra IPs and names: the kubernetes ClusterIP (the service range's first address),
+    the LAN address pods reach the API at, and `kubernetes.default.svc.<cluster domain>`."""
+    primary = ipaddress.ip_network(opts.service_cluster_ip_range.split(",")[0].strip(), strict=False)
+    domain = opts.dns.cluster_domain if opts.dns else "cluster.local"
+    return (str(primary.network_address + 1), LAN_GATEWAY), (f"kubernetes.default.svc.{domain}",)
+
+
 def _listen(address: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -151,6 +169,10 @@ class Cluster:
         self.informers: SharedInformers | None = None
         self.dns: DnsService | None = None
         self.dataplane: NetnsDataplane | None = None
+        self._sandbox_config: uvicorn.Config | None = None  # the apiserver's, to serve in the sandbox (netns)
+        self.sandbox_server: uvicorn.Server | None = None
+        self.sandbox_task: asyncio.Task[None] | None = None
+        self.kubernetes_endpoints: KubernetesEndpoints | None = None
         self.kubeconfig = opts.kubeconfig or opts.dir / "kubeconfig"
 
     async def start(self) -> None:
@@ -179,14 +201,16 @@ class Cluster:
             opts.limits,
             service_account_key_file=await sa_key,
             metric_resolution=opts.metric_resolution,
+            authorization_mode=opts.authorization_mode,
         )
         apiserver = ApiServer(config)
         self._register_health(apiserver)
-        cert = key = None
+        cert = key = ca_file = None
         ca = None
         if not opts.insecure:
-            pki = ensure_pki(opts.dir / "pki")
+            pki = ensure_pki(opts.dir / "pki", *_serving_sans(opts))
             cert, key, ca = str(pki.cert), str(pki.key), pki.ca_cert.read_bytes()
+            ca_file = str(pki.ca_cert)
         uv_config = uvicorn.Config(
             apiserver.app,
             log_level="warning",
@@ -194,15 +218,23 @@ class Cluster:
             access_log=False,
             loop="none",
             # httptools, quiet about SPDY upgrades (served as plain requests), with Go's http.Server limits
-            http=limited_protocol(opts.limits),
-            ws=WebSocketProtocol,  # websockets-sansio, answering handshakes with a Status (apiserver/upgrade.py)
+            # each with the client's certificate, if it showed one (apiserver/peercert.py)
+            http=with_peer_certificate(limited_protocol(opts.limits)),
+            ws=with_peer_certificate(WebSocketProtocol),  # websockets-sansio, answering handshakes with a Status
             timeout_keep_alive=int(opts.limits.idle_timeout) or 1,  # upstream's IdleTimeout
             ssl_certfile=cert,
             ssl_keyfile=key,
+            # x509 client certificates signed by the cluster CA authenticate (CN: user, O: groups); optional
+            ssl_ca_certs=ca_file,
+            ssl_cert_reqs=ssl.CERT_OPTIONAL if ca_file else ssl.CERT_NONE,
             timeout_graceful_shutdown=2,  # open watches are closed after this
             proxy_headers=False,  # no proxy in front: one ASGI layer less per request
         )
         self.server = _Server(uv_config)
+        if opts.dataplane == "netns":  # the same app, served in the sandbox too once it is there (its lifespan once)
+            self._sandbox_config = copy.copy(uv_config)
+            self._sandbox_config.lifespan = "off"
+            apiserver.proxy.dialer = SandboxDialer(f"{netns_prefix(opts.name)}lan")  # proxying from inside it
         self.tasks.append(asyncio.create_task(self.server.serve(sockets=[sock]), name="apiserver"))
         while not self.server.started:
             if self.tasks[0].done():
@@ -249,8 +281,17 @@ class Cluster:
         """The controllers, under leader election unless it is off or there are none to run."""
         opts, client = self.opts, self.client
         assert client is not None
+        # the csrsigning controller signs with the cluster CA, as kubeadm points --cluster-signing-*-file at it
+        signing = {} if opts.insecure else {"cluster_signing_cert_file": opts.dir / "pki" / "ca.crt"}
+        if signing:
+            signing["cluster_signing_key_file"] = opts.dir / "pki" / "ca.key"
         settings = ControllerSettings(
-            **{"cluster_cidr": opts.cluster_cidr, **opts.controller_settings, "volumes_dir": opts.dir / "volumes"}
+            **{
+                "cluster_cidr": opts.cluster_cidr,
+                **signing,
+                **opts.controller_settings,
+                "volumes_dir": opts.dir / "volumes",
+            }
         )
         if opts.leader_election is None or not opts.controllers:
             return run_controllers(client, opts.controllers, settings=settings, informers=self.informers)
@@ -290,6 +331,28 @@ class Cluster:
         self.dataplane = dataplane
         if self.dns is not None:
             await dataplane.serve_dns(self.dns)
+        await self._serve_in_sandbox(dataplane.sandbox.lan)
+
+    async def _serve_in_sandbox(self, lan: str) -> None:
+        """The apiserver on the LAN address, port 6443 of the LAN namespace (a socket made there), and that address
+        as `default/kubernetes`'s endpoint: pods reach the API at the kubernetes ClusterIP with their token."""
+        from tinykube.node import netns
+
+        assert self._sandbox_config is not None and self.client is not None
+        sock = netns.socket_in(lan, socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((LAN_GATEWAY, SANDBOX_API_PORT))
+        sock.listen(1024)
+        self.sandbox_server = _Server(self._sandbox_config)
+        self.sandbox_task = asyncio.create_task(self.sandbox_server.serve(sockets=[sock]), name="apiserver (sandbox)")
+        while not self.sandbox_server.started:
+            if self.sandbox_task.done():
+                self.sandbox_task.result()
+                raise SystemExit("tinykube: the apiserver's listener in the sandbox stopped during start-up")
+            await asyncio.sleep(0.005)
+        self.kubernetes_endpoints = KubernetesEndpoints(self.client, LAN_GATEWAY, SANDBOX_API_PORT)
+        await self.kubernetes_endpoints.reconcile()
+        self.tasks.append(asyncio.create_task(self.kubernetes_endpoints.run(), name="kubernetes endpoints"))
 
     def _start_loopback_proxy(self) -> None:
         """The simulated dataplane's one proxy (userspace): NodePorts on 127.0.0.1, for every simulated node."""
@@ -375,6 +438,12 @@ class Cluster:
         await asyncio.gather(*controllers, return_exceptions=True)
         if self.dns is not None:
             await self.dns.stop()
+        if self.kubernetes_endpoints is not None:  # the address goes with the sandbox (upstream's RemoveEndpoints)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.kubernetes_endpoints.remove(), 5)
+        if self.sandbox_server is not None and self.sandbox_task is not None:
+            self.sandbox_server.should_exit = True
+            await asyncio.gather(self.sandbox_task, return_exceptions=True)
         if self.dataplane is not None:  # after the node agents, which stop their pods as they go
             await self.dataplane.destroy()
         if self.informers is not None:

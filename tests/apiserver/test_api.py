@@ -30,8 +30,8 @@ def status(response: httpx.Response, code: int, reason: str) -> dict[str, Any]:
 
 def test_requests_without_valid_token_are_unauthorized(cluster: RunningCluster) -> None:
     verify = ssl.create_default_context(cafile=str(cluster.ca_file))
-    with httpx.Client(base_url=cluster.server, verify=verify) as anonymous:
-        status(anonymous.get("/api/v1/namespaces"), 401, "Unauthorized")
+    with httpx.Client(base_url=cluster.server, verify=verify) as anonymous:  # system:anonymous, refused by RBAC
+        status(anonymous.get("/api/v1/namespaces"), 403, "Forbidden")
         assert anonymous.get("/readyz").text == "ok"
     with cluster.http(headers={"Authorization": "Bearer wrong"}) as wrong:
         status(wrong.get("/api/v1/namespaces"), 401, "Unauthorized")

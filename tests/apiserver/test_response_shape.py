@@ -5,7 +5,8 @@
   `json.Marshal`) do not; the protobuf OpenAPI document is untouched.
 - A request to upgrade the connection gets upstream's answer: a path that streams (watch, log) is served over a
   WebSocket; any other path answers as a plain GET does — the object or list, or the `Status` of the error (404 for
-  a path that is not served, such as `pods/exec` here) — never uvicorn's bare 403 with an empty body.
+  a path that is not served; for `pods/exec` of a pod no node runs, upstream's 400) — never uvicorn's bare 403 with
+  an empty body.
 """
 
 from __future__ import annotations
@@ -256,26 +257,32 @@ STREAMS = [
 ]
 
 
-@pytest.mark.parametrize("stream", STREAMS)
-def test_websocket_to_a_path_not_served_is_a_not_found_status(
+@pytest.mark.parametrize("stream", STREAMS[:3])
+def test_upgrade_to_a_pod_no_node_runs_is_upstreams_bad_request(
+    cluster: RunningCluster, api: httpx.Client, namespace: str, stream: str
+) -> None:
+    """exec, attach and portforward are checked before anything is relayed: the WebSocket handshake and the SPDY
+    upgrade get the Status of what is wrong as their answer."""
+    make_pod(api, namespace, "p")
+    path = f"/api/v1/namespaces/{namespace}/{stream}"
+    for head in (websocket_head(path), spdy_head(path)):
+        answer = raw_request(cluster, head)
+        assert answer.status == 400, answer
+        status = answer.status_body()
+        assert (status["reason"], status["message"]) == ("BadRequest", "pod p does not have a host assigned")
+
+
+@pytest.mark.parametrize("stream", STREAMS[3:])
+def test_websocket_to_a_proxy_path_is_answered_as_a_plain_get(
     cluster: RunningCluster, api: httpx.Client, namespace: str, stream: str
 ) -> None:
     make_pod(api, namespace, "p")
     api.post(SERVICES.format(ns=namespace), json=service("s"))
-    answer = raw_request(cluster, websocket_head(f"/api/v1/namespaces/{namespace}/{stream}"))
-    assert answer.status == 404, answer
-    status = answer.status_body()
-    assert (status["reason"], status["message"], status["details"]) == ("NotFound", NOT_FOUND, {})
-
-
-@pytest.mark.parametrize("stream", STREAMS[:3])
-def test_spdy_upgrade_to_a_path_not_served_is_a_not_found_status(
-    cluster: RunningCluster, api: httpx.Client, namespace: str, stream: str
-) -> None:
-    make_pod(api, namespace, "p")
-    answer = raw_request(cluster, spdy_head(f"/api/v1/namespaces/{namespace}/{stream}"))
-    assert answer.status == 404, answer
-    assert answer.status_body()["message"] == NOT_FOUND
+    path = f"/api/v1/namespaces/{namespace}/{stream}"
+    plain = api.get(path)
+    answer = raw_request(cluster, websocket_head(path))
+    assert answer.status == plain.status_code >= 400, answer
+    assert answer.status_body()["message"] == plain.json()["message"]
 
 
 def test_websocket_to_an_ordinary_path_is_answered_as_a_plain_get(
@@ -296,19 +303,19 @@ def test_websocket_to_an_ordinary_path_is_answered_as_a_plain_get(
 
 def test_websocket_needs_the_token(cluster: RunningCluster, namespace: str) -> None:
     path = f"/api/v1/namespaces/{namespace}/pods/p/exec?command=ls"
-    for token in ("", "wrong"):
+    for token, code, reason in (("", 403, "Forbidden"), ("wrong", 401, "Unauthorized")):  # no token: anonymous
         answer = raw_request(cluster, websocket_head(path), token=token)
-        assert answer.status == 401, answer
-        assert answer.status_body()["reason"] == "Unauthorized"
+        assert answer.status == code, answer
+        assert answer.status_body()["reason"] == reason
 
 
 def test_upgrade_requests_raise_no_alarm_in_the_log(cluster: RunningCluster, api: httpx.Client, namespace: str) -> None:
     """Answered as they should be, they are nothing to warn about (uvicorn would log "Unsupported upgrade request."
     for SPDY and, after answering a WebSocket handshake with a Status, an ERROR about an incomplete handshake)."""
     make_pod(api, namespace, "p")
-    path = f"/api/v1/namespaces/{namespace}/pods/p/exec?command=ls"
-    assert raw_request(cluster, websocket_head(path)).status == 404
-    assert raw_request(cluster, spdy_head(path)).status == 404
+    path = f"/api/v1/namespaces/{namespace}/pods/p/exec?command=ls&stdout=true"
+    assert raw_request(cluster, websocket_head(path)).status == 400
+    assert raw_request(cluster, spdy_head(path)).status == 400
     assert api.get("/readyz").status_code == 200  # the log is written by now
     log = (cluster.data_dir.parent / f"{cluster.data_dir.name}.log").read_text()
     assert "handshake" not in log and "upgrade" not in log.lower(), log

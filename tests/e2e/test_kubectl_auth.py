@@ -11,7 +11,6 @@ from kubernetes import client as k8s
 
 from tests.conftest import eventually
 from tinykube.apiserver import jws
-from tinykube.apiserver.authorizer import ALLOW_REASON
 from tinykube.apiserver.pki import load_service_account_key
 
 if TYPE_CHECKING:
@@ -54,6 +53,7 @@ def test_create_token_bound_to_a_pod(kubectl: Kubectl) -> None:
 
 def test_a_created_token_works_until_its_account_is_deleted(cluster: RunningCluster, kubectl: Kubectl) -> None:
     kubectl("create", "serviceaccount", "bot")
+    kubectl("create", "rolebinding", "bot-view", "--clusterrole=view", f"--serviceaccount={kubectl.namespace}:bot")
     token = kubectl("create", "token", "bot").stdout.strip()
     with cluster.http(headers={"Authorization": f"Bearer {token}"}) as as_bot:
         assert as_bot.get(f"/api/v1/namespaces/{kubectl.namespace}/serviceaccounts").status_code == 200
@@ -85,6 +85,8 @@ def test_auth_can_i(kubectl: Kubectl) -> None:
     assert listed[2].split() == ["[*]", "[]", "[*]"]
     kubectl("create", "serviceaccount", "bot")
     token = kubectl("create", "token", "bot").stdout.strip()
+    assert kubectl.fail("--token", token, "auth", "can-i", "create", "secrets").stdout == "no\n"  # RBAC
+    kubectl("create", "rolebinding", "bot-edit", "--clusterrole=edit", f"--serviceaccount={kubectl.namespace}:bot")
     assert kubectl("--token", token, "auth", "can-i", "create", "secrets").stdout == "yes\n"
 
 
@@ -166,7 +168,8 @@ def test_python_client_tokens_and_reviews(k8s_client: k8s.ApiClient, cluster: Ru
         )
     )
     result = k8s.AuthorizationV1Api(k8s_client).create_self_subject_access_review(review)
-    assert (result.status.allowed, result.status.reason) == (True, ALLOW_REASON)
+    assert (result.status.allowed, result.status.reason) == (True, None)  # system:masters: no reason given
 
     with cluster.http(headers={"Authorization": f"Bearer {answer.status.token}"}) as as_bot:
-        assert as_bot.get(f"/api/v1/namespaces/{namespace}/pods").status_code == 200
+        assert as_bot.get(f"/api/v1/namespaces/{namespace}/pods").status_code == 403  # nothing is bound to it
+        assert as_bot.get("/api").status_code == 200  # system:discovery

@@ -90,8 +90,8 @@ def test_create_from_yaml_joins_several_conflicts(k8s_client: k8s.ApiClient, nam
 
 
 def test_stream_to_exec_reads_as_the_status(core_v1: k8s.CoreV1Api, namespace: str) -> None:
-    """tinykube serves no `pods/exec` yet: the client's error carries the 404 Status an apiserver answers for a path
-    it does not serve, not an empty 403."""
+    """exec into a pod no node runs: the client's error carries the Status the apiserver answers the handshake with
+    (upstream's 400), not an empty 403."""
     pod = k8s.V1Pod(
         metadata=k8s.V1ObjectMeta(name="web"),
         spec=k8s.V1PodSpec(containers=[k8s.V1Container(name="web", image="nginx")]),
@@ -109,8 +109,8 @@ def test_stream_to_exec_reads_as_the_status(core_v1: k8s.CoreV1Api, namespace: s
             tty=False,
         )
     message = str(failed.value)
-    assert "Handshake status 404 Not Found" in message, message
-    assert '"message":"the server could not find the requested resource","reason":"NotFound"' in message
+    assert "Handshake status 400 Bad Request" in message, message
+    assert '"message":"pod web does not have a host assigned","reason":"BadRequest"' in message
     assert "403" not in message
 
 

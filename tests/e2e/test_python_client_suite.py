@@ -1,13 +1,14 @@
 """What the official `kubernetes` Python client's own e2e suite (kubernetes/e2e_test in kubernetes-client/python)
 checks through the API, reimplemented against a real `tinykube up`: typed CRUD of pods, services, replication
 controllers, config maps, nodes, deployments, daemon sets and jobs; a watch resumed from a list's resourceVersion;
-the client's SharedInformer; and `utils.create_from_yaml` / `create_from_dict` / `create_from_directory`, with
-server-side apply (`apply=True`) too.
+the client's SharedInformer; `utils.create_from_yaml` / `create_from_dict` / `create_from_directory`, with
+server-side apply (`apply=True`) too; and the metrics utilities (`utils.get_nodes_metrics`, `get_pods_metrics`,
+`get_pods_metrics_in_all_namespaces`) over metrics.k8s.io.
 
 As upstream's suite expects, the cluster has a node and the scheduler (pods leave Pending); each test works in a
-namespace of its own instead of `default`. Left out, as tinykube serves no such subresources: exec, attach and
-port-forward (upstream's `test_pod_apis` after the pod runs, `test_exit_code`, `test_pod_exec_close_channel`,
-`test_portforward_*`) and the metrics API.
+namespace of its own instead of `default`. What needs real processes in a pod — exec (upstream's `test_pod_apis`
+after the pod runs, `test_exit_code`, `test_pod_exec_close_channel`) and port-forward (`test_portforward_raw`,
+`test_portforward_http`) — is in test_python_client_suite_streams.py, against the netns dataplane.
 """
 
 from __future__ import annotations
@@ -30,8 +31,11 @@ from tests.conftest import RunningCluster, eventually, running_cluster
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
-    """A cluster of the module's own with a node and every controller, as upstream's suite runs against."""
-    with running_cluster(tmp_path_factory.mktemp("pyclient") / "c", "--nodes", "1", "--controllers", "*") as running:
+    """A cluster of the module's own with a node and every controller, as upstream's suite runs against (metrics
+    scraped every second rather than metrics-server's 15, so the metrics test need not wait)."""
+    with running_cluster(
+        tmp_path_factory.mktemp("pyclient") / "c", "--nodes", "1", "--controllers", "*", "--metric-resolution", "1s"
+    ) as running:
         yield running
 
 
@@ -577,3 +581,32 @@ def test_create_api_service_from_yaml_reports_the_conflict_verbatim(
         )
     finally:
         registration.delete_api_service(name, body={})
+
+
+# ---- metrics.k8s.io -----------------------------------------------------------------------------------------
+
+
+def test_metrics_utilities(k8s_client: k8s.ApiClient, core_v1: k8s.CoreV1Api, namespace: str) -> None:
+    """Upstream's `test_metrics_utilities_integration`: once a pod runs, the node has NodeMetrics with a usage, the
+    pod has PodMetrics (found by namespace, and by its label), and the several-namespaces helper reports each
+    namespace asked for without an error."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "myapp-pod", "labels": {"app": "myapp"}},
+        "spec": {"containers": [_container("myapp-container", command=["sh", "-c", "echo Hello && sleep 3600"])]},
+    }
+    utils.create_from_dict(k8s_client, pod, namespace=namespace)
+    eventually(lambda: core_v1.read_namespaced_pod("myapp-pod", namespace).status.phase == "Running", what="Running")
+
+    nodes = eventually(lambda: utils.get_nodes_metrics(k8s_client)["items"], what="node metrics")
+    assert "usage" in nodes[0] and {"cpu", "memory"} <= nodes[0]["usage"].keys()
+    pods = eventually(lambda: utils.get_pods_metrics(k8s_client, namespace)["items"], what="pod metrics")
+    assert [p["metadata"]["name"] for p in pods] == ["myapp-pod"]
+    labelled = utils.get_pods_metrics(k8s_client, namespace, "app=myapp")["items"]
+    assert [p["metadata"]["name"] for p in labelled] == ["myapp-pod"]
+    assert utils.get_pods_metrics(k8s_client, namespace, "app=other")["items"] == []
+    both = utils.get_pods_metrics_in_all_namespaces(k8s_client, [namespace, "default"])
+    assert set(both) == {namespace, "default"} and "error" not in both[namespace]
+    assert [p["metadata"]["name"] for p in both[namespace]["items"]] == ["myapp-pod"]
+    core_v1.delete_namespaced_pod("myapp-pod", namespace, body={})

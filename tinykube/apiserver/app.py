@@ -29,7 +29,8 @@ from tinykube.apiserver.allocators.repair import Repair
 from tinykube.apiserver.allocators.services import ServicePools
 from tinykube.apiserver.answered import Answered
 from tinykube.apiserver.auth import BearerTokenAuth, TokenAuthenticator
-from tinykube.apiserver.authorizer import AlwaysAllow
+from tinykube.apiserver.authorization import Authorization
+from tinykube.apiserver.authorizer import new_authorizer
 from tinykube.apiserver.bootstrap import (
     ensure_bootstrap_policy,
     ensure_default_service_accounts,
@@ -41,11 +42,15 @@ from tinykube.apiserver.componentstatus import ComponentStatuses, Health
 from tinykube.apiserver.crds import CustomResources
 from tinykube.apiserver.events import EventRecorder
 from tinykube.apiserver.handlers import ResourceHandler, json_response, raw_json_response
+from tinykube.apiserver.impersonation import Impersonation
 from tinykube.apiserver.limits import Limits, RequestLimits
 from tinykube.apiserver.metrics import Metrics
 from tinykube.apiserver.metricsserver import DEFAULT_RESOLUTION, MetricsServer
 from tinykube.apiserver.pki import load_service_account_key
 from tinykube.apiserver.podlogs import PodLogs
+from tinykube.apiserver.proxy import METHODS as PROXY_METHODS
+from tinykube.apiserver.proxy import ProxyHandler
+from tinykube.apiserver.rbac_escalation import EscalationCheck
 from tinykube.apiserver.registry import Registry, strategies
 from tinykube.apiserver.registry import Request as RegistryRequest
 from tinykube.apiserver.satokens import ISSUER, ServiceAccountTokens
@@ -78,6 +83,7 @@ class ApiServerConfig:
     service_account_key_file: Path | None = None
     service_account_issuer: str = ISSUER  # also the API audience, as upstream's --api-audiences defaults to it
     metric_resolution: float = DEFAULT_RESOLUTION  # how often the node agents' resource metrics are scraped
+    authorization_mode: str = "RBAC"  # --authorization-mode: RBAC or AlwaysAllow
 
     @property
     def api_port(self) -> int:
@@ -213,9 +219,11 @@ class ApiServer:
         app = Starlette(lifespan=self.lifespan)
         app.add_exception_handler(errors.ApiError, self._api_error)  # type: ignore[arg-type]
         app.add_exception_handler(Exception, self._internal_error)
+        authorizer = new_authorizer(self.config.authorization_mode, self.caches)
+        self.registry.admission = EscalationCheck(self.registry.admission, authorizer)  # RBAC's, last
         answered = Answered(
             self.registry,
-            authorizer=AlwaysAllow(),
+            authorizer=authorizer,
             authenticator=self.authenticator,
             tokens=self.tokens,
             components=self.components,
@@ -243,11 +251,21 @@ class ApiServer:
         ]
         for path, endpoint in routes:
             app.router.add_route(path, endpoint, methods=["GET"])
+        self.proxy = ProxyHandler(self.registry)  # pods/proxy, services/proxy, nodes/proxy (apiserver/proxy.py)
+        for proxy_path, proxy_endpoint in self.proxy.routes():
+            app.router.add_route(proxy_path, proxy_endpoint, methods=PROXY_METHODS)
         methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
         app.router.add_route("/api/{path:path}", counted, methods=methods)
         app.router.add_route("/apis/{path:path}", counted, methods=methods)
+        # Outermost last: authentication, impersonation, limits, authorization (upstream's filter order)
+        app.add_middleware(Authorization, authorizer=authorizer, cached=self._cached_object)
         app.add_middleware(RequestLimits, limits=self.config.limits)  # inside authentication, as upstream's
-        app.add_middleware(BearerTokenAuth, token=self.config.token, authenticator=self.authenticator)
+        app.add_middleware(Impersonation, authorizer=authorizer)
+        # upstream turns anonymous requests off with AlwaysAllow
+        anonymous = self.config.authorization_mode != "AlwaysAllow"
+        app.add_middleware(
+            BearerTokenAuth, token=self.config.token, authenticator=self.authenticator, anonymous=anonymous
+        )
         return app
 
     async def _api_error(self, _request: Request, exc: errors.ApiError) -> Response:

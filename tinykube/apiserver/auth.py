@@ -1,21 +1,30 @@
-"""Bearer-token authentication as ASGI middleware: the cluster token (the administrator) or a service-account JWT.
+"""Authentication as ASGI middleware: an x509 client certificate signed by the cluster CA, the cluster token (the
+administrator) or a service-account JWT; a request with none of them is anonymous.
 
-Health and version endpoints stay open, as upstream's default RBAC lets anyone read them
-(`system:public-info-viewer`); a request that presents a wrong token is refused even there. The OIDC discovery
-documents are not public: upstream grants them to `system:service-account-issuer-discovery`, which binds only
-service accounts (and cluster-admin), so here as there an anonymous request gets 401.
+As upstream's union of authenticators, a client certificate is looked at first (CN is the user, each O a group);
+then the bearer token. A token that is presented but wrong is refused with 401, even where an anonymous request
+would be let through. A request without credentials is `system:anonymous` (group `system:unauthenticated`) and
+goes on to the authorizer, which with RBAC lets it read what `system:public-info-viewer` grants (/healthz,
+/livez, /readyz, /version) and nothing else. With `--authorization-mode AlwaysAllow`, where upstream turns
+anonymous requests off, only those public paths stay open to them (and the rest gets 401).
+
+WebSocket handshakes (`websocket` scopes) are authenticated as requests are; a refusal is the handshake's HTTP
+answer (the ASGI `websocket.http.response` extension).
 """
 
 from __future__ import annotations
 
+import datetime
+import functools
 import hmac
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tinykube.api.errors import Unauthorized
-from tinykube.apiserver.identity import ADMIN, USER_KEY, UserInfo
+from tinykube.apiserver.identity import ADMIN, ANONYMOUS, USER_KEY, UserInfo
 from tinykube.apiserver.satokens import ServiceAccountTokens, TokenInvalid
 
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
@@ -71,26 +80,34 @@ def bearer_token(header: bytes) -> str | None:
 
 
 class BearerTokenAuth:
-    def __init__(self, app: ASGIApp, token: str, authenticator: TokenAuthenticator | None = None) -> None:
+    def __init__(
+        self, app: ASGIApp, token: str, authenticator: TokenAuthenticator | None = None, anonymous: bool = False
+    ) -> None:
         self.app = app
         self.expected = f"Bearer {token}".encode()
         self.authenticator = authenticator
+        self.anonymous = anonymous  # requests without credentials go on as system:anonymous, to any path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         presented = next((v for k, v in scope["headers"] if k == b"authorization"), None)
-        if presented is not None and hmac.compare_digest(presented, self.expected):  # the common case, first
+        extensions = scope.get("extensions")
+        if extensions and "tls" in extensions and (user := certificate_user(extensions["tls"])) is not None:
+            scope[USER_KEY] = user
+            await self.app(scope, receive, send)
+        elif presented is not None and hmac.compare_digest(presented, self.expected):  # the common case
             scope[USER_KEY] = ADMIN
             await self.app(scope, receive, send)
-        elif presented is None and scope["path"] in PUBLIC_PATHS:
+        elif presented is None and (self.anonymous or scope["path"] in PUBLIC_PATHS):
+            scope[USER_KEY] = ANONYMOUS
             await self.app(scope, receive, send)
         elif (user := self._other_token(presented)) is not None:
             scope[USER_KEY] = user
             await self.app(scope, receive, send)
         else:
-            await _refuse(send)
+            await send_status(scope, send, 401, _UNAUTHORIZED)
 
     def _other_token(self, presented: bytes | None) -> UserInfo | None:
         if presented is None or self.authenticator is None:
@@ -99,12 +116,38 @@ class BearerTokenAuth:
         return self.authenticator.authenticate(token).user if token else None
 
 
-async def _refuse(send: Send) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 401,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(_UNAUTHORIZED)).encode())],
-        }
-    )
-    await send({"type": "http.response.body", "body": _UNAUTHORIZED})
+@functools.lru_cache(maxsize=256)
+def _certificate(pem: str) -> tuple[UserInfo | None, datetime.datetime]:
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+
+    cert = x509.load_pem_x509_certificate(pem.encode())
+    names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    common_name = str(names[0].value) if names else ""
+    if not common_name:
+        return None, cert.not_valid_after_utc  # upstream: no user from a certificate without a CN
+    groups = [str(a.value) for a in cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)]
+    return UserInfo(common_name, groups=(*groups, "system:authenticated")), cert.not_valid_after_utc
+
+
+def certificate_user(tls: dict[str, Any]) -> UserInfo | None:
+    """The user of a verified client certificate (the TLS handshake checked it against the cluster CA): CN is the
+    name, each O a group, as upstream's CommonNameUserConversion; None without a certificate, a CN, or once expired."""
+    chain = tls.get("client_cert_chain") or []
+    if not chain:
+        return None
+    user, expires = _certificate(chain[0])
+    if user is None or expires < datetime.datetime.now(datetime.UTC):
+        return None
+    return user
+
+
+async def send_status(scope: Scope, send: Send, status: int, body: bytes) -> None:
+    """A JSON answer, as an HTTP response or as a WebSocket handshake's HTTP answer."""
+    prefix = "websocket.http.response" if scope["type"] == "websocket" else "http.response"
+    if scope["type"] == "websocket" and "websocket.http.response" not in (scope.get("extensions") or {}):
+        await send({"type": "websocket.close", "code": 1008})
+        return
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": f"{prefix}.start", "status": status, "headers": headers})
+    await send({"type": f"{prefix}.body", "body": body})

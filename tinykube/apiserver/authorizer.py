@@ -1,18 +1,21 @@
-"""The authorizer in place: every authenticated request is allowed (upstream's AlwaysAllow mode).
+"""The authorizer seat: what every request and every access review asks (upstream's authorizer.Authorizer).
 
-The access-review APIs ask this module, never a hard-wired answer, so `kubectl auth can-i` tells the truth about
-what tinykube does today and keeps telling it when an RBAC authorizer takes this seat (issue 15). RBAC objects are
-stored and validated meanwhile, and the reason of every decision says that they are not enforced.
+Two modes, as `--authorization-mode` picks them: `RBAC` (the default; `rbac_authorizer.py`, with the
+`system:masters` group allowed everything) and `AlwaysAllow` (every authenticated request is allowed; RBAC objects
+are still stored and validated, but not enforced). The request filter (`authorization.py`) and the access-review
+APIs (`reviews.py`) ask the same authorizer, so `kubectl auth can-i` tells what the apiserver does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from tinykube.apiserver.identity import UserInfo
 
-ALLOW_REASON = "tinykube allows every authenticated request: RBAC objects are stored, not enforced"
+ALLOW_REASON = "tinykube allows every authenticated request (--authorization-mode AlwaysAllow): RBAC is not enforced"
+MODES = ("RBAC", "AlwaysAllow")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +49,7 @@ class Rules:
     resource_rules: list[dict[str, list[str]]] = field(default_factory=list)
     non_resource_rules: list[dict[str, list[str]]] = field(default_factory=list)
     incomplete: bool = False
+    evaluation_error: str = ""
 
 
 class Authorizer(Protocol):
@@ -64,3 +68,14 @@ class AlwaysAllow:
             resource_rules=[{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
             non_resource_rules=[{"verbs": ["*"], "nonResourceURLs": ["*"]}],
         )
+
+
+def new_authorizer(mode: str, caches: Mapping[str, Any]) -> Authorizer:
+    """The authorizer of `--authorization-mode`, over the apiserver's watch caches (plural → WatchCache)."""
+    if mode == "AlwaysAllow":
+        return AlwaysAllow()
+    if mode == "RBAC":
+        from tinykube.apiserver.rbac_authorizer import RbacAuthorizer
+
+        return RbacAuthorizer(caches)
+    raise ValueError(f"unknown authorization mode {mode!r} (known: {', '.join(MODES)})")

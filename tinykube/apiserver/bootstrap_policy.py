@@ -8,7 +8,8 @@ complete when it is ready and the state a test fixture resets to does not depend
 
 Every rule's lists are sorted, as upstream's rule builder sorts them. The `system:controller:*` roles of
 kube-controller-manager's individual controllers and the namespaced roles of `kube-system` are not included:
-tinykube's controllers run under one identity.
+tinykube's controllers run under one identity (the administrator's, in `system:masters`). kubeadm's
+`kubeadm:cluster-admins` binding, which a kind cluster has, is.
 """
 
 from __future__ import annotations
@@ -309,13 +310,20 @@ def _subject(kind: str, name: str, namespace: str = "") -> dict[str, str]:
     return {"kind": kind, "apiGroup": GROUP, "name": name}
 
 
+# kubeadm's (so kind's) binding of its administrators' group: a kind admin.conf's client certificate has
+# O=kubeadm:cluster-admins since 1.29, and one made here for that group is an administrator too. Not a bootstrap
+# object of the apiserver: no rbac-defaults labels.
+KUBEADM_CLUSTER_ROLE_BINDINGS = [("kubeadm:cluster-admins", "cluster-admin", [("Group", "kubeadm:cluster-admins")])]
+
+
 def cluster_role_bindings() -> list[dict[str, Any]]:
     bindings = []
-    for name, role, subjects in CLUSTER_ROLE_BINDINGS:
+    kubeadm = {name for name, _role, _subjects in KUBEADM_CLUSTER_ROLE_BINDINGS}
+    for name, role, subjects in CLUSTER_ROLE_BINDINGS + KUBEADM_CLUSTER_ROLE_BINDINGS:
         binding: dict[str, Any] = {
             "apiVersion": f"{GROUP}/v1",
             "kind": "ClusterRoleBinding",
-            "metadata": _metadata(name),
+            "metadata": {"name": name} if name in kubeadm else _metadata(name),
             "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": role},
         }
         if subjects:

@@ -280,7 +280,8 @@ class ResourceHandler:
         check_duplicates(request, body, content_type)
         self._check_namespace(obj, target)
         warnings = await field_check(request, target.resource)(obj)
-        req = target.registry_request(_dry_run(request), manager=_manager(request, "UpdateOptions"))
+        user = user_of(request.scope)  # RBAC's escalation check sees who writes (rbac_escalation.py)
+        req = target.registry_request(_dry_run(request), user, _manager(request, "UpdateOptions"))
         updated, created = await self.registry.update(req, target.into(obj))
         return _with_warnings(json_response(target.out(updated), 201 if created else 200), warnings)
 
@@ -288,7 +289,7 @@ class ResourceHandler:
         content_type = _patch_type(request, target.resource)
         body = await self._body(request)
         manager, force = _patch_options(request, content_type)
-        req = target.registry_request(_dry_run(request), manager=manager)
+        req = target.registry_request(_dry_run(request), user_of(request.scope), manager)
         if content_type == APPLY_PATCH:
             return await self._apply(request, target, req, body, force)
         check = field_check(request, target.resource)

@@ -62,11 +62,22 @@ def _builder(
     )
 
 
-def ensure_pki(directory: Path, extra_ips: tuple[str, ...] = ()) -> Pki:
-    """Create the CA and serving certificate unless they exist; the CA is never regenerated."""
+def ensure_pki(directory: Path, extra_ips: tuple[str, ...] = (), extra_names: tuple[str, ...] = ()) -> Pki:
+    """Create the CA and serving certificate unless they exist; the CA is never regenerated. A serving certificate
+    lacking one of the names or addresses asked for (a cluster made before they were) is issued again by the CA."""
     directory.mkdir(parents=True, exist_ok=True)
     pki = Pki(directory / "ca.crt", directory / "apiserver.crt", directory / "apiserver.key")
+    names = list(dict.fromkeys((*SERVING_NAMES, *extra_names)))
+    ips = list(dict.fromkeys(str(ipaddress.ip_address(ip)) for ip in (*SERVING_IPS, *extra_ips)))
+    ca_key_path = directory / "ca.key"
     if pki.ca_cert.exists() and pki.cert.exists() and pki.key.exists():
+        if _covers(pki.cert, names, ips) or not ca_key_path.exists():
+            return pki
+        ca = x509.load_pem_x509_certificate(pki.ca_cert.read_bytes())
+        loaded = serialization.load_pem_private_key(ca_key_path.read_bytes(), password=None)
+        if not isinstance(loaded, ec.EllipticCurvePrivateKey):
+            return pki
+        _issue_serving(pki, loaded, ca.subject, names, ips)
         return pki
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = _name("tinykube-ca")
@@ -76,20 +87,41 @@ def ensure_pki(directory: Path, extra_ips: tuple[str, ...] = ()) -> Pki:
         .add_extension(x509.KeyUsage(True, False, False, False, False, True, True, False, False), critical=True)
         .sign(ca_key, hashes.SHA256())
     )
+    _write_private(ca_key_path, _key_pem(ca_key))
+    _issue_serving(pki, ca_key, ca_name, names, ips)
+    pki.ca_cert.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    return pki
+
+
+def _covers(cert_path: Path, names: list[str], ips: list[str]) -> bool:
+    """Whether the serving certificate names every DNS name and IP address asked for."""
+    try:
+        cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except (ValueError, x509.ExtensionNotFound):
+        return False
+    have_names = set(sans.get_values_for_type(x509.DNSName))
+    have_ips = {str(ip) for ip in sans.get_values_for_type(x509.IPAddress)}
+    return set(names) <= have_names and set(ips) <= have_ips
+
+
+def _issue_serving(
+    pki: Pki, ca_key: ec.EllipticCurvePrivateKey, ca_name: x509.Name, names: list[str], ips: list[str]
+) -> None:
     key = ec.generate_private_key(ec.SECP256R1())
-    sans: list[x509.GeneralName] = [x509.DNSName(n) for n in SERVING_NAMES]
-    sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in (*SERVING_IPS, *extra_ips)]
+    sans: list[x509.GeneralName] = [x509.DNSName(n) for n in names]
+    sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
     cert = (
         _builder(_name("kube-apiserver"), ca_name, key.public_key(), 5)
         .add_extension(x509.SubjectAlternativeName(sans), critical=False)
         .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
-    _write_private(directory / "ca.key", _key_pem(ca_key))
-    _write_private(pki.key, _key_pem(key))
-    pki.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    pki.ca_cert.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    return pki
+    key_tmp, cert_tmp = pki.key.with_suffix(".key.tmp"), pki.cert.with_suffix(".crt.tmp")
+    _write_private(key_tmp, _key_pem(key))
+    cert_tmp.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_tmp.replace(pki.key)
+    cert_tmp.replace(pki.cert)
 
 
 SERVICE_ACCOUNT_KEY = "sa.key"  # kubeadm's names: the private key signs tokens, `sa.pub` is what verifiers need

@@ -211,16 +211,19 @@ def self_subject_rules_review(review: Object, ctx: Context) -> Object:
     if not namespace:
         raise errors.BadRequest("no namespace on request")
     rules = ctx.authorizer.rules_for(ctx.user, str(namespace))
+    status: Object = {
+        "resourceRules": rules.resource_rules,
+        "nonResourceRules": rules.non_resource_rules,
+        "incomplete": rules.incomplete,
+    }
+    if rules.evaluation_error:
+        status["evaluationError"] = rules.evaluation_error
     return {
         "kind": "SelfSubjectRulesReview",
         "apiVersion": f"{AUTHORIZATION}/v1",
         "metadata": {"creationTimestamp": None},
         "spec": {},
-        "status": {
-            "resourceRules": rules.resource_rules,
-            "nonResourceRules": rules.non_resource_rules,
-            "incomplete": rules.incomplete,
-        },
+        "status": status,
     }
 
 

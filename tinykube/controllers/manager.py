@@ -31,6 +31,9 @@ class ControllerSettings:
     hpa_cpu_initialization_period: float = 300.0  # --horizontal-pod-autoscaler-cpu-initialization-period
     hpa_initial_readiness_delay: float = 30.0  # --horizontal-pod-autoscaler-initial-readiness-delay
     node_monitor_grace_period: float = 40.0  # --node-monitor-grace-period: a silent node is Unknown after this
+    cluster_signing_cert_file: Path | None = None  # --cluster-signing-cert-file: the CA that signs approved CSRs
+    cluster_signing_key_file: Path | None = None  # --cluster-signing-key-file (None: csrsigning signs nothing)
+    cluster_signing_duration: float = 365 * 24 * 3600.0  # --cluster-signing-duration: the longest lifetime given
 
 
 @dataclass
@@ -53,6 +56,7 @@ Factory = Callable[[ControllerContext], Controller]
 def _factories() -> dict[str, Factory]:
     from tinykube.controllers.clusterroleaggregation import ClusterRoleAggregationController
     from tinykube.controllers.cronjob import CronJobController
+    from tinykube.controllers.csrsigning import CsrSigningController
     from tinykube.controllers.daemonset import DaemonSetController
     from tinykube.controllers.deployment import DeploymentController
     from tinykube.controllers.disruption import DisruptionController
@@ -100,6 +104,7 @@ def _factories() -> dict[str, Factory]:
         "scheduler": Scheduler,
         "serviceaccount": ServiceAccountsController,
         "clusterrole-aggregation": ClusterRoleAggregationController,
+        "csrsigning": CsrSigningController,
     }
 
 

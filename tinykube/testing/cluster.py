@@ -30,6 +30,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import httpx
+import yaml
 
 from tinykube.api.resources import RESOURCES, ResourceInfo
 from tinykube.apiextensions.served import client_resource
@@ -236,9 +237,55 @@ class Cluster:
             self._api_client = client.ApiClient(configuration)
         return self._api_client
 
-    def kubectl(self, *args: str, input: str | None = None) -> Any:
-        """Run kubectl against this cluster: its stdout, parsed when `-o json` is asked; ClusterError on failure."""
-        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig_path), "KUBECACHEDIR": str(self.data_dir / "kubectl")}
+    # ---- other identities -----------------------------------------------------------------------------------
+
+    def service_account_token(self, name: str, namespace: str = "default", *, expiration: int = 3600) -> str:
+        """A token of the ServiceAccount (made first if missing), from its TokenRequest: requests bearing it are
+        the account's, `system:serviceaccount:<namespace>:<name>`, and get what RBAC grants it."""
+        accounts = f"/api/v1/namespaces/{namespace}/serviceaccounts"
+        made = self.http.post(accounts, json={"metadata": {"name": name}})
+        if made.status_code not in (201, 409):
+            raise ClusterError(f"creating serviceaccount {namespace}/{name}: {made.status_code} {made.text}")
+        request: Object = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest"}
+        request["spec"] = {"expirationSeconds": expiration}
+        response = self.http.post(f"{accounts}/{name}/token", json=request)
+        if response.status_code != 201:
+            raise ClusterError(f"token for {namespace}/{name}: {response.status_code} {response.text}")
+        return str(response.json()["status"]["token"])
+
+    def kubeconfig_for(self, name: str, namespace: str = "default", *, expiration: int = 3600) -> Path:
+        """A kubeconfig of this cluster whose user is the ServiceAccount (see `service_account_token`), for
+        `kubectl --kubeconfig`, the `kubernetes` client or the operator under test."""
+        config = yaml.safe_load(self.kubeconfig_path.read_text())
+        user = f"system:serviceaccount:{namespace}:{name}"
+        config["users"] = [
+            {"name": user, "user": {"token": self.service_account_token(name, namespace, expiration=expiration)}}
+        ]
+        for context in config["contexts"]:
+            context["context"]["user"] = user
+            context["context"]["namespace"] = namespace
+        directory = self.data_dir / "serviceaccounts"
+        directory.mkdir(exist_ok=True)
+        path = directory / f"{namespace}.{name}.kubeconfig"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            yaml.safe_dump(config, f, sort_keys=False)
+        return path
+
+    def api_client_for(self, name: str, namespace: str = "default", *, expiration: int = 3600) -> ApiClient:
+        """The `kubernetes` client's ApiClient acting as the ServiceAccount (the caller closes it)."""
+        from kubernetes import client, config
+
+        configuration = client.Configuration()
+        kubeconfig = str(self.kubeconfig_for(name, namespace, expiration=expiration))
+        config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)  # type: ignore[no-untyped-call]
+        return client.ApiClient(configuration)
+
+    def kubectl(self, *args: str, input: str | None = None, kubeconfig: Path | None = None) -> Any:
+        """Run kubectl against this cluster (as the administrator, or as the user of `kubeconfig`): its stdout,
+        parsed when `-o json` is asked; ClusterError on failure."""
+        config_path = str(kubeconfig or self.kubeconfig_path)
+        env = {**os.environ, "KUBECONFIG": config_path, "KUBECACHEDIR": str(self.data_dir / "kubectl")}
         result = subprocess.run(
             ["kubectl", *args], input=input, capture_output=True, text=True, env=env, timeout=60, check=False
         )

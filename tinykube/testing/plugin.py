@@ -1,7 +1,8 @@
 """The pytest plugin (entry point `pytest11`: `tinykube = tinykube.testing.plugin`).
 
-Fixtures: `tinykube_cluster` (one `Cluster` per session — per xdist worker, each with its own ports and data dir)
-and `namespace` (a fresh namespace per test, deleted with its objects afterwards). Options: `--tinykube-keep`,
+Fixtures: `tinykube_cluster` (one `Cluster` per session — per xdist worker, each with its own ports and data dir),
+`namespace` (a fresh namespace per test, deleted with its objects afterwards) and `service_account_client` (a
+`kubernetes` client acting as a ServiceAccount, to test an operator's RBAC). Options: `--tinykube-keep`,
 `--tinykube-dataplane`, `--tinykube-controllers`, `--tinykube-nodes`.
 
 The cluster's process is started as soon as collection shows that a test will need it, so it boots while pytest
@@ -11,12 +12,14 @@ pytest run of a project that has tinykube installed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
     from tinykube.testing.cluster import Cluster
 
 FIXTURE = "tinykube_cluster"
@@ -102,6 +105,27 @@ def namespace(tinykube_cluster: Cluster, request: pytest.FixtureRequest) -> Iter
         yield name
     finally:
         tinykube_cluster.delete_namespace(name)
+
+
+@pytest.fixture
+def service_account_client(tinykube_cluster: Cluster) -> Iterator[Callable[..., ApiClient]]:
+    """A factory: `service_account_client("my-operator", "ns")` is a `kubernetes` ApiClient that acts as that
+    ServiceAccount (made if missing; its token from a TokenRequest), so a test shows whether the RBAC objects an
+    operator ships are enough. The clients are closed after the test; `tinykube_cluster.kubeconfig_for(name, ns)`
+    gives a kubeconfig instead (for kubectl or a process under test)."""
+    made: list[ApiClient] = []
+
+    def make(name: str, namespace: str = "default", *, expiration: int = 3600) -> ApiClient:
+        api_client = tinykube_cluster.api_client_for(name, namespace, expiration=expiration)
+        made.append(api_client)
+        return api_client
+
+    try:
+        yield make
+    finally:
+        for api_client in made:
+            api_client.close()  # type: ignore[no-untyped-call]
+            api_client.rest_client.pool_manager.clear()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
