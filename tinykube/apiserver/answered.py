@@ -72,7 +72,7 @@ class Answered:
         if resource.plural == "componentstatuses":
             return await self._component_statuses(request, resource, name)
         if resource.group == "metrics.k8s.io":
-            return self._resource_metrics(request, resource, namespace, name)
+            return await self._resource_metrics(request, resource, namespace, name)
         if name or (resource.namespaced and not namespace):
             raise errors.resource_not_found()
         if request.method != "POST":
@@ -106,13 +106,13 @@ class Answered:
             await check_types(resource, obj, source)
         return obj
 
-    def _resource_metrics(self, request: Request, resource: ResourceInfo, namespace: str, name: str) -> Response:
+    async def _resource_metrics(self, request: Request, resource: ResourceInfo, namespace: str, name: str) -> Response:
         if request.method != "GET":
             raise _not_allowed()
         params = request.query_params
         if params.get("watch") in ("true", "1"):
             raise errors.MethodNotAllowed(f'watch is not supported on resources of kind "{resource.plural}"')
-        body = self.resource_metrics.answer(resource, namespace, name, dict(params))
+        body = await self.resource_metrics.answer(resource, namespace, name, dict(params))
         view = rendering(request.headers.get("accept", ""), params.get("includeObject"))
         if view.table:
             body = table(resource, body["items"] if not name else [body], include_object=view.include_object)

@@ -48,11 +48,15 @@ TAGS = (b"stdout", b"stderr")
 
 
 async def open_pipe(fd: int) -> Pipe:
-    """A reader of the pipe `fd` (which the transport owns from here on)."""
+    """A reader of the pipe `fd` (which the transport owns from here on, and closes once).
+
+    asyncio's transport closes the file object it is given; uvloop's closes the descriptor itself (libuv) and the
+    file object would close the number again when collected — by then, maybe another thread's newly opened file
+    (MagicStack/uvloop#763): under uvloop the file object must not own the descriptor."""
+    loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
-    transport, _ = await asyncio.get_running_loop().connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", buffering=0)
-    )
+    pipe = os.fdopen(fd, "rb", buffering=0, closefd=not type(loop).__module__.startswith("uvloop"))
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
     return reader, transport
 
 

@@ -145,14 +145,15 @@ async def serve_portforward(ws: StreamWebSocket, ports: list[int], connect: Conn
         writers[2 * index] = writer
         relays.append(asyncio.ensure_future(_pod_to_client(reader, ws, 2 * index)))
     client: asyncio.Future[Any] = asyncio.ensure_future(_client_to_pods(ws, writers))
+    pods: list[asyncio.Future[Any]] = [asyncio.ensure_future(asyncio.wait(relays))] if relays else []
     try:
-        if relays:
-            pods: asyncio.Future[Any] = asyncio.gather(*relays)
-            await asyncio.wait([client, pods], return_when=asyncio.FIRST_COMPLETED)
+        if pods:  # until the client goes or every pod connection is over
+            await asyncio.wait([client, *pods], return_when=asyncio.FIRST_COMPLETED)
     finally:
-        client.cancel()
-        for task in relays:
+        waited = [client, *relays, *pods]
+        for task in waited:
             task.cancel()
+        await asyncio.gather(*waited, return_exceptions=True)  # each one's end retrieved
         for writer in writers.values():
             writer.close()
         with contextlib.suppress(ConnectionError):
