@@ -58,7 +58,11 @@ AGNHOST = [PY, "-m", "tinykube.node.images.agnhost"]
             id="agnhost-command",
         ),
         pytest.param("registry.k8s.io/e2e-test-images/agnhost:2.53", [], [], AGNHOST, id="agnhost-usage"),
-        pytest.param("python:3.11", ["python3", "-V"], ["-q"], ["python3", "-V", "-q"], id="unknown-with-command"),
+        pytest.param("python:3.11", ["python3", "-V"], ["-q"], ["python3", "-V", "-q"], id="python3"),
+        pytest.param("python", ["python", "-c", "pass"], [], ["python3", "-c", "pass"], id="python-is-python3"),
+        pytest.param("python:3.11", [], ["-m", "http.server"], ["-m", "http.server"], id="python-args-only"),
+        pytest.param("python", [], [], ["python3"], id="python-cmd"),
+        pytest.param("redis", ["redis-server"], [], ["redis-server"], id="unknown-with-command"),
         pytest.param("", ["sleep", "1"], [], ["sleep", "1"], id="no-image-with-command"),
         pytest.param("bitnami/nginx", ["nginx"], [], ["nginx"], id="other-repository-not-builtin"),
     ],
@@ -74,7 +78,7 @@ def test_resolve(image: str, command: list[str], args: list[str], argv: list[str
     ("image", "args"),
     [
         pytest.param("redis", [], id="unknown"),
-        pytest.param("python:3.11", ["-m", "http.server"], id="unknown-args-only"),
+        pytest.param("redis:7", ["--port", "7000"], id="unknown-args-only"),
     ],
 )
 def test_unknown_image_without_command_is_a_failed_pull(image: str, args: list[str]) -> None:

@@ -12,6 +12,8 @@ agent's Python), so that upstream tutorials and e2e manifests run unchanged.
 | `registry.k8s.io/e2e-test-images/busybox`               | `wget` …); `sh` (which exits at once) when none is given   |
 | `registry.k8s.io/e2e-test-images/agnhost`,              | `python -m tinykube.node.images.agnhost`: `netexec`,       |
 | `k8s.gcr.io/e2e-test-images/agnhost`                    | `serve-hostname`, `pause`                                  |
+| `python` (`docker.io/library/python`)                   | the host's `python3` (for `python` too, as the image has   |
+|                                                         | both names); `python3` when no command is given            |
 | any other image, with a `command`                       | the command and args on the host                           |
 | any other image, without a `command`                    | nothing: `ErrImagePull`, then `ImagePullBackOff`           |
 
@@ -56,6 +58,7 @@ class Image:
     entrypoint: tuple[str, ...] = ()
     cmd: tuple[str, ...] = ()
     programs: Mapping[str, str] = field(default_factory=dict)
+    aliases: Mapping[str, str] = field(default_factory=dict)  # a program of the image that is another on the host
 
 
 # nginx's ENTRYPOINT is a script that ends in `exec "$@"`, so it adds nothing here.
@@ -63,6 +66,7 @@ ECHOSERVER = Image(cmd=("nginx", "-g", "daemon off;"), programs={"nginx": "echos
 NGINX = Image(cmd=("nginx", "-g", "daemon off;"), programs={"nginx": "nginx", "nginx-debug": "nginx"})
 BUSYBOX = Image(cmd=("sh",))
 AGNHOST = Image(entrypoint=("/agnhost",), programs={"agnhost": "agnhost"})
+PYTHON = Image(cmd=("python3",), aliases={"python": "python3"})  # Debian's host has no `python`
 
 IMAGES: Mapping[str, Image] = {
     "registry.k8s.io/echoserver": ECHOSERVER,
@@ -74,6 +78,7 @@ IMAGES: Mapping[str, Image] = {
     "registry.k8s.io/e2e-test-images/busybox": BUSYBOX,
     "registry.k8s.io/e2e-test-images/agnhost": AGNHOST,
     "k8s.gcr.io/e2e-test-images/agnhost": AGNHOST,
+    "docker.io/library/python": PYTHON,
 }
 
 
@@ -129,6 +134,8 @@ def resolve(image: str, command: Sequence[str], args: Sequence[str], *, python: 
             raise ImagePullError(image)
         return Process([*command, *args])
     argv = [*command, *args] if command else [*known.entrypoint, *(args or known.cmd)]
+    if argv and argv[0] in known.aliases:
+        argv[0] = known.aliases[argv[0]]
     module = known.programs.get(posixpath.basename(argv[0])) if argv else None
     if module is None:
         return Process(argv)
