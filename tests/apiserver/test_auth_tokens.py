@@ -21,7 +21,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.conftest import RunningCluster, eventually, running_cluster
-from tinykube.apiserver import jws
+from tinykube.apiserver import jws, satokens
 from tinykube.apiserver.auth import TokenAuthenticator, bearer_token
 from tinykube.apiserver.identity import ADMIN
 from tinykube.apiserver.pki import ensure_service_account_key, load_service_account_key
@@ -573,3 +573,29 @@ def test_node_bound_tokens_and_a_pods_node(
             eventually(lambda: client.get("/api").status_code == 401, what="the node-bound token refused")
     finally:
         api.delete(f"/api/v1/nodes/{node_name}")
+
+
+def test_a_signature_is_checked_once_and_the_memory_of_it_is_bounded(world: Any, monkeypatch: Any) -> None:
+    """A token's RSA signature is verified on its first use only (its times and objects on every use, above);
+    a token altered in any byte is another key in that memory, verified afresh, and refused."""
+    objects, tokens, clock = world
+    sa = objects.add("serviceaccounts", obj("bot"))
+    token, _ = tokens.issue(sa, Bound(), audiences=[ISSUER], expiration=3600)
+    calls: list[str] = []
+    verify = jws.verify
+    monkeypatch.setattr(jws, "verify", lambda t, key: calls.append(t) or verify(t, key))
+    for _ in range(3):
+        assert tokens.authenticate(token) is not None
+    assert calls == [token]
+    header, payload, signature = token.split(".")
+    forged = f"{header}.{payload}.{signature[:-2]}AA"
+    with pytest.raises(TokenInvalid):
+        tokens.authenticate(forged)
+    clock["now"] += 7200  # remembered, yet expired: the times are checked on every use
+    with pytest.raises(TokenInvalid, match="service account token has expired"):
+        tokens.authenticate(token)
+    monkeypatch.setattr(satokens, "VERIFIED_TOKENS", 2)
+    clock["now"] -= 7200
+    for n in range(5):
+        tokens.authenticate(tokens.issue(sa, Bound(), audiences=[ISSUER], expiration=3600 + n)[0])
+    assert len(tokens._verified) <= 2

@@ -105,6 +105,9 @@ class Authenticated:
     audiences: tuple[str, ...]
 
 
+VERIFIED_TOKENS = 4096  # tokens whose signature is remembered as checked
+
+
 class ServiceAccountTokens:
     """Issues tokens with the signing key and authenticates them (upstream's JWT token generator and
     authenticator, with `--service-account-issuer` and `--api-audiences` defaulting to the same URL)."""
@@ -123,6 +126,7 @@ class ServiceAccountTokens:
         self.issuer = issuer
         self.audiences = tuple(audiences)
         self.clock = clock
+        self._verified: dict[str, dict[str, Any]] = {}  # token -> its claims, once its signature was checked
 
     def issue(self, sa: Object, bound: Bound, *, audiences: Sequence[str], expiration: int) -> tuple[str, int]:
         """A signed token and the time it was issued at (the expiration counts from it)."""
@@ -141,14 +145,27 @@ class ServiceAccountTokens:
             return None
         if unverified.get("iss") != self.issuer:
             return None
-        try:
-            public = jws.verify(token, self.key.public_key())
-        except jws.JwsError as err:
-            raise TokenInvalid(f"go-jose/go-jose: {err}") from None
+        public = self._verify(token)
         found = self._audiences(public, tuple(audiences) or self.audiences)
         self._check_times(public)
         user = self._validate(public)
         return Authenticated(user, found)
+
+    def _verify(self, token: str) -> dict[str, Any]:
+        """The claims of a token signed with our key. A signature checked once is remembered (an RSA verification
+        was a quarter of the apiserver's time per ServiceAccount request); times and the objects the token names
+        are still checked on every use, so a token stops working the moment its pod or secret goes."""
+        public = self._verified.get(token)
+        if public is not None:
+            return public
+        try:
+            public = jws.verify(token, self.key.public_key())
+        except jws.JwsError as err:
+            raise TokenInvalid(f"go-jose/go-jose: {err}") from None
+        if len(self._verified) >= VERIFIED_TOKENS:
+            del self._verified[next(iter(self._verified))]  # the oldest remembered goes
+        self._verified[token] = public
+        return public
 
     def _audiences(self, public: dict[str, Any], wanted: tuple[str, ...]) -> tuple[str, ...]:
         aud = public.get("aud")
