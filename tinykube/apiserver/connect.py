@@ -22,7 +22,8 @@ from starlette.types import Receive, Scope, Send
 
 from tinykube.api import errors
 from tinykube.api.resources import builtin
-from tinykube.apiserver.podlogs import _container, kubelet_address
+from tinykube.apiserver.podlogs import kubelet_address, pod_container
+from tinykube.apiserver.rawupgrade import can_take_over, relay_upgrade
 from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.registry import Request as RegistryRequest
 from tinykube.apiserver.registry.binding import UnknownError
@@ -54,9 +55,7 @@ class PodConnect:
         websocket = (request.scope.get("extensions") or {}).get(WEBSOCKET_EXTENSION)
         if websocket is not None:
             return WebSocketRelay(host, port, target, list(request.scope.get("subprotocols", [])))
-        upgrade = request.headers.get("upgrade", "").lower()
-        hijack = (request.scope.get("extensions") or {}).get("tinykube.hijack")
-        if upgrade.startswith("spdy/") and hijack is not None:
+        if request.headers.get("upgrade", "").lower().startswith("spdy/") and can_take_over(request.scope):
             return RawRelay(host, port, target)
         raise errors.BadRequest("Upgrade request required")
 
@@ -71,7 +70,7 @@ class PodConnect:
             raise errors.BadRequest(
                 f"cannot {VERBS[subresource]} a container in a completed pod; current phase is {phase}"
             )
-        container = _container(pod, request.query_params.get("container", ""))
+        container = pod_container(pod, request.query_params.get("container", ""))
         params: list[tuple[str, str]] = []
         if subresource == "exec":
             command = request.query_params.getlist("command")
@@ -148,9 +147,10 @@ class RawRelay(Response):
         self.status_code = 101
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        from tinykube.apiserver.rawupgrade import relay_upgrade
-
-        await relay_upgrade(scope, self.host, self.port, self.target)
+        try:  # the node agent is dialled, and its answer read, before the client's connection is taken over
+            await relay_upgrade(scope, self.host, self.port, self.target)
+        except (OSError, TimeoutError, ValueError) as err:
+            await _answer(send, errors.internal_error(f"error dialing backend: {err}"))
 
 
 async def _answer(send: Send, err: errors.ApiError) -> None:

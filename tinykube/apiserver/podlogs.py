@@ -77,7 +77,7 @@ def validate_log_options(opts: dict[str, Any]) -> list[FieldError]:
     return errs
 
 
-def _container(pod: dict[str, Any], wanted: str) -> str:
+def pod_container(pod: dict[str, Any], wanted: str) -> str:
     """Upstream's validateContainer: the only container by default; any container of the pod by name."""
     spec, name = pod.get("spec") or {}, pod["metadata"]["name"]
     containers = spec.get("containers") or []
@@ -181,7 +181,7 @@ class PodLogs:
         if errs:
             raise errors.invalid_object("PodLogOptions", name, errs)
         pod = self.registry.get(RegistryRequest(PODS, namespace, name)).obj
-        container = _container(pod, opts["container"])
+        container = pod_container(pod, opts["container"])
         node_name = (pod.get("spec") or {}).get("nodeName")
         if not node_name:
             return Response(status_code=204)  # upstream: no location, no content

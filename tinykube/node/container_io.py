@@ -31,7 +31,8 @@ def set_size(fd: int, size: TerminalSize) -> None:
 
 
 def open_terminal() -> tuple[int, int]:
-    """A pseudo-terminal (master, slave), its master non-blocking, in raw-ish defaults as a runtime makes it."""
+    """A pseudo-terminal (master, slave): the master non-blocking, the size a runtime starts one with (80x24) until
+    the client tells its own."""
     master, slave = os.openpty()
     os.set_blocking(master, False)
     set_size(master, TerminalSize(80, 24))
@@ -50,13 +51,15 @@ async def write_all(fd: int, data: bytes) -> None:
 
 @dataclass(slots=True)
 class ContainerConsole:
-    """The stdin and output of one run of a container that keeps its stdin open."""
+    """One run of a container as `attach` sees it: its output (every run's, teed from the log relay) and, with
+    `stdin: true`, its input."""
 
     fd: int | None  # the write end of its stdin pipe, or the terminal's master; None once closed
     tty: bool
     takes_input: bool  # `stdin: true` (a terminal without it shows its output only)
     once: bool  # stdinOnce: closed after the first attach ends
     listeners: set[asyncio.Queue[tuple[int, bytes] | None]] = field(default_factory=set)
+    input_ended: bool = False
 
     def tee(self, stream: int, chunk: bytes) -> None:
         """An output chunk (stream 1 stdout, 2 stderr) to each attached client."""
@@ -73,8 +76,9 @@ class ContainerConsole:
 
     def end_input(self) -> None:
         """stdinOnce: the process sees its input end (a terminal's reader gets EOT, a pipe's reader EOF)."""
-        if self.fd is None or not self.takes_input:
+        if self.fd is None or not self.takes_input or self.input_ended:
             return
+        self.input_ended = True
         if self.tty:
             with contextlib.suppress(OSError):
                 os.write(self.fd, EOT)
@@ -83,26 +87,26 @@ class ContainerConsole:
 
 
 async def attach(console: ContainerConsole, streams: CommandStreams, over: asyncio.Event) -> int:
-    """Relay the console until the run is over or the client goes (stdin's end or a cancelled session)."""
+    """Relay the console until the run is over or the client goes (the session cancelled). The end of the client's
+    stdin ends the container's input only with `stdinOnce`, as upstream: the output goes on either way."""
     queue: asyncio.Queue[tuple[int, bytes] | None] = asyncio.Queue()
     console.listeners.add(queue)
     to_client, run_over = asyncio.ensure_future(_to_client(queue, streams)), asyncio.ensure_future(over.wait())
-    tasks = [to_client, run_over]
+    helpers = [asyncio.ensure_future(_resize(streams, lambda: console.fd if console.tty else None))]
     if streams.stdin is not None and console.takes_input and console.fd is not None:
-        tasks.append(asyncio.ensure_future(_to_console(streams.stdin, console)))
-    resizing = asyncio.ensure_future(_resize(streams, lambda: console.fd if console.tty else None))
+        helpers.append(asyncio.ensure_future(_to_console(streams.stdin, console)))
     try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait([to_client, run_over], return_when=asyncio.FIRST_COMPLETED)
         if run_over.done() and not to_client.done():  # the run's last output still goes to the client
             queue.put_nowait(None)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(to_client), 1.0)
     finally:
         console.listeners.discard(queue)
-        for task in (*tasks, resizing):
+        for task in (to_client, run_over, *helpers):
             task.cancel()
         if console.once and streams.stdin is not None:
-            console.end_input()
+            console.end_input()  # the first attach with stdin is over: so is the container's input
     return 0
 
 
@@ -119,6 +123,8 @@ async def _to_console(stdin: asyncio.StreamReader, console: ContainerConsole) ->
         if console.fd is None:
             return
         await write_all(console.fd, data)
+    if console.once:
+        console.end_input()
 
 
 async def _resize(streams: CommandStreams, terminal: Callable[[], int | None]) -> None:
