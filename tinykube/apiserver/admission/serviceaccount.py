@@ -7,9 +7,10 @@ ServiceAccount turns `automountServiceAccountToken` off, every container mounts 
 volume at /var/run/secrets/kubernetes.io/serviceaccount: a bound token (`token`), the cluster's CA (`ca.crt`, from
 the `kube-root-ca.crt` ConfigMap) and the pod's namespace (`namespace`). Mirror pods are left as they are.
 
-One difference: a missing `default` ServiceAccount of an active namespace is waited for up to three seconds before
+One difference: a missing `default` ServiceAccount of an active namespace is waited for up to ten seconds before
 the pod is refused, since the serviceaccount controller makes it a moment after its namespace, and scripts create
-pods at once (upstream refuses them, and its clients retry).
+pods at once (upstream refuses them, and its clients retry). A moment is milliseconds, but seconds on a loaded
+machine (three were not always enough under the whole test suite and two sandboxes at once).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 TOKEN_VOLUME_PREFIX = "kube-api-access-"
 TOKEN_EXPIRATION_SECONDS = 3607  # upstream's WarnOnlyBoundTokenExpirationSeconds
 ROOT_CA_CONFIG_MAP = "kube-root-ca.crt"
-ACCOUNT_WAIT = 3.0  # seconds a missing `default` ServiceAccount is waited for (see the module docstring)
+ACCOUNT_WAIT = 10.0  # seconds a missing `default` ServiceAccount is waited for (see the module docstring)
 
 
 def token_volume_source() -> Object:
