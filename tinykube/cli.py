@@ -124,6 +124,7 @@ def _up(args: argparse.Namespace) -> int:
         nodes=args.nodes,
         dataplane=args.dataplane,
         proxy_mode=args.proxy_mode or (DEFAULT_MODE if args.dataplane == "netns" else ""),
+        ui_port=args.ui_port,
     )
     uvloop.run(run_up(opts, etcd, started))
     return 0
@@ -183,6 +184,7 @@ def _status(args: argparse.Namespace) -> int:
         ("dns", str(state.get("dns", "none"))),
         *([("etcd", ",".join(map(str, state["etcd"])))] if state.get("etcd") else []),
         *([("dns-metrics", str(state["dns_metrics"]))] if "dns_metrics" in state else []),
+        *([("ui", str(state["ui"]))] if "ui" in state else []),
         ("kubeconfig", str(state.get("kubeconfig"))),
         ("data-dir", str(found.directory.resolve())),
     ]
@@ -456,6 +458,46 @@ def _env(args: argparse.Namespace) -> int:
     return 0
 
 
+def _trace(args: argparse.Namespace) -> int:
+    """`tinykube trace FROM TO`: one traced connection in a running netns cluster (tinykube.trace)."""
+    import asyncio
+    import signal
+
+    from tinykube.client.rest import RestClient
+    from tinykube.trace import render, trace
+
+    if os.geteuid() != 0:
+        return _fail("trace needs root (it runs nft inside the sandbox's network namespaces)")
+    try:
+        found = locate(args.name, args.data_dir)
+    except Refused as err:
+        return _fail(str(err))
+    if found.state is None or not found.running() or found.name is None:
+        return _fail(f"cluster {found.label} is not running (`tinykube up --dataplane netns{_flags(args)}` starts one)")
+    try:
+        client = RestClient.from_kubeconfig(Path(str(found.state["kubeconfig"])))
+    except (ValueError, OSError, KeyError, StopIteration) as err:
+        return _fail(f"trace: cannot reach cluster {found.label}: {err or type(err).__name__}")
+
+    async def run() -> str:
+        try:
+            result = await trace(client, found.name or "", args.source, args.target, args.proto, args.timeout)
+        finally:
+            await client.close()
+        if result.error:
+            raise ValueError(result.error)
+        return render(result, explain=args.explain)
+
+    # SIGTERM ends the command the way Ctrl-C does: the trace still removes its tables and monitors (its worker
+    # thread finishes before the interpreter exits)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        print(asyncio.run(run()))
+    except ValueError as err:
+        return _fail(f"trace: {err}")
+    return 0
+
+
 def _logging(verbose: bool) -> None:
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.WARNING,
@@ -484,6 +526,7 @@ def main(argv: list[str] | None = None) -> int:
         "node": _node,
         "proxy": _proxy,
         "down": _down,
+        "trace": _trace,
     }
     try:
         return handlers[args.command](args)

@@ -131,6 +131,13 @@ def _up_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "the simulated dataplane it serves NodePorts on 127.0.0.1 and forwards only to loopback endpoints); "
         "without --dataplane netns there is no proxy unless userspace is asked for",
     )
+    up.add_argument(
+        "--ui-port",
+        type=int,
+        metavar="PORT",
+        help="serve the live picture of the cluster (nodes, pods, Services, endpoints, rules) on 127.0.0.1:PORT, "
+        "behind the cluster's token (0 picks a free one; `tinykube status` shows it) (default: off)",
+    )
     _dns_arguments(up, prefix="dns-")
     up.add_argument("--insecure", action="store_true", help="serve plain HTTP (loopback tests only)")
     up.add_argument(
@@ -453,6 +460,26 @@ def _env_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     env.add_argument("--context", help="kubeconfig context (default: its current context)")
 
 
+def _trace_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    trace = sub.add_parser(
+        "trace",
+        help="send one real connection through a netns cluster with kernel tracing on for it, and print every chain "
+        "and rule it hit, the DNAT, the SNAT and what came back (root)",
+    )
+    trace.add_argument("source", metavar="FROM", help="a pod (ns/name, or name in default), node/NAME, or external")
+    trace.add_argument(
+        "target",
+        metavar="TO[:PORT]",
+        help="a Service (web, web.ns), a DNS name, a ClusterIP, NODE_IP:NODEPORT or a LoadBalancer address",
+    )
+    trace.add_argument("--proto", choices=("tcp", "udp"), default="tcp", help="the protocol (default: tcp)")
+    trace.add_argument("--explain", action="store_true", help="one line in plain words under each step")
+    trace.add_argument(
+        "--timeout", type=float, default=2.0, metavar="SECONDS", help="how long to wait for an answer (default: 2)"
+    )
+    _cluster_arguments(trace)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tinykube", description="A miniature Kubernetes Service control plane.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -465,6 +492,7 @@ def parser() -> argparse.ArgumentParser:
     _node_parser(sub)
     _proxy_parser(sub)
     _down_parser(sub)
+    _trace_parser(sub)
     return p
 
 

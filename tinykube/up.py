@@ -61,6 +61,7 @@ from tinykube.upetcd import say as _say
 
 if TYPE_CHECKING:  # the netns dataplane and the loopback proxy are imported when asked for (start-up time)
     from tinykube.node.dataplane import NetnsDataplane
+    from tinykube.ui.server import UiServer
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +110,7 @@ class UpOptions:
     nodes: int = 1  # node agents, named node-1, node-2, ...
     dataplane: str = "none"  # none: simulated pods; netns: pods are network namespaces running processes (root)
     proxy_mode: str = ""  # "": no proxy (simulated dataplane); nftables, iptables or userspace
+    ui_port: int | None = None  # --ui-port: the live picture on 127.0.0.1 (tinykube/ui); None: off, 0: a free port
 
     @property
     def dir(self) -> Path:
@@ -173,6 +175,7 @@ class Cluster:
         self.sandbox_server: uvicorn.Server | None = None
         self.sandbox_task: asyncio.Task[None] | None = None
         self.kubernetes_endpoints: KubernetesEndpoints | None = None
+        self.ui: UiServer | None = None
         self.kubeconfig = opts.kubeconfig or opts.dir / "kubeconfig"
 
     async def start(self) -> None:
@@ -259,6 +262,8 @@ class Cluster:
         elif opts.proxy_mode == "userspace":
             self._start_loopback_proxy()
         await self._start_nodes(opts.nodes)
+        if opts.ui_port is not None:
+            await self._start_ui(opts.ui_port, config.token)
         await self._dns_synced()
         self._record(creds)  # last: tests and tools wait for this file to use the cluster
 
@@ -387,6 +392,22 @@ class Cluster:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.gather(*(agent.registered.wait() for agent in agents)), 5)
 
+    async def _start_ui(self, port: int, token: str) -> None:
+        """The live picture (tinykube/ui), imported only when asked for; loopback only, whatever --bind-address."""
+        from tinykube.ui.server import UiServer
+
+        assert self.informers is not None
+        self.ui = UiServer(
+            self.informers,
+            token,
+            cluster=self.opts.name,
+            dataplane=self.opts.dataplane,
+            proxy_mode=self.opts.proxy_mode,
+            domain=self.opts.dns.cluster_domain if self.opts.dns else "cluster.local",
+            port=port,
+        )
+        await self.ui.start()
+
     async def _start_dns(self, options: DnsOptions) -> None:
         assert self.client is not None
         self.dns = DnsService(self.client, options, self.informers)
@@ -425,6 +446,8 @@ class Cluster:
             state["dns"] = "{}:{}".format(*self.dns.server.address)
             if self.dns.metrics_address is not None:
                 state["dns_metrics"] = "{}:{}".format(*self.dns.metrics_address)
+        if self.ui is not None and self.ui.address is not None:
+            state["ui"] = "http://{}:{}/".format(*self.ui.address)
         # Written aside and renamed: readers wait for this file and must never see it half-written.
         partial = self.opts.dir / "cluster.json.tmp"
         partial.write_text(json.dumps(state, indent=2) + "\n")
@@ -432,6 +455,8 @@ class Cluster:
 
     async def stop(self) -> None:
         """Controllers and their connections first, so the apiserver has no idle client to wait for."""
+        if self.ui is not None:
+            await self.ui.stop()
         controllers = self.tasks[1:]
         for task in controllers:
             task.cancel()
@@ -472,6 +497,8 @@ async def run_up(opts: UpOptions, etcd: LaunchedEtcd, started: float) -> None:
         _say(f"tinykube cluster '{opts.name}' is ready ({time.monotonic() - started:.2f}s)")
         _say(f"  kubeconfig: {cluster.kubeconfig}")
         _say(f"  try: kubectl --kubeconfig {cluster.kubeconfig} get namespaces")
+        if cluster.ui is not None and cluster.ui.address is not None:  # with the token, as Jupyter prints its link
+            _say("  live picture: http://{}:{}/?token={}".format(*cluster.ui.address, cluster.ui.token))
         if cluster.dns is not None:
             _say(host_resolver_hint(*cluster.dns.server.address, cluster.dns.options.cluster_domain))
         await stop.wait()
