@@ -20,6 +20,7 @@ from tests.conftest import RunningCluster
 from tests.e2e.test_netns_dataplane import netns_cluster
 
 webdriver = pytest.importorskip("selenium.webdriver")
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.chrome.service import Service as DriverService  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.select import Select  # noqa: E402
@@ -103,7 +104,22 @@ def web(sandbox: RunningCluster) -> dict[str, Any]:
 
 
 def wait(browser: Any, probe: Any, what: str, timeout: float = 60) -> Any:
-    return WebDriverWait(browser, timeout, poll_frequency=0.1).until(lambda _: probe(), message=what)
+    """Poll `probe` until it is truthy. The page redraws what changed as it changes, so an element just found may
+    be gone at the next step: a probe that meets one is tried again (`StaleElementReferenceException`)."""
+    ignored = (NoSuchElementException, StaleElementReferenceException)
+    return WebDriverWait(browser, timeout, poll_frequency=0.1, ignored_exceptions=ignored).until(
+        lambda _: probe(), message=what
+    )
+
+
+def click(browser: Any, selector: str, what: str) -> None:
+    """Click the element `selector` finds, found afresh until a click lands (a redraw may replace it)."""
+
+    def clicked() -> bool:
+        browser.find_element(By.CSS_SELECTOR, selector).click()
+        return True
+
+    wait(browser, clicked, what)
 
 
 def pods(browser: Any, ready: str | None = None) -> list[Any]:
@@ -126,12 +142,19 @@ def test_the_picture_shows_the_sandbox_and_follows_readiness(
 ) -> None:
     browser.get(f"{ui}?token={sandbox.token}")
     wait(browser, lambda: browser.find_element(By.ID, "status").get_attribute("data-state") == "live", "live")
-    nodes = wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "g.node"), "nodes")
-    assert sorted(n.get_attribute("data-id") for n in nodes) == ["node/node-1", "node/node-2"]
-    assert "LAN br0 172.20.0.0/16" in browser.find_element(By.CSS_SELECTOR, "g.lan").text
-    service = browser.find_element(By.CSS_SELECTOR, 'g.svc[data-id="svc/default/web"]')
+    # every read is a probe of `wait`: a live page may redraw an element between finding and reading it
+    nodes = wait(
+        browser,
+        lambda: sorted(n.get_attribute("data-id") for n in browser.find_elements(By.CSS_SELECTOR, "g.node")),
+        "nodes",
+    )
+    assert nodes == ["node/node-1", "node/node-2"]
+    assert "LAN br0 172.20.0.0/16" in wait(browser, lambda: browser.find_element(By.CSS_SELECTOR, "g.lan").text, "LAN")
+    service = wait(
+        browser, lambda: browser.find_element(By.CSS_SELECTOR, 'g.svc[data-id="svc/default/web"]').text, "web"
+    )
     node_port = web["spec"]["ports"][0]["nodePort"]
-    assert web["spec"]["clusterIP"] in service.text and f":{node_port}" in service.text
+    assert web["spec"]["clusterIP"] in service and f":{node_port}" in service
     assert browser.find_elements(By.CSS_SELECTOR, 'g.svc[data-id="svc/kube-system/kube-dns"]')
     wait(browser, lambda: len(pods(browser, "true")) == 1, "the first pod ready")
     wait(
@@ -151,25 +174,25 @@ def test_the_picture_shows_the_sandbox_and_follows_readiness(
         browser,
         lambda: (
             len(found := browser.find_elements(By.CSS_SELECTOR, 'path.edge[data-id^="edge/default/web/"]')) == 2
-            and found
+            and [e.get_attribute("class") for e in found]
         ),
         "two endpoint edges",
     )
-    assert not any("notready" in (e.get_attribute("class") or "") for e in edges)
+    assert not any("notready" in (c or "") for c in edges)
     assert browser.execute_script("return window.stillThisPage") is True
     browser.save_screenshot(str(tmp_path / "two-pods.png"))
-    placed = {p.get_attribute("data-id"): p for p in pods(browser)}
+    placed = wait(browser, lambda: {p.get_attribute("data-id") for p in pods(browser)}, "the pods' names")
     listed = sandbox.kubectl_json("get", "pods", "-l", "app=web")["items"]
-    assert {f"pod/default/{p['metadata']['name']}" for p in listed} == set(placed)
+    assert {f"pod/default/{p['metadata']['name']}" for p in listed} == placed
 
 
 def test_clicking_a_service_shows_dns_env_and_rules(
     sandbox: RunningCluster, ui: str, web: dict[str, Any], browser: Any, tmp_path: Path
 ) -> None:
     browser.get(f"{ui}?token={sandbox.token}")
-    service = wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, 'g.svc[data-id="svc/default/web"]'), "web")
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, 'g.svc[data-id="svc/default/web"]'), "web")
     wait(browser, lambda: pods(browser, "true"), "a ready pod")
-    service[0].click()
+    click(browser, 'g.svc[data-id="svc/default/web"]', "the web Service")
     panel = browser.find_element(By.ID, "panel")
     wait(
         browser,
@@ -185,28 +208,30 @@ def test_clicking_a_service_shows_dns_env_and_rules(
         "_http._tcp.web.default.svc.cluster.local" in dns
         and "SRV 0 100 80 web.default.svc.cluster.local." in " ".join(dns.split())
     )
-    env = browser.find_element(By.ID, "env").text
+    env = wait(browser, lambda: browser.find_element(By.ID, "env").text, "the environment")
     assert f"WEB_SERVICE_HOST {cluster_ip}" in env and f"WEB_PORT_80_TCP tcp://{cluster_ip}:80" in env
-    browser.find_element(By.CSS_SELECTOR, "#env summary").click()  # every variable of a pod there, kubernetes' too
-    assert "KUBERNETES_SERVICE_HOST 10.96.0.1" in browser.find_element(By.CSS_SELECTOR, "#env .all").text
-    browser.find_element(By.CSS_SELECTOR, "#env summary").click()
+    click(browser, "#env summary", "the other variables")  # every variable of a pod there, kubernetes' too
+    assert "KUBERNETES_SERVICE_HOST 10.96.0.1" in wait(
+        browser, lambda: browser.find_element(By.CSS_SELECTOR, "#env .all").text, "every variable"
+    )
+    click(browser, "#env summary", "the other variables")
 
     def marked() -> list[str]:
         return [e.get_attribute("textContent") for e in browser.find_elements(By.CSS_SELECTOR, "#rules pre span.hit")]
 
     hits = wait(browser, marked, "rules with the Service's lines marked")
-    command = browser.find_element(By.CSS_SELECTOR, "#rules .command").text
+    command = wait(browser, lambda: browser.find_element(By.CSS_SELECTOR, "#rules .command").text, "the command")
     assert "nft list table ip kube-proxy" in command
     assert any(cluster_ip in line for line in hits)
     node_port = web["spec"]["ports"][0]["nodePort"]
     assert any(str(node_port) in line for line in hits)
-    all_lines = browser.find_elements(By.CSS_SELECTOR, "#rules pre span")
-    assert len(all_lines) > len(hits)  # the whole table, the Service's part marked
+    all_lines = wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#rules pre span")), "the rules")
+    assert all_lines > len(hits)  # the whole table, the Service's part marked
     browser.save_screenshot(str(tmp_path / "service-panel.png"))
     if os.environ.get("TINYKUBE_UI_SCREENSHOT"):
         browser.save_screenshot(os.environ["TINYKUBE_UI_SCREENSHOT"])
 
-    Select(browser.find_element(By.ID, "rules-node")).select_by_value("node-2")
+    wait(browser, lambda: Select(browser.find_element(By.ID, "rules-node")).select_by_value("node-2") or True, "node-2")
     wait(
         browser,
         lambda: "tk-" in (c := browser.find_element(By.CSS_SELECTOR, "#rules .command").text) and ".node-2 " in c,
@@ -224,24 +249,34 @@ def test_a_trace_from_the_external_client_is_drawn(
         pytest.skip("tinykube trace is not there yet")
     browser.get(f"{ui}?token={sandbox.token}")
     wait(browser, lambda: pods(browser, "true"), "a ready pod")
-    browser.find_element(By.CSS_SELECTOR, 'g.svc[data-id="svc/default/web"]').click()
-    trace = wait(browser, lambda: (found := browser.find_element(By.ID, "trace")).is_displayed() and found, "trace")
+    click(browser, 'g.svc[data-id="svc/default/web"]', "the web Service")
+    wait(browser, lambda: browser.find_element(By.ID, "trace").is_displayed(), "trace")
     target = f"172.20.0.2:{web['spec']['ports'][0]['nodePort']}"
+    options = "#trace-to option"
     wait(
         browser,
-        lambda: target in [o.get_attribute("value") for o in trace.find_elements(By.CSS_SELECTOR, "#trace-to option")],
+        lambda: target in [o.get_attribute("value") for o in browser.find_elements(By.CSS_SELECTOR, options)],
         "targets",
     )
-    Select(browser.find_element(By.ID, "trace-from")).select_by_value("external")
-    Select(browser.find_element(By.ID, "trace-to")).select_by_value(target)
-    browser.find_element(By.ID, "trace-run").click()
-    out = browser.find_element(By.ID, "trace-out")
-    wait(browser, lambda: out.get_attribute("data-outcome"), "the trace's outcome", timeout=90)
-    assert out.text.startswith(f"trace external (172.20.0.250) -> {target}"), out.text
-    hops = [c.get_attribute("data-id") for c in browser.find_elements(By.CSS_SELECTOR, "circle.trace-hop")]
+    wait(browser, lambda: Select(browser.find_element(By.ID, "trace-from")).select_by_value("external") or True, "from")
+    wait(browser, lambda: Select(browser.find_element(By.ID, "trace-to")).select_by_value(target) or True, "to")
+    click(browser, "#trace-run", "trace")
+
+    def finished() -> tuple[str, str] | None:
+        out = browser.find_element(By.ID, "trace-out")
+        outcome = out.get_attribute("data-outcome")
+        return (outcome, out.text) if outcome else None
+
+    outcome, text = wait(browser, finished, "the trace's outcome", timeout=90)
+    assert text.startswith(f"trace external (172.20.0.250) -> {target}"), text
+    hops = wait(
+        browser,
+        lambda: [c.get_attribute("data-id") for c in browser.find_elements(By.CSS_SELECTOR, "circle.trace-hop")],
+        "the path drawn",
+    )
     assert hops[:2] == ["external", "svc/default/web"], hops
     assert browser.find_elements(By.CSS_SELECTOR, "path.trace-path")
-    if out.get_attribute("data-outcome") == "answered":
+    if outcome == "answered":
         assert len(hops) == 3 and hops[2].startswith("pod/default/web-"), hops
     browser.save_screenshot(str(tmp_path / "trace.png"))
     if os.environ.get("TINYKUBE_UI_SCREENSHOT"):
