@@ -90,7 +90,9 @@ class SandboxDialer(LoopbackDialer):
         from tinykube.node import netns
 
         try:
-            sock = netns.socket_in(self.netns, _family(host), socket.SOCK_STREAM)
+            sock = await asyncio.to_thread(
+                netns.socket_in, self.netns, _family(host), socket.SOCK_STREAM
+            )  # off the loop
         except (OSError, netns.NetnsError) as err:  # the sandbox is not there (yet, or any more)
             raise DialError(f"dial tcp {_hostport(host, port)}: {err}") from None
         return await _connect(sock, host, port, timeout)

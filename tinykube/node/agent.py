@@ -31,7 +31,7 @@ from tinykube.node.kubelet_server import ENDPOINT_ANNOTATION, KubeletServer
 from tinykube.node.lease import LEASE_DURATION, NodeLease
 from tinykube.node.resource_metrics import ContainerUsage, NodeCpu
 from tinykube.node.resource_metrics import render as render_resource_metrics
-from tinykube.node.runtime import NoFreeAddress, PodAddresses, Runtime
+from tinykube.node.runtime import NoFreeAddress, PodAddresses, Runtime, host_network
 from tinykube.node.status import CONDITION_ORDER, PodState, pod_status
 from tinykube.streams.remotecommand import CommandError, CommandRequest, CommandStreams
 
@@ -130,10 +130,6 @@ def node_status_changed(found: Object, status: Object) -> bool:
         if any(was.get(key) != value for key, value in condition.items() if key != "lastHeartbeatTime"):
             return True
     return False
-
-
-def _host_network(pod: Object) -> bool:
-    return bool((pod.get("spec") or {}).get("hostNetwork"))
 
 
 def _reported(pod: Object, status: Object) -> bool:
@@ -336,7 +332,7 @@ class NodeAgent:
                 self.addresses.release(key)
             return
         try:  # a hostNetwork pod has the node's address
-            ip = self.config.ip if _host_network(pod) else self.addresses.allocate(key)
+            ip = self.config.ip if host_network(pod) else self.addresses.allocate(key)
         except NoFreeAddress as err:  # as a kubelet whose CNI is out of addresses: the pod waits, and is retried
             log.warning("node %s: cannot start %s: %s", self.config.name, key, err)
             self.queue.add_after(key, NO_ADDRESS_RETRY)
@@ -351,7 +347,7 @@ class NodeAgent:
     async def _report(self, key: str, pod: Object) -> None:
         """Write the pod's status as its containers are now, if that changed anything."""
         assert self.addresses is not None and self.runtime is not None
-        ip = self.config.ip if _host_network(pod) else self.addresses.allocated(key)
+        ip = self.config.ip if host_network(pod) else self.addresses.allocated(key)
         if ip is None:
             return
         containers = self.runtime.containers(key, pod)

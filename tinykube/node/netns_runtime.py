@@ -52,7 +52,7 @@ from tinykube.node.lifecycle import run_hook
 from tinykube.node.podvolumes import MountError, PodVolumes, TokenRequester, remove_memory
 from tinykube.node.probes import Outcome, ProbeResults, ProbeSpec, Target, run_prober, until_started
 from tinykube.node.resource_metrics import ContainerUsage
-from tinykube.node.runtime import back_off_event, start_events
+from tinykube.node.runtime import back_off_event, host_network, start_events
 from tinykube.node.status import ContainerState
 from tinykube.streams.remotecommand import CommandError, CommandRequest, CommandStreams
 
@@ -135,7 +135,7 @@ class NetnsRuntime:
         `hostNetwork` pod runs in the node's own namespace, with the node's address."""
         if key in self.pods:
             return
-        host = _host_network(pod)
+        host = host_network(pod)
         net = sandbox.PodNet(self.node.netns, "", self.node.ip) if host else self.node.pod(key, ip)
         started = self._with_addresses(pod, net.ip)
         log_dir = self._pod_logs(started)
@@ -645,7 +645,7 @@ class NetnsRuntime:
             pairs = container_environment(run.pod, c.spec, services, sources)
         except ValueError as err:
             raise StartFailure(CONFIG_ERROR, str(err), waiting=True) from None
-        name = self.node.name if _host_network(run.pod) else podfiles.hostname(run.pod, self.cluster_domain)[0]
+        name = self.node.name if host_network(run.pod) else podfiles.hostname(run.pod, self.cluster_domain)[0]
         env = {"PATH": DEFAULT_PATH, "HOME": "/root", "HOSTNAME": name, **dict(pairs), **image.env}
         argv = [expand(arg, env) for arg in image.argv]
         cwd = str(c.spec.get("workingDir") or "/")  # a container's default, rather than the agent's own
@@ -814,10 +814,6 @@ class NetnsRuntime:
         await asyncio.gather(*(_kill_group(p, grace) for p in processes))
         if run.net.netns != self.node.netns:  # the node's own namespace holds more than this pod
             await asyncio.to_thread(netns.kill_all, run.net.netns, signal.SIGKILL)
-
-
-def _host_network(pod: Object) -> bool:
-    return bool((pod.get("spec") or {}).get("hostNetwork"))
 
 
 async def _no_tokens(_pod: Object, _projection: Object) -> Object:

@@ -109,6 +109,11 @@ class Runtime(Protocol):
         ...
 
 
+def host_network(pod: Object) -> bool:
+    """A `hostNetwork` pod: it runs in its node's network (the node's address; in the netns runtime, its namespace)."""
+    return bool((pod.get("spec") or {}).get("hostNetwork"))
+
+
 def start_events(container: Object) -> list[tuple[str, str, str]]:
     """The kubelet's events as a container (re)starts: (type, reason, message). Nothing is pulled (images are
     stand-ins), so the image is reported present, as a kubelet reports an image it has."""
