@@ -12,11 +12,11 @@ from typing import Any
 import httpx
 import pytest
 
+from tinykube.api.cron import ScheduleError, check_schedule
 from tinykube.api.errors import invalid_object
 from tinykube.api.resources import RESOURCES
 from tinykube.apiserver.registry import autoscaling, batch, workloads
 from tinykube.apiserver.registry.autoscaling import quantity_sign
-from tinykube.apiserver.registry.batch import ScheduleError, check_schedule
 from tinykube.apiserver.registry.generic import Strategy
 from tinykube.apiserver.tables.workloads import PRINTERS, format_hpa_metrics
 

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from tinykube.api import errors
+from tinykube.api.resource_metrics import ContainerUsage, render
 from tinykube.api.resources import builtin
 from tinykube.apiserver import metricsserver
 from tinykube.apiserver.metricsserver import MetricsServer
 from tinykube.apiserver.podlogs import KUBELET_ENDPOINT_ANNOTATION
-from tinykube.node.resource_metrics import ContainerUsage, render
 
 pytestmark = pytest.mark.anyio
 

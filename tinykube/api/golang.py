@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import decimal
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -316,3 +317,22 @@ def _days_in(month: int, year: int) -> int:
     if month == 2:
         return 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28
     return 30 if month in (4, 6, 9, 11) else 31
+
+
+_GO_DURATION = re.compile(r"^[-+]?(?:[0-9]*(?:\.[0-9]*)?(?:ns|us|µs|μs|ms|s|m|h))+$")
+
+
+def parse_go_duration(value: str) -> float | None:
+    """Go's `time.ParseDuration` in seconds, or None."""
+    if value in ("0", "+0", "-0"):
+        return 0.0
+    if not value or _GO_DURATION.match(value) is None:
+        return None
+    sign = -1.0 if value.startswith("-") else 1.0
+    scale = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+    total = 0.0
+    for number, unit in re.findall(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)", value.lstrip("+-")):
+        if number in ("", "."):
+            return None
+        total += float(number) * scale[unit]
+    return sign * total

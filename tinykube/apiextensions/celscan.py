@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from tinykube.api.golang import time_parse_error
+from tinykube.api.golang import parse_go_duration, time_parse_error
 from tinykube.apiextensions import formats
 from tinykube.apiextensions.node import UNSET, Node
 
@@ -587,7 +587,7 @@ class _Scanner:
             return
         arg = toks[at] if not negative else Token("num", "-" + toks[at].text, toks[open_ + 1].pos)
         if function == "duration":
-            ok = arg.kind == "str" and formats.parse_go_duration(string_literal(arg.text)) is not None
+            ok = arg.kind == "str" and parse_go_duration(string_literal(arg.text)) is not None
             problem = "invalid duration argument"
         elif function == "timestamp":
             ok = _valid_timestamp(arg)

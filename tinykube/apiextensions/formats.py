@@ -21,6 +21,8 @@ import unicodedata
 from collections.abc import Callable
 from datetime import date
 
+from tinykube.api.golang import parse_go_duration
+
 # ---- Go regular expressions ---------------------------------------------------------------------------------------
 
 _POSIX = {
@@ -104,7 +106,6 @@ _MAC = re.compile(
     r"[0-9A-Fa-f]{4}(?:\.[0-9A-Fa-f]{4}){2,9})$"
 )
 _BSON = re.compile(r"^[0-9a-fA-F]{24}$")
-_GO_DURATION = re.compile(r"^[-+]?(?:[0-9]*(?:\.[0-9]*)?(?:ns|us|µs|μs|ms|s|m|h))+$")
 _DURATION_PART = re.compile(r"(([0-9]+)\s*([A-Za-zµ]+))")
 _DURATION_UNITS = (
     ("ns", "nano"),
@@ -148,22 +149,6 @@ def is_datetime(value: str) -> bool:
     if m is None:
         return False
     return m.group(1) <= "23" and m.group(2) <= "59" and m.group(3) <= "59"
-
-
-def parse_go_duration(value: str) -> float | None:
-    """Go's `time.ParseDuration` in seconds, or None."""
-    if value in ("0", "+0", "-0"):
-        return 0.0
-    if not value or _GO_DURATION.match(value) is None:
-        return None
-    sign = -1.0 if value.startswith("-") else 1.0
-    scale = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-    total = 0.0
-    for number, unit in re.findall(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)", value.lstrip("+-")):
-        if number in ("", "."):
-            return None
-        total += float(number) * scale[unit]
-    return sign * total
 
 
 def parse_duration(value: str) -> float | None:

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 from tinykube.api import errors
+from tinykube.api.conditions import condition, is_true, set_condition
 from tinykube.api.resources import Catalog, builtin
-from tinykube.apiextensions.conditions import condition, is_true, set_condition
 from tinykube.apiextensions.definition import CLEANUP_FINALIZER, Definition
 from tinykube.apiserver.registry import Registry, Request
 from tinykube.apiserver.registry.customresources import CustomResourceStrategy

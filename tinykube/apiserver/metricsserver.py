@@ -29,12 +29,12 @@ from typing import Any
 from tinykube.api import errors
 from tinykube.api.meta import now
 from tinykube.api.quantity import Quantity, parse_quantity
+from tinykube.api.resource_metrics import Sample, parse
 from tinykube.api.resources import ResourceInfo
 from tinykube.api.selectors import LabelSelector, parse_field_selector, parse_label_selector
 from tinykube.apiserver.podlogs import kubelet_address
 from tinykube.apiserver.printers import NAME_COLUMN, Column, Printer
 from tinykube.apiserver.registry import Registry
-from tinykube.node.resource_metrics import Sample, parse
 from tinykube.web import fetch
 
 log = logging.getLogger(__name__)

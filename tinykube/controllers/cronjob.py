@@ -20,10 +20,10 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from tinykube.api import errors
+from tinykube.api.cron import DESCRIPTORS, ScheduleError, check_schedule
+from tinykube.api.golang import parse_go_duration
 from tinykube.api.meta import parse_time
 from tinykube.api.resources import builtin
-from tinykube.apiextensions.formats import parse_go_duration
-from tinykube.apiserver.registry.batch import DESCRIPTORS, ScheduleError, check_schedule
 from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.workqueue import WorkQueue, run_workers

@@ -17,8 +17,8 @@ import logging
 from typing import Any
 
 from tinykube.api import errors
+from tinykube.api.crdclient import CRDS_PATH, client_resource
 from tinykube.api.resources import STORED, ResourceInfo, builtin, by_kind
-from tinykube.apiextensions.served import CRDS_PATH, client_resource
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.rest import path_for
 from tinykube.client.workqueue import WorkQueue, run_workers

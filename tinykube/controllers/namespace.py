@@ -12,8 +12,8 @@ import logging
 from typing import Any
 
 from tinykube.api import errors
+from tinykube.api.crdclient import CRDS_PATH, client_resource
 from tinykube.api.resources import STORED, ResourceInfo, builtin, by_path
-from tinykube.apiextensions.served import CRDS_PATH, client_resource
 from tinykube.client.rest import RestClient
 
 log = logging.getLogger(__name__)

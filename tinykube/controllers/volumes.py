@@ -25,7 +25,7 @@ from typing import Any
 from tinykube.api import errors
 from tinykube.api.quantity import parse_quantity
 from tinykube.api.resources import builtin
-from tinykube.apiserver.admission.storage import DEFAULT_CLASS_ANNOTATION, PV_PROTECTION, PVC_PROTECTION
+from tinykube.api.wellknown import DEFAULT_CLASS_ANNOTATION, PV_PROTECTION, PVC_PROTECTION
 from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.workqueue import WorkQueue, run_workers

@@ -21,6 +21,8 @@ from typing import Any
 
 from tinykube.api import errors
 from tinykube.api.meta import now
+from tinykube.api.resource_metrics import ContainerUsage, NodeCpu
+from tinykube.api.resource_metrics import render as render_resource_metrics
 from tinykube.api.resources import builtin
 from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
@@ -29,8 +31,6 @@ from tinykube.client.workqueue import WorkQueue, run_workers
 from tinykube.node.configsources import api_reader, token_requester
 from tinykube.node.kubelet_server import ENDPOINT_ANNOTATION, KubeletServer
 from tinykube.node.lease import LEASE_DURATION, NodeLease
-from tinykube.node.resource_metrics import ContainerUsage, NodeCpu
-from tinykube.node.resource_metrics import render as render_resource_metrics
 from tinykube.node.runtime import NoFreeAddress, PodAddresses, Runtime, host_network
 from tinykube.node.status import CONDITION_ORDER, PodState, pod_status
 from tinykube.streams.remotecommand import CommandError, CommandRequest, CommandStreams

@@ -43,6 +43,7 @@ from typing import Any
 
 from tinykube.api import errors
 from tinykube.api.meta import now, parse_time
+from tinykube.api.resource_metrics import ContainerUsage
 from tinykube.kubelet_env.envvars import ConfigError, Sources, container_environment, expand
 from tinykube.node import adoption, container_io, container_logs, images, netns, podfiles, sandbox
 from tinykube.node.adoption import Adopted
@@ -51,7 +52,6 @@ from tinykube.node.containers import Backoff, Container, Pod, back_off_message, 
 from tinykube.node.lifecycle import run_hook
 from tinykube.node.podvolumes import MountError, PodVolumes, TokenRequester, remove_memory
 from tinykube.node.probes import Outcome, ProbeResults, ProbeSpec, Target, run_prober, until_started
-from tinykube.node.resource_metrics import ContainerUsage
 from tinykube.node.runtime import back_off_event, host_network, start_events
 from tinykube.node.status import ContainerState
 from tinykube.streams.remotecommand import CommandError, CommandRequest, CommandStreams

@@ -13,16 +13,16 @@ from typing import Any, Protocol
 
 from tinykube.api import errors
 from tinykube.api.meta import now, parse_time
-from tinykube.kubelet_env.envvars import ConfigError, container_environment
-from tinykube.node.configsources import CONFIG_RETRY, Reader, container_sources, nothing, warner
-from tinykube.node.containers import Backoff, back_off_message, pod_phase, should_restart
-from tinykube.node.podvolumes import missing_source
-from tinykube.node.resource_metrics import (
+from tinykube.api.resource_metrics import (
     CPU_USAGE_ANNOTATION,
     MEMORY_USAGE_ANNOTATION,
     ContainerUsage,
     annotated_usage,
 )
+from tinykube.kubelet_env.envvars import ConfigError, container_environment
+from tinykube.node.configsources import CONFIG_RETRY, Reader, container_sources, nothing, warner
+from tinykube.node.containers import Backoff, back_off_message, pod_phase, should_restart
+from tinykube.node.podvolumes import missing_source
 from tinykube.node.status import ContainerState, annotated_ready
 from tinykube.streams.remotecommand import CommandError, CommandRequest, CommandStreams
 

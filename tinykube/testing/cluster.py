@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import yaml
 
+from tinykube.api.crdclient import client_resource
 from tinykube.api.resources import RESOURCES, ResourceInfo
-from tinykube.apiextensions.served import client_resource
 from tinykube.testing import etcdreset
 from tinykube.testing.server import PARENT_ENV
 

@@ -10,13 +10,10 @@
 from __future__ import annotations
 
 from tinykube.api.resources import ResourceInfo
+from tinykube.api.wellknown import DEFAULT_CLASS_ANNOTATION, PV_PROTECTION, PVC_PROTECTION
 from tinykube.apiserver.admission.chain import Object, Plugin, is_core
 from tinykube.apiserver.registry.generic import Request
 from tinykube.apiserver.watchcache import WatchCache
-
-DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
-PVC_PROTECTION = "kubernetes.io/pvc-protection"
-PV_PROTECTION = "kubernetes.io/pv-protection"
 
 
 def default_class(classes: WatchCache) -> str | None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from tinykube.api.conditions import set_condition
 from tinykube.api.errors import FieldError
 from tinykube.api.meta import now
 from tinykube.apiextensions import crdvalidation
-from tinykube.apiextensions.conditions import set_condition
 from tinykube.apiextensions.definition import CLEANUP_FINALIZER
 from tinykube.apiserver.registry.generic import Strategy
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tinykube.api.conditions import is_true
 from tinykube.api.resources import ResourceInfo
-from tinykube.apiextensions.conditions import is_true
 
 CRDS_PATH = ("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 

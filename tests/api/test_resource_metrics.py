@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tinykube.node.resource_metrics import (
+from tinykube.api.resource_metrics import (
     CPU_USAGE_ANNOTATION,
     ContainerUsage,
     NodeCpu,
