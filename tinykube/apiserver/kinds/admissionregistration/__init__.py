@@ -1,0 +1,1 @@
+"""The API group admissionregistration.k8s.io: webhook configurations and admission policies."""

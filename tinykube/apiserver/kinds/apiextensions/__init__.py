@@ -1,0 +1,1 @@
+"""The API group apiextensions.k8s.io: CustomResourceDefinitions."""

@@ -1,0 +1,1 @@
+"""The API group apiregistration.k8s.io: APIServices."""

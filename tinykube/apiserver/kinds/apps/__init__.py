@@ -1,0 +1,1 @@
+"""The API group apps: Deployments, ReplicaSets, StatefulSets, DaemonSets, ControllerRevisions."""

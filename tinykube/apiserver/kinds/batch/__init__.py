@@ -1,0 +1,1 @@
+"""The API group batch: Jobs and CronJobs."""

@@ -1,0 +1,1 @@
+"""The API group certificates.k8s.io: CertificateSigningRequests."""

@@ -1,0 +1,1 @@
+"""The API group coordination.k8s.io: Leases."""

@@ -1,0 +1,1 @@
+"""The API group discovery.k8s.io: EndpointSlices."""

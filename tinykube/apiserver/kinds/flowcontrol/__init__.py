@@ -1,0 +1,1 @@
+"""The API group flowcontrol.apiserver.k8s.io: FlowSchemas and PriorityLevelConfigurations."""

@@ -1,0 +1,1 @@
+"""The API group networking.k8s.io: Ingresses, IngressClasses, NetworkPolicies."""

@@ -1,0 +1,1 @@
+"""The API group node.k8s.io: RuntimeClasses."""

@@ -1,0 +1,1 @@
+"""The API group rbac.authorization.k8s.io: Roles, ClusterRoles and their bindings."""

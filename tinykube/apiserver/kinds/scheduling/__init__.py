@@ -1,0 +1,1 @@
+"""The API group scheduling.k8s.io: PriorityClasses."""

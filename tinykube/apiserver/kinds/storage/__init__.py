@@ -1,0 +1,1 @@
+"""The API group storage.k8s.io: StorageClasses, CSI objects, VolumeAttachments."""
