@@ -1,1 +1,1 @@
-"""The API group apps: Deployments, ReplicaSets, StatefulSets, DaemonSets, ControllerRevisions."""
+"""The apps API group: Deployments, ReplicaSets, StatefulSets, DaemonSets, ControllerRevisions."""

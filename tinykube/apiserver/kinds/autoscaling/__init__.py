@@ -1,1 +1,1 @@
-"""The API group autoscaling: HorizontalPodAutoscalers (v2 stored, v1 served as a view)."""
+"""The autoscaling API group: HorizontalPodAutoscalers (v2 stored, v1 served as a view)."""

@@ -1,1 +1,1 @@
-"""The API group batch: Jobs and CronJobs."""
+"""The batch API group: Jobs and CronJobs."""

@@ -1,1 +1,1 @@
-"""The API group the core group ("", v1): namespaces, pods, services, nodes, volumes, config and the rest of v1."""
+"""The core group ("", v1): namespaces, pods, services, nodes, volumes, config and the rest of v1."""

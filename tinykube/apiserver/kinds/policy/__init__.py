@@ -1,1 +1,1 @@
-"""The API group policy: PodDisruptionBudgets."""
+"""The policy API group: PodDisruptionBudgets."""
