@@ -16,13 +16,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tinykube.api.errors import ErrorType
-from tinykube.apiextensions import structuralcheck as sc
 from tinykube.apiextensions.crdvalidation import (
     default_crd,
     deprecation_warning_errors,
     validate_crd,
     validate_crd_status,
 )
+from tinykube.apiextensions.goregexp import go_regexp_error
+from tinykube.apiextensions.rulepath import resolve_field_path
 
 DNS1035 = (
     "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
@@ -971,7 +972,7 @@ def test_field_paths(path: str, expected: str) -> None:
         ),
         ("list", {"type": "array", "items": obj(("a", {"type": "number"}))}),
     )
-    found = sc.resolve_field_path(path, schema)
+    found = resolve_field_path(path, schema)
     assert (found if isinstance(found, str) else str(found)) == expected
 
 
@@ -1222,7 +1223,7 @@ def test_deprecation_warning_path() -> None:
     ],
 )
 def test_go_regexp_errors(pattern: str, expected: str | None) -> None:
-    assert sc.go_regexp_error(pattern) == (None if expected is None else f"error parsing regexp: {expected}")
+    assert go_regexp_error(pattern) == (None if expected is None else f"error parsing regexp: {expected}")
 
 
 # ---- properties --------------------------------------------------------------------------------------------------

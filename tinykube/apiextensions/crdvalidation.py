@@ -8,7 +8,8 @@ that every version shares up to the top of the spec, so a one-version CRD's sche
 exactly as kubectl users see them. `_Spec.from_v1` does that conversion (and only that); the checks then follow
 upstream's order, so an aggregated 422 lists its causes as upstream's does.
 
-The schema rules themselves (structural schemas, `x-kubernetes-*` extensions, defaults) live in `structuralcheck`.
+The schema rules themselves (structural schemas, `x-kubernetes-*` extensions, defaults) live in `structuralcheck`,
+reading schemas through `schemaprops`.
 
 One deliberate difference: tinykube does not call conversion webhooks, so `spec.conversion.strategy: Webhook` is
 refused (`Unsupported value: "Webhook": supported values: "None" (...)`) rather than accepted and left failing.
@@ -32,6 +33,8 @@ from tinykube.api.errors import (
     too_many,
 )
 from tinykube.api.meta import dns1035_label, dns1123_subdomain
+from tinykube.apiextensions import rulepath
+from tinykube.apiextensions import schemaprops as sp
 from tinykube.apiextensions import structuralcheck as sc
 
 API_APPROVED = "api-approved.kubernetes.io"
@@ -169,7 +172,7 @@ class _Spec:
         return [s for s in found if isinstance(s, dict)]
 
     def has_schema_with(self, predicate: Any) -> bool:
-        return any(sc.schema_has(s, predicate) for s in self.schemas())
+        return any(sp.schema_has(s, predicate) for s in self.schemas())
 
     def subresources_for(self, version: _Version) -> dict[str, Any] | None:
         if not any(v.subresources is not None for v in self.versions):
@@ -233,27 +236,27 @@ def _non_structural(s: dict[str, Any]) -> bool:
 
 
 def _has_unpruned_defaults(s: dict[str, Any]) -> bool:
-    if not sc.schema_has(s, sc.has_default) or _non_structural(s):
+    if not sp.schema_has(s, sp.has_default) or _non_structural(s):
         return False
     errs = sc.default_errors(s, "", require_pruned=True, value_errors=lambda *_: [])
     return any(e.detail == "must not have unknown fields" for e in errs)
 
 
 def _non_atomic_set(s: dict[str, Any]) -> bool:
-    items = sc.item_schema(s)
-    if sc.optional_text(s, sc.LIST_TYPE) != "set" or items is None:
+    items = sp.item_schema(s)
+    if sp.optional_text(s, sp.LIST_TYPE) != "set" or items is None:
         return False
-    if sc.text(items, "type") == "array":
-        list_type = sc.optional_text(items, sc.LIST_TYPE)
+    if sp.text(items, "type") == "array":
+        list_type = sp.optional_text(items, sp.LIST_TYPE)
         return list_type is not None and list_type != "atomic"
-    return sc.text(items, "type") == "object" and sc.optional_text(items, sc.MAP_TYPE) != "atomic"
+    return sp.text(items, "type") == "object" and sp.optional_text(items, sp.MAP_TYPE) != "atomic"
 
 
 def _update_options(spec: _Spec, old: dict[str, Any], old_spec: _Spec) -> _Options:
     old_schemas = old_spec.schemas()
     rules = sc.SchemaRules(
         require_valid_property_type=not old_spec.has_schema_with(
-            lambda s: bool(sc.text(s, "type")) and sc.text(s, "type") not in sc.OPENAPI_TYPES
+            lambda s: bool(sp.text(s, "type")) and sp.text(s, "type") not in sp.OPENAPI_TYPES
         ),
         require_structural=not any(_non_structural(s) for s in old_schemas),
         require_pruned_defaults=not any(_has_unpruned_defaults(s) for s in old_schemas),
@@ -357,13 +360,13 @@ def _spec_errors(spec: _Spec, opts: _Options) -> list[FieldError]:
     if not spec.preserve_unknown_fields:  # pruning needs structural schemas
         rules = replace(rules, require_structural=True)
     errs += _missing_schema_errors(spec, opts)
-    if rules.allow_defaults and spec.has_schema_with(sc.has_default):
+    if rules.allow_defaults and spec.has_schema_with(sp.has_default):
         rules = replace(rules, require_structural=True)
         if spec.preserve_unknown_fields:
             errs.append(
                 invalid("spec.preserveUnknownFields", True, "must be false in order to use defaults in the schema")
             )
-    if spec.has_schema_with(sc.has_kubernetes_extensions):
+    if spec.has_schema_with(sp.has_kubernetes_extensions):
         rules = replace(rules, require_structural=True)
     errs += _versions_errors(spec, opts, rules)
     errs += _names_required_errors(spec.names) + _names_errors(spec.names, "spec.names")
@@ -502,8 +505,8 @@ def _names_errors(names: dict[str, Any], path: str) -> list[FieldError]:
 def _status_root_errors(schema: dict[str, Any], path: str) -> list[FieldError]:
     """With a status subresource, `status` is validated by `properties.status` alone: nothing at the root may say
     more about the object than what still holds for that part of it."""
-    for go_name, json_name, _ in sc.SCHEMA_FIELDS:
-        if not sc.is_set(schema, json_name):
+    for go_name, json_name, _ in sp.SCHEMA_FIELDS:
+        if not sp.is_set(schema, json_name):
             continue
         if go_name == "Type":
             if schema.get("type") != "object":
@@ -513,8 +516,8 @@ def _status_root_errors(schema: dict[str, Any], path: str) -> list[FieldError]:
                 )
                 return [invalid(f"{path}.openAPIV3Schema.type", schema.get("type"), detail)]
             continue
-        if go_name not in sc.ROOT_FIELDS_WITH_STATUS:
-            allowed = " ".join(sc.ROOT_FIELDS_WITH_STATUS)
+        if go_name not in sp.ROOT_FIELDS_WITH_STATUS:
+            allowed = " ".join(sp.ROOT_FIELDS_WITH_STATUS)
             detail = (
                 f"only [{allowed}] fields are allowed at the root of the schema if the status subresource is enabled"
             )
@@ -531,7 +534,7 @@ def _validation_errors(
         return []
     root = f"{path}.openAPIV3Schema"
     errs = _status_root_errors(schema, path) if status else []
-    if sc.flag(schema, "nullable"):
+    if sp.flag(schema, "nullable"):
         errs.append(forbidden(f"{root}.nullable", "nullable cannot be true at the root"))
     init_errs: list[FieldError] = []
     rules_compile = False
@@ -620,13 +623,13 @@ def selectable_fields_errors(
         if not json_path:
             errs.append(required(at, ""))
             continue
-        found = sc.resolve_field_path(json_path, schema or {}, allow_array_notation=False)
+        found = rulepath.resolve_field_path(json_path, schema or {}, allow_array_notation=False)
         if isinstance(found, str):
             errs.append(invalid(at, json_path, f"is an invalid path: {found}"))
             continue
         if found.root == "metadata":
             errs.append(invalid(at, json_path, "must not point to fields in metadata"))
-        if found.schema is None or sc.text(found.schema, "type") not in ("string", "boolean", "integer"):
+        if found.schema is None or sp.text(found.schema, "type") not in ("string", "boolean", "integer"):
             detail = (
                 "must point to a field of type string, boolean or integer. "
                 "Enum string fields and strings with formats are allowed."

@@ -10,9 +10,8 @@ A schema is checked in three passes, each as upstream runs them and with its fie
    and int-or-string are well formed; its errors are sorted by their text, as upstream sorts them;
 3. defaults (`ValidateDefaults`): every `default` survives pruning and satisfies its own schema.
 
-Schemas are the JSON dicts a client sent (`Schema`), read with Go's zero values in mind: a field that is absent or
-`null` is unset, and so is `""` or `false` where upstream's Go type is a plain string or bool. Properties are walked
-in sorted order where upstream walks a Go map (whose order is random), so messages come out in a stable order.
+Schemas are read with Go's zero values in mind (`schemaprops`); a rule's `fieldPath` is resolved by `rulepath`, a
+`pattern` is checked against Go's regexp syntax by `goregexp`.
 
 Checking a default against its schema, and compiling `x-kubernetes-validations` rules, are the custom-resource
 engine's job (`tinykube.apiextensions.schema` / `cel`); `value_errors` and `rule_errors` reach it lazily, so this
@@ -23,7 +22,6 @@ from __future__ import annotations
 
 import copy
 import re
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -36,118 +34,39 @@ from tinykube.api.errors import (
     required,
 )
 from tinykube.apiextensions import embedded, pruning
+from tinykube.apiextensions.goregexp import go_regexp_error
 from tinykube.apiextensions.node import Node, compile_node
+from tinykube.apiextensions.rulepath import resolve_field_path
+from tinykube.apiextensions.schemaprops import (
+    EMBEDDED,
+    INT_OR_STRING,
+    LIST_MAP_KEYS,
+    LIST_TYPE,
+    MAP_TYPE,
+    META_FIELDS,
+    OPENAPI_TYPES,
+    PRESERVE,
+    VALIDATIONS,
+    Schema,
+    bare,
+    child,
+    flag,
+    has_default,
+    index,
+    is_set,
+    item_array,
+    item_schema,
+    key,
+    optional_text,
+    properties,
+    schemas,
+    strings,
+    sub_schema,
+    text,
+)
 
-Schema = dict[str, Any]
-
-OPENAPI_TYPES = ("array", "boolean", "integer", "number", "object", "string")
-META_FIELDS = frozenset({"metadata", "kind", "apiVersion"})
 SUPPORTED_RULE_REASONS = ("FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired")
 
-PRESERVE = "x-kubernetes-preserve-unknown-fields"
-EMBEDDED = "x-kubernetes-embedded-resource"
-INT_OR_STRING = "x-kubernetes-int-or-string"
-LIST_TYPE = "x-kubernetes-list-type"
-LIST_MAP_KEYS = "x-kubernetes-list-map-keys"
-MAP_TYPE = "x-kubernetes-map-type"
-VALIDATIONS = "x-kubernetes-validations"
-
-# The fields of upstream's JSONSchemaProps in declaration order (the order its reflection-based root check visits
-# them), each with its JSON name and whether Go holds it by value (so that "" / false / 0 count as unset).
-SCHEMA_FIELDS: tuple[tuple[str, str, bool], ...] = (
-    ("ID", "id", True),
-    ("Schema", "$schema", True),
-    ("Ref", "$ref", False),
-    ("Description", "description", True),
-    ("Type", "type", True),
-    ("Nullable", "nullable", True),
-    ("Format", "format", True),
-    ("Title", "title", True),
-    ("Default", "default", False),
-    ("Maximum", "maximum", False),
-    ("ExclusiveMaximum", "exclusiveMaximum", True),
-    ("Minimum", "minimum", False),
-    ("ExclusiveMinimum", "exclusiveMinimum", True),
-    ("MaxLength", "maxLength", False),
-    ("MinLength", "minLength", False),
-    ("Pattern", "pattern", True),
-    ("MaxItems", "maxItems", False),
-    ("MinItems", "minItems", False),
-    ("UniqueItems", "uniqueItems", True),
-    ("MultipleOf", "multipleOf", False),
-    ("Enum", "enum", False),
-    ("MaxProperties", "maxProperties", False),
-    ("MinProperties", "minProperties", False),
-    ("Required", "required", False),
-    ("Items", "items", False),
-    ("AllOf", "allOf", False),
-    ("OneOf", "oneOf", False),
-    ("AnyOf", "anyOf", False),
-    ("Not", "not", False),
-    ("Properties", "properties", False),
-    ("AdditionalProperties", "additionalProperties", False),
-    ("PatternProperties", "patternProperties", False),
-    ("Dependencies", "dependencies", False),
-    ("AdditionalItems", "additionalItems", False),
-    ("Definitions", "definitions", False),
-    ("ExternalDocs", "externalDocs", False),
-    ("Example", "example", False),
-    ("XPreserveUnknownFields", PRESERVE, False),
-    ("XEmbeddedResource", EMBEDDED, True),
-    ("XIntOrString", INT_OR_STRING, True),
-    ("XListMapKeys", LIST_MAP_KEYS, False),
-    ("XListType", LIST_TYPE, False),
-    ("XMapType", MAP_TYPE, False),
-    ("XValidations", VALIDATIONS, False),
-)
-ROOT_FIELDS_WITH_STATUS = (
-    "Description",
-    "Type",
-    "Format",
-    "Title",
-    "Maximum",
-    "ExclusiveMaximum",
-    "Minimum",
-    "ExclusiveMinimum",
-    "MaxLength",
-    "MinLength",
-    "Pattern",
-    "MaxItems",
-    "MinItems",
-    "UniqueItems",
-    "MultipleOf",
-    "Required",
-    "Items",
-    "Properties",
-    "ExternalDocs",
-    "Example",
-    "XPreserveUnknownFields",
-    "XValidations",
-)
-_VALUE_VALIDATION_KEYS = (
-    "format",
-    "maximum",
-    "exclusiveMaximum",
-    "minimum",
-    "exclusiveMinimum",
-    "maxLength",
-    "minLength",
-    "pattern",
-    "maxItems",
-    "minItems",
-    "uniqueItems",
-    "multipleOf",
-    "enum",
-    "maxProperties",
-    "minProperties",
-    "required",
-    "allOf",
-    "oneOf",
-    "anyOf",
-    "not",
-)
-_BY_VALUE = {key for _, key, by_value in SCHEMA_FIELDS if by_value}
-_KNOWN = {key for _, key, _ in SCHEMA_FIELDS}
 # fields upstream's structural metadata check does not look at (checked elsewhere, or never structural)
 _NOT_STRUCTURAL_METADATA = frozenset(
     {"type", "default", "id", "$schema", "$ref", "patternProperties", "dependencies", "additionalItems", "definitions"}
@@ -165,123 +84,6 @@ class SchemaRules:
     require_pruned_defaults: bool = True
     require_atomic_set_type: bool = True
     require_map_list_keys_map_set_validation: bool = True
-
-
-# ---- reading a schema as Go decoded it --------------------------------------------------------------------------
-
-
-def is_set(s: Schema, key: str) -> bool:
-    """Upstream's Go field is non-zero: present and not null, and for fields held by value not "" / false / 0."""
-    value = s.get(key)
-    if value is None:
-        return False
-    return key not in _BY_VALUE or value not in ("", False)
-
-
-def text(s: Schema, key: str) -> str:
-    value = s.get(key)
-    return value if isinstance(value, str) else ""
-
-
-def flag(s: Schema, key: str) -> bool:
-    return s.get(key) is True
-
-
-def properties(s: Schema) -> dict[str, Schema]:
-    value = s.get("properties")
-    if not isinstance(value, dict):
-        return {}
-    return {str(k): v if isinstance(v, dict) else {} for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
-
-
-def schemas(s: Schema, key: str) -> list[Schema]:
-    value = s.get(key)
-    return [v if isinstance(v, dict) else {} for v in value] if isinstance(value, list) else []
-
-
-def sub_schema(s: Schema, key: str) -> Schema | None:
-    value = s.get(key)
-    return value if isinstance(value, dict) else None
-
-
-def item_schema(s: Schema) -> Schema | None:
-    """`items` when it is one schema (upstream's JSONSchemaPropsOrArray with `Schema` set)."""
-    return sub_schema(s, "items")
-
-
-def item_array(s: Schema) -> list[Schema]:
-    value = s.get("items")
-    return [v if isinstance(v, dict) else {} for v in value] if isinstance(value, list) else []
-
-
-def strings(s: Schema, key: str) -> list[str]:
-    value = s.get(key)
-    return [v if isinstance(v, str) else "" for v in value] if isinstance(value, list) else []
-
-
-def optional_text(s: Schema, key: str) -> str | None:
-    """A `*string` field: None when unset, else its text (`""` is set)."""
-    value = s.get(key)
-    if value is None:
-        return None
-    return value if isinstance(value, str) else ""
-
-
-def has_default(s: Schema) -> bool:
-    return s.get("default") is not None
-
-
-def walk(s: Schema | None) -> Iterator[Schema]:
-    """Every schema in `s`, itself first (upstream's SchemaHas traversal)."""
-    if s is None:
-        return
-    yield s
-    nested: list[Schema] = []
-    if (items := item_schema(s)) is not None:
-        nested.append(items)
-    nested += item_array(s)
-    for key in ("allOf", "anyOf", "oneOf"):
-        nested += schemas(s, key)
-    for key in ("not", "additionalProperties", "additionalItems"):
-        if (child := sub_schema(s, key)) is not None:
-            nested.append(child)
-    nested += properties(s).values()
-    for key in ("patternProperties", "definitions", "dependencies"):
-        value = s.get(key)
-        if isinstance(value, dict):
-            nested += [v for v in value.values() if isinstance(v, dict)]
-    for child in nested:
-        yield from walk(child)
-
-
-def schema_has(s: Schema | None, predicate: Callable[[Schema], bool]) -> bool:
-    return any(predicate(node) for node in walk(s))
-
-
-def has_kubernetes_extensions(s: Schema) -> bool:
-    return (
-        flag(s, EMBEDDED)
-        or s.get(PRESERVE) is not None
-        or flag(s, INT_OR_STRING)
-        or bool(strings(s, LIST_MAP_KEYS))
-        or s.get(LIST_TYPE) is not None
-        or bool(s.get(VALIDATIONS))
-    )
-
-
-# ---- the path text of field.Path ---------------------------------------------------------------------------------
-
-
-def child(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
-
-
-def key(path: str, name: str) -> str:
-    return f"{path}[{name}]"
-
-
-def index(path: str, i: int) -> str:
-    return f"{path}[{i}]"
 
 
 # ---- 1. the OpenAPI walk -----------------------------------------------------------------------------------------
@@ -539,113 +341,6 @@ def _one_rule_errors(s: Schema, rule: dict[str, Any], path: str) -> list[FieldEr
     return errs
 
 
-# ---- JSON paths into a schema (upstream's cel.ValidFieldPath) ----------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class FieldPath:
-    """Where a valid field path leads: its steps as field.Path prints them, and the schema found there."""
-
-    steps: tuple[str, ...]  # `name` for a property, `[key]` for a key of additionalProperties
-    schema: Schema | None
-
-    @property
-    def root(self) -> str:
-        return self.steps[0] if self.steps else ""
-
-    def __str__(self) -> str:
-        out = ""
-        for step in self.steps:
-            out += step if step.startswith("[") or not out else "." + step
-        return out
-
-
-_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "'": "'", "\\": "\\"}
-
-
-def _unescape(quoted: str) -> str:
-    def one(m: re.Match[str]) -> str:
-        if m.group(1) not in _ESCAPES:
-            raise ValueError(f"invalid escape char {m.group(0)}")
-        return _ESCAPES[m.group(1)]
-
-    return re.sub(r"\\(.)", one, quoted, flags=re.DOTALL)
-
-
-def _tokens(path: str) -> Iterator[str]:
-    """The scanner's tokens: '.', '[' and ']' alone, a single-quoted string whole, other text up to a delimiter."""
-    i = 0
-    while i < len(path):
-        if path[i] == "'":
-            j = i + 1
-            while j < len(path) and not (path[j] == "'" and path[j - 1] != "\\"):
-                j += 1
-            yield path[i : j + 1]
-            i = j + 1
-        elif path[i] in ".[]":
-            yield path[i]
-            i += 1
-        else:
-            j = i
-            while j < len(path) and path[j] not in ".[]":
-                j += 1
-            yield path[i:j]
-            i = j
-
-
-def _step(schema: Schema | None, name: str) -> tuple[str, Schema | None] | str:
-    props = properties(schema) if schema is not None else {}
-    if props:
-        if name not in props:
-            return "does not refer to a valid field"
-        return name, props[name]
-    if schema is not None and schema.get("additionalProperties") is not None:
-        return f"[{name}]", sub_schema(schema, "additionalProperties")
-    return "does not refer to a valid field"
-
-
-def resolve_field_path(path: str, schema: Schema, *, allow_array_notation: bool = True) -> FieldPath | str:
-    """Follow a `.a.b['c.d']` path through `schema`; the error text when it does not lead to a field."""
-    steps: list[str] = []
-    node: Schema | None = schema
-    tokens = _tokens(path)
-    for token in tokens:
-        if token == "[":
-            if not allow_array_notation:
-                return "array notation is not allowed"
-            quoted = next(tokens, None)
-            if quoted is None:
-                return "unexpected end of JSON path"
-            if len(quoted) < 2 or quoted[0] != "'" or quoted[-1] != "'":
-                return f"expected single quoted string but got {quoted}"
-            try:
-                name = _unescape(quoted[1:-1])
-            except ValueError as err:
-                return f"invalid string literal: {err}"
-            found = _step(node, name)
-            if isinstance(found, str):
-                return found
-            steps.append(found[0])
-            node = found[1]
-            closing = next(tokens, None)
-            if closing is None:
-                return "unexpected end of JSON path"
-            if closing != "]":
-                return f"expected ] but got {closing}"
-        elif token == ".":
-            field_name = next(tokens, None)
-            if field_name is None:
-                return "unexpected end of JSON path"
-            found = _step(node, field_name)
-            if isinstance(found, str):
-                return found
-            steps.append(found[0])
-            node = found[1]
-        else:
-            return f"expected [ or . but got: {token}"
-    return FieldPath(tuple(steps), node)
-
-
 # ---- 2. structurality --------------------------------------------------------------------------------------------
 
 _ROOT, _ITEM, _FIELD = "root", "item", "field"
@@ -698,16 +393,11 @@ def structural_errors(s: Schema, path: str) -> list[FieldError]:
     return sorted(errs, key=str)
 
 
-def _bare(s: Schema) -> dict[str, Any]:
-    """The fields of `s` that Go keeps as non-zero (unknown JSON fields are dropped by its decoder)."""
-    return {k: v for k, v in s.items() if k in _KNOWN and is_set(s, k)}
-
-
 def _int_or_string_any_of(s: Schema) -> bool:
     clauses = s.get("anyOf")
     if not isinstance(clauses, list) or len(clauses) != 2 or not all(isinstance(c, dict) for c in clauses):
         return False
-    return _bare(clauses[0]) == {"type": "integer"} and _bare(clauses[1]) == {"type": "string"}
+    return bare(clauses[0]) == {"type": "integer"} and bare(clauses[1]) == {"type": "string"}
 
 
 def _int_or_string_all_of(s: Schema) -> bool:
@@ -774,7 +464,7 @@ def _metadata_errors(s: Schema, check_metadata: bool, level: str, path: str) -> 
     # at the root, metadata may only restrict name and generateName; its type and default are checked elsewhere,
     # and what a structural schema does not hold (empty junctor lists, an `items` that is not one schema) is no
     # restriction
-    rest = {k: v for k, v in _bare(s).items() if k not in _NOT_STRUCTURAL_METADATA}
+    rest = {k: v for k, v in bare(s).items() if k not in _NOT_STRUCTURAL_METADATA}
     if not rest.get("properties") or set(properties(s)) in ({"name"}, {"generateName"}, {"name", "generateName"}):
         rest.pop("properties", None)
     for name in ("allOf", "anyOf", "oneOf", "enum"):
@@ -874,227 +564,6 @@ def _nested_completeness(v: Schema, s: Schema | None, s_path: str, v_path: str) 
         else:
             errs += _nested_completeness(prop, s_props[name], prop_s_path, prop_v_path)
     return errs
-
-
-# ---- Go's regexp syntax (RE2), as far as a pattern's validity goes ------------------------------------------------
-
-_GO_ESCAPES = frozenset("afntrvdDsSwWpPx01234567")  # inside and outside a class; outside also A b B z Q
-_OCTAL = "01234567"
-_HEX = "0123456789abcdefABCDEF"
-_POSIX_CLASSES = frozenset(
-    {"alnum", "alpha", "ascii", "blank", "cntrl", "digit", "graph", "lower", "print", "punct", "space", "upper"}
-    | {"word", "xdigit"}
-)
-_REPEAT = re.compile(r"\{(\d+)(,(\d*))?\}")
-
-
-class _RegexpError(Exception):
-    def __init__(self, code: str, fragment: str) -> None:
-        super().__init__(f"error parsing regexp: {code}: `{fragment}`")
-
-
-def go_regexp_error(pattern: str) -> str | None:
-    """`regexp.Compile`'s error for `pattern` (`error parsing regexp: <code>: `<text>``), or None when Go accepts it.
-
-    RE2's own syntax (escapes, flag and named groups, POSIX classes, repeat counts, no look-around, no
-    back-references, no possessive repeats) is checked in one pass that also translates the pattern into Python's
-    syntax; Python's `re` then finds the errors both share (unbalanced parentheses and brackets, a repeat of
-    nothing, a backwards range), which are reported with RE2's code for the same mistake."""
-    try:
-        translated = _Re2Scan(pattern).translate()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # Python's "possible nested set" FutureWarning
-            re.compile(translated)
-    except _RegexpError as err:
-        return str(err)
-    except re.error as err:
-        return _go_error_for(pattern, err)
-    except (RecursionError, OverflowError, ValueError):
-        return f"error parsing regexp: expression too large: `{pattern}`"
-    return None
-
-
-class _Re2Scan:
-    def __init__(self, pattern: str) -> None:
-        self.p, self.i, self.last_repeat = pattern, 0, 0
-        self.out: list[str] = []
-
-    def translate(self) -> str:
-        in_class, repeated = False, False
-        while self.i < len(self.p):
-            c = self.p[self.i]
-            if c == "\\":
-                self._escape(in_class)
-                repeated = False
-            elif in_class:
-                in_class = self._class_char()
-            elif c == "[":
-                self._open_class()
-                in_class, repeated = True, False
-            elif c == "(" and self.p.startswith("(?", self.i):
-                self._group()
-                repeated = False
-            elif c in "*+?" or (c == "{" and _REPEAT.match(self.p, self.i)):
-                repeated = self._repeat(repeated)
-            else:
-                self.out.append(c)
-                self.i += 1
-                repeated = False
-        return "".join(self.out)
-
-    def _escape(self, in_class: bool) -> None:
-        p, i = self.p, self.i
-        if i + 1 >= len(p):
-            raise _RegexpError("trailing backslash at end of expression", "")
-        e = p[i + 1]
-        if not e.isalnum() and e.isascii():
-            self.out.append(p[i : i + 2])
-            self.i += 2
-        elif not in_class and e == "Q":
-            end = p.find("\\E", i + 2)
-            literal = p[i + 2 :] if end < 0 else p[i + 2 : end]
-            self.out.append(re.escape(literal))
-            self.i = len(p) if end < 0 else end + 2
-        elif e in "123456789" and not (e in _OCTAL and i + 2 < len(p) and p[i + 2] in _OCTAL):
-            raise _RegexpError("invalid escape sequence", p[i : i + 2])
-        elif e in _OCTAL:
-            j = i + 2
-            while j < len(p) and j < i + 4 and p[j] in _OCTAL:
-                j += 1
-            self.out.append(f"\\u{int(p[i + 1 : j], 8):04x}")
-            self.i = j
-        elif e == "x":
-            self._hex_escape()
-        elif e in "pP":
-            self._unicode_class()
-        elif e in _GO_ESCAPES or (not in_class and e in "AbBz"):
-            self.out.append("\\Z" if e == "z" else p[i : i + 2])
-            self.i += 2
-        else:
-            raise _RegexpError("invalid escape sequence", p[i : i + 2])
-
-    def _hex_escape(self) -> None:
-        p, i = self.p, self.i
-        if p.startswith("{", i + 2):
-            end = p.find("}", i + 3)
-            digits = p[i + 3 : end] if end > 0 else ""
-            if end < 0 or not digits or any(d not in _HEX for d in digits) or int(digits, 16) > 0x10FFFF:
-                raise _RegexpError("invalid escape sequence", p[i : end + 1 if end > 0 else len(p)])
-            self.out.append(f"\\U{int(digits, 16):08x}")
-            self.i = end + 1
-            return
-        digits = p[i + 2 : i + 4]
-        if len(digits) < 2 or any(d not in _HEX for d in digits):
-            raise _RegexpError("invalid escape sequence", p[i : i + 2 + len(digits)])
-        self.out.append(p[i : i + 4])
-        self.i += 4
-
-    def _unicode_class(self) -> None:
-        p, i = self.p, self.i
-        if p.startswith("{", i + 2):
-            end = p.find("}", i + 3)
-            if end < 0:
-                raise _RegexpError("invalid character class range", p[i:])
-            self.i = end + 1
-        elif i + 2 < len(p):
-            self.i = i + 3
-        else:
-            raise _RegexpError("invalid character class range", p[i:])
-        self.out.append("x")  # any letter stands in for the class: only validity is asked
-
-    def _open_class(self) -> None:
-        j, head = self.i + 1, "["
-        if self.p.startswith("^", j):
-            j, head = j + 1, "[^"
-        if self.p.startswith("]", j):  # a ] first in a class is literal
-            j, head = j + 1, head + "\\]"
-        self.out.append(head)
-        self.i = j
-
-    def _class_char(self) -> bool:
-        p, i = self.p, self.i
-        if p.startswith("[:", i):
-            end = p.find(":]", i + 2)
-            if end > 0:
-                name = p[i + 2 : end].removeprefix("^")
-                if name not in _POSIX_CLASSES:
-                    raise _RegexpError("invalid character class range", p[i : end + 2])
-                self.out.append("a")
-                self.i = end + 2
-                return True
-        if p[i] == "[":
-            self.out.append("\\[")
-            self.i += 1
-            return True
-        self.out.append(p[i])
-        self.i += 1
-        return p[i] != "]"
-
-    def _group(self) -> None:
-        p, i = self.p, self.i
-        if p.startswith(("(?P<", "(?<"), i):
-            start = i + (4 if p.startswith("(?P<", i) else 3)
-            end = p.find(">", start)
-            if end < 0:
-                raise _RegexpError("invalid named capture", p[i:])
-            name = p[start:end]
-            if not name or any(not (ch == "_" or (ch.isascii() and ch.isalnum())) for ch in name):
-                raise _RegexpError("invalid named capture", p[i : end + 1])
-            self.out.append("(")
-            self.i = end + 1
-            return
-        j, sign, saw_flag = i + 2, False, False
-        while j < len(p) and p[j] in "imsU-":
-            if p[j] == "-":
-                if sign:
-                    break
-                sign, saw_flag = True, False
-            else:
-                saw_flag = True
-            j += 1
-        if j < len(p) and p[j] in ":)" and not (sign and not saw_flag):
-            self.out.append("(?:" if p[j] == ":" else "")
-            self.i = j + 1
-            return
-        raise _RegexpError("invalid or unsupported Perl syntax", p[i : min(j + 1, len(p))])
-
-    def _repeat(self, repeated: bool) -> bool:
-        p, i = self.p, self.i
-        m = _REPEAT.match(p, i) if p[i] == "{" else None
-        end = m.end() if m else i + 1
-        lazy = end < len(p) and p[end] == "?"
-        if repeated:  # RE2 stacks no repeats: `a**`, `a*+` (possessive) and `a*??` are all errors
-            raise _RegexpError("invalid nested repetition operator", p[self.last_repeat : end + (1 if lazy else 0)])
-        if m is not None:
-            low, high = int(m.group(1)), m.group(3)
-            if low > 1000 or (high and (int(high) > 1000 or int(high) < low)):
-                raise _RegexpError("invalid repeat count", m.group(0))
-        self.last_repeat = i
-        self.out.append(p[i : end + (1 if lazy else 0)])
-        self.i = end + (1 if lazy else 0)
-        return True
-
-
-def _go_error_for(pattern: str, err: re.error) -> str:
-    message, at = err.msg, err.pos if err.pos is not None else 0
-
-    def go(code: str, fragment: str) -> str:
-        return f"error parsing regexp: {code}: `{fragment}`"
-
-    if message.startswith("missing ), unterminated subpattern"):
-        return go("missing closing )", pattern)
-    if message.startswith("unbalanced parenthesis"):
-        return go("unexpected )", pattern)
-    if message.startswith("unterminated character set"):
-        return go("missing closing ]", pattern[pattern.rfind("[") :])
-    if message.startswith("nothing to repeat"):
-        repeat = _REPEAT.match(pattern, at)
-        return go("missing argument to repetition operator", repeat.group(0) if repeat else pattern[at : at + 1])
-    if message.startswith("multiple repeat"):
-        return go("invalid nested repetition operator", pattern[max(at - 1, 0) : at + 1])
-    if message.startswith("bad character range"):
-        return go("invalid character class range", message.removeprefix("bad character range "))
-    return go("invalid regular expression", pattern)
 
 
 # ---- 3. defaults -------------------------------------------------------------------------------------------------
