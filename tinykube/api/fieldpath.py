@@ -194,7 +194,8 @@ def make_node(member: bool, below: FieldSet) -> FieldSet | None:
     return {SELF: {}, **below} if member else below
 
 
-def _put(out: FieldSet, element: str, member: bool, below: FieldSet) -> None:
+def put_element(out: FieldSet, element: str, member: bool, below: FieldSet) -> None:
+    """Set `out[element]` to the node for (`member`, `below`); an empty node is left out."""
     node = make_node(member, below)
     if node is not None:
         out[element] = node
@@ -214,7 +215,7 @@ def union(a: FieldSet, b: FieldSet) -> FieldSet:
         if mine is None:
             out[element] = node
         elif mine is not node:
-            _put(out, element, is_member(mine) or is_member(node), union(children(mine), children(node)))
+            put_element(out, element, is_member(mine) or is_member(node), union(children(mine), children(node)))
     return out
 
 
@@ -228,7 +229,7 @@ def difference(a: FieldSet, b: FieldSet) -> FieldSet:
         if other is None:
             out[element] = node
             continue
-        _put(out, element, is_member(node) and not is_member(other), difference(children(node), children(other)))
+        put_element(out, element, is_member(node) and not is_member(other), difference(children(node), children(other)))
     return out
 
 
@@ -242,7 +243,7 @@ def recursive_difference(a: FieldSet, b: FieldSet) -> FieldSet:
         if other is None:
             out[element] = node
         elif not is_member(other):
-            _put(out, element, is_member(node), recursive_difference(children(node), other))
+            put_element(out, element, is_member(node), recursive_difference(children(node), other))
     return out
 
 
@@ -253,7 +254,9 @@ def intersection(a: FieldSet, b: FieldSet) -> FieldSet:
     for element, node in a.items():
         other = b.get(element)
         if other is not None:
-            _put(out, element, is_member(node) and is_member(other), intersection(children(node), children(other)))
+            put_element(
+                out, element, is_member(node) and is_member(other), intersection(children(node), children(other))
+            )
     return out
 
 
@@ -337,5 +340,5 @@ def from_wire(document: Any) -> FieldSet:
         if name in out:  # two spellings of one element
             below = union(children(out[name]), below)
             member = member or is_member(out[name])
-        _put(out, name, member, below)
+        put_element(out, name, member, below)
     return out

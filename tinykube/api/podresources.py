@@ -10,16 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from tinykube.api.jsonshape import dicts
 from tinykube.api.quantity import ResourceList, add, maximum, resource_list
-
-
-def _dicts(items: Any) -> list[dict[str, Any]]:
-    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
 
 
 def containers(spec: dict[str, Any]) -> list[dict[str, Any]]:
     """The app containers, then the init containers (the order of upstream's loops and messages)."""
-    return [*_dicts(spec.get("containers")), *_dicts(spec.get("initContainers"))]
+    return [*dicts(spec.get("containers")), *dicts(spec.get("initContainers"))]
 
 
 def container_resources(container: dict[str, Any], field: str) -> ResourceList:
@@ -30,11 +27,11 @@ def container_resources(container: dict[str, Any], field: str) -> ResourceList:
 
 def _totals(spec: dict[str, Any], field: str) -> ResourceList:
     total: ResourceList = {}
-    for container in _dicts(spec.get("containers")):
+    for container in dicts(spec.get("containers")):
         total = add(total, container_resources(container, field))
     sidecars: ResourceList = {}
     init_peak: ResourceList = {}
-    for container in _dicts(spec.get("initContainers")):
+    for container in dicts(spec.get("initContainers")):
         own = container_resources(container, field)
         if container.get("restartPolicy") == "Always":
             total = add(total, own)

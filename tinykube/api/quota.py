@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tinykube.api.jsonshape import as_dict, as_list
 from tinykube.api.meta import parse_time
 from tinykube.api.podresources import container_resources, containers, pod_limits, pod_requests
 from tinykube.api.quantity import ZERO, Quantity, ResourceList, add, count, resource_list
@@ -33,14 +34,6 @@ def object_count_name(group: str, plural: str) -> str:
     return f"count/{plural}.{group}" if group else f"count/{plural}"
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 # ---- scopes -----------------------------------------------------------------------------------------------------
 
 
@@ -54,11 +47,11 @@ class ScopeRequirement:
 def scope_requirements(quota: Object) -> list[ScopeRequirement]:
     """`spec.scopes` (each an `Exists`) and `spec.scopeSelector.matchExpressions`: an object counts against the
     quota only if it matches every one."""
-    spec = _dict(quota.get("spec"))
-    found = [ScopeRequirement(str(scope)) for scope in _list(spec.get("scopes"))]
-    for expr in _list(_dict(spec.get("scopeSelector")).get("matchExpressions")):
+    spec = as_dict(quota.get("spec"))
+    found = [ScopeRequirement(str(scope)) for scope in as_list(spec.get("scopes"))]
+    for expr in as_list(as_dict(spec.get("scopeSelector")).get("matchExpressions")):
         if isinstance(expr, dict):
-            values = tuple(str(v) for v in _list(expr.get("values")))
+            values = tuple(str(v) for v in as_list(expr.get("values")))
             found.append(ScopeRequirement(str(expr.get("scopeName", "")), str(expr.get("operator", "")), values))
     return found
 
@@ -146,9 +139,9 @@ def _extended(name: str) -> bool:
 def quota_v1_pod(pod: Object, now: float) -> bool:
     """Whether a pod is charged for compute and `pods`: not finished, and not past its deletion's grace period
     (a pod stuck terminating on a lost node must not block its replacement)."""
-    if _dict(pod.get("status")).get("phase") in ("Succeeded", "Failed"):
+    if as_dict(pod.get("status")).get("phase") in ("Succeeded", "Failed"):
         return False
-    meta = _dict(pod.get("metadata"))
+    meta = as_dict(pod.get("metadata"))
     deleted, grace = parse_time(meta.get("deletionTimestamp")), meta.get("deletionGracePeriodSeconds")
     return not (deleted is not None and isinstance(grace, int) and now > deleted.timestamp() + grace)
 
@@ -180,17 +173,17 @@ def best_effort(spec: Object) -> bool:
 
 
 def _cross_namespace(terms: Any, *, weighted: bool) -> bool:
-    for term in _list(terms):
-        term = _dict(_dict(term).get("podAffinityTerm")) if weighted else _dict(term)
+    for term in as_list(terms):
+        term = as_dict(as_dict(term).get("podAffinityTerm")) if weighted else as_dict(term)
         if term.get("namespaces") or term.get("namespaceSelector") is not None:
             return True
     return False
 
 
 def uses_cross_namespace_affinity(spec: Object) -> bool:
-    affinity = _dict(spec.get("affinity"))
+    affinity = as_dict(spec.get("affinity"))
     for kind in ("podAffinity", "podAntiAffinity"):
-        rules = _dict(affinity.get(kind))
+        rules = as_dict(affinity.get(kind))
         if _cross_namespace(rules.get("requiredDuringSchedulingIgnoredDuringExecution"), weighted=False):
             return True
         if _cross_namespace(rules.get("preferredDuringSchedulingIgnoredDuringExecution"), weighted=True):
@@ -213,7 +206,7 @@ class PodEvaluator(Evaluator):
         return name.startswith("requests.") and not _native(name)
 
     def matches_scope(self, requirement: ScopeRequirement, obj: Object) -> bool:
-        spec = _dict(obj.get("spec"))
+        spec = as_dict(obj.get("spec"))
         scope = requirement.scope
         if scope in (TERMINATING, NOT_TERMINATING):
             deadline = spec.get("activeDeadlineSeconds")
@@ -232,7 +225,7 @@ class PodEvaluator(Evaluator):
         """Every container must state what a compute quota limits: "must specify limits.cpu for: a,b; ..."."""
         wanted = _MUST_SPECIFY.intersection(required)
         missing: dict[str, set[str]] = {}
-        for container in containers(_dict(obj.get("spec"))):
+        for container in containers(as_dict(obj.get("spec"))):
             stated = _compute_usage(
                 container_resources(container, "requests"), container_resources(container, "limits")
             )
@@ -248,7 +241,7 @@ class PodEvaluator(Evaluator):
         result: ResourceList = {self.count_name: count(1)}
         if not quota_v1_pod(obj, now):
             return result
-        spec = _dict(obj.get("spec"))
+        spec = as_dict(obj.get("spec"))
         return add(result, _compute_usage(pod_requests(spec), pod_limits(spec)))
 
     def replenishes(self, old: Object, new: Object, now: float) -> bool:
@@ -259,7 +252,7 @@ class PodEvaluator(Evaluator):
 
 
 def _quota_service_type(svc: Object) -> str:
-    kind = _dict(svc.get("spec")).get("type")
+    kind = as_dict(svc.get("spec")).get("type")
     return kind if kind in ("NodePort", "LoadBalancer") else ""
 
 
@@ -272,8 +265,8 @@ class ServiceEvaluator(Evaluator):
         return operation in (CREATE, UPDATE)  # a change of type takes or frees node ports and load balancers
 
     def usage(self, obj: Object, now: float) -> ResourceList:
-        spec = _dict(obj.get("spec"))
-        ports = [port for port in _list(spec.get("ports")) if isinstance(port, dict)]
+        spec = as_dict(obj.get("spec"))
+        ports = [port for port in as_list(spec.get("ports")) if isinstance(port, dict)]
         kind = _quota_service_type(obj)
         node_ports = len(ports) if kind else 0
         if kind == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is False:
@@ -294,11 +287,11 @@ class ServiceEvaluator(Evaluator):
 
 def storage_class_of(pvc: Object) -> str:
     """The beta annotation first, as upstream's `GetPersistentVolumeClaimClass`."""
-    annotations = _dict(_dict(pvc.get("metadata")).get("annotations"))
+    annotations = as_dict(as_dict(pvc.get("metadata")).get("annotations"))
     beta = annotations.get("volume.beta.kubernetes.io/storage-class")
     if beta is not None:
         return str(beta)
-    return str(_dict(pvc.get("spec")).get("storageClassName") or "")
+    return str(as_dict(pvc.get("spec")).get("storageClassName") or "")
 
 
 def _whole_bytes(quantity: Quantity) -> Quantity:
@@ -335,10 +328,10 @@ class PersistentVolumeClaimEvaluator(Evaluator):
     @staticmethod
     def _storage(pvc: Object) -> Quantity | None:
         """The requested size, or the size allocated by an expansion if that is larger."""
-        requested = resource_list(_dict(_dict(pvc.get("spec")).get("resources")).get("requests")).get("storage")
+        requested = resource_list(as_dict(as_dict(pvc.get("spec")).get("resources")).get("requests")).get("storage")
         if requested is None:
             return None
-        allocated = resource_list(_dict(pvc.get("status")).get("allocatedResources")).get("storage")
+        allocated = resource_list(as_dict(pvc.get("status")).get("allocatedResources")).get("storage")
         if allocated is not None and allocated > requested:
             requested = allocated
         return _whole_bytes(requested)

@@ -164,7 +164,7 @@ def _fill(out: FieldSet, value: Any, node: Node) -> None:
             if not leaf:
                 _fill(below, item, child)
             member = leaf or item is None or item == {} or not node.declares(name)
-            fp._put(out, fp.field(name), member, below)
+            fp.put_element(out, fp.field(name), member, below)
     elif shape == LIST:
         elem = node.elem or DEDUCED_NODE
         for element, item in _elements(node, value):
@@ -175,7 +175,7 @@ def _fill(out: FieldSet, value: Any, node: Node) -> None:
                 _fill(below, item, elem)
             existing = out.get(element)
             below = below if existing is None else fp.union(fp.children(existing), below)
-            fp._put(out, element, True, below)
+            fp.put_element(out, element, True, below)
 
 
 # ---- compare ---------------------------------------------------------------------------------------------------
@@ -492,7 +492,7 @@ def ensure_named_members(paths: FieldSet, node: Node) -> FieldSet:
             child, member = node.elem or DEDUCED_NODE, fp.is_member(found)
         else:
             child, member = node.child(element[2:]) if element.startswith("f:") else DEDUCED_NODE, fp.is_member(found)
-        fp._put(out, element, member, ensure_named_members(below, child) if below else below)
+        fp.put_element(out, element, member, ensure_named_members(below, child) if below else below)
     return out
 
 

@@ -32,6 +32,7 @@ from tinykube.api.errors import (
     required,
     too_many,
 )
+from tinykube.api.jsonshape import as_dict, as_list, as_str
 from tinykube.api.meta import dns1035_label, dns1123_subdomain
 from tinykube.apiextensions import rulepath
 from tinykube.apiextensions import schemaprops as sp
@@ -51,18 +52,6 @@ ALL_RULES = sc.SchemaRules()
 _APPROVAL_PR = "see https://github.com/kubernetes/enhancements/pull/1111"
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
 # ---- defaulting -------------------------------------------------------------------------------------------------
 
 
@@ -74,14 +63,14 @@ def default_crd(crd: dict[str, Any]) -> None:
         return
     names = spec.get("names")
     if isinstance(names, dict):
-        kind = _text(names.get("kind"))
+        kind = as_str(names.get("kind"))
         if not names.get("singular") and kind:
             names["singular"] = kind.lower()
         if not names.get("listKind") and kind:
             names["listKind"] = kind + "List"
     if spec.get("conversion") is None:
         spec["conversion"] = {"strategy": "None"}
-    service = _dict(_dict(_dict(spec.get("conversion")).get("webhook")).get("clientConfig")).get("service")
+    service = as_dict(as_dict(as_dict(spec.get("conversion")).get("webhook")).get("clientConfig")).get("service")
     if isinstance(service, dict) and service.get("port") is None:
         service["port"] = 443
     status = crd.get("status")
@@ -93,7 +82,7 @@ def _default_stored_versions(crd: dict[str, Any], spec: dict[str, Any]) -> None:
     status = crd.get("status") or {}
     if status.get("storedVersions"):
         return
-    storage = next((v for v in _list(spec.get("versions")) if isinstance(v, dict) and v.get("storage") is True), None)
+    storage = next((v for v in as_list(spec.get("versions")) if isinstance(v, dict) and v.get("storage") is True), None)
     if storage is not None and isinstance(storage.get("name"), str):
         crd["status"] = {**status, "storedVersions": [storage["name"]]}
 
@@ -131,14 +120,14 @@ class _Spec:
 
     @classmethod
     def from_v1(cls, spec: dict[str, Any]) -> _Spec:
-        versions = [_version(v) for v in _list(spec.get("versions"))]
+        versions = [_version(v) for v in as_list(spec.get("versions"))]
         out = cls(
-            group=_text(spec.get("group")),
-            scope=_text(spec.get("scope")),
-            names=_dict(spec.get("names")),
+            group=as_str(spec.get("group")),
+            scope=as_str(spec.get("scope")),
+            names=as_dict(spec.get("names")),
             preserve_unknown_fields=spec.get("preserveUnknownFields") is True,
             versions=versions,
-            raw_versions=_list(spec.get("versions")),
+            raw_versions=as_list(spec.get("versions")),
             conversion=_conversion(spec.get("conversion")),
         )
         if versions:
@@ -167,8 +156,8 @@ class _Spec:
                 v.selectable = []
 
     def schemas(self) -> list[dict[str, Any]]:
-        found = [_dict(self.validation).get("openAPIV3Schema")]
-        found += [_dict(v.schema).get("openAPIV3Schema") for v in self.versions]
+        found = [as_dict(self.validation).get("openAPIV3Schema")]
+        found += [as_dict(v.schema).get("openAPIV3Schema") for v in self.versions]
         return [s for s in found if isinstance(s, dict)]
 
     def has_schema_with(self, predicate: Any) -> bool:
@@ -184,18 +173,18 @@ class _Spec:
 
 
 def _version(raw: Any) -> _Version:
-    v = _dict(raw)
+    v = as_dict(raw)
     warning = v.get("deprecationWarning")
     return _Version(
-        name=_text(v.get("name")),
+        name=as_str(v.get("name")),
         served=v.get("served") is True,
         storage=v.get("storage") is True,
         deprecated=v.get("deprecated") is True,
         deprecation_warning=warning if isinstance(warning, str) else None,
         schema=v.get("schema") if isinstance(v.get("schema"), dict) else None,
         subresources=v.get("subresources") if isinstance(v.get("subresources"), dict) else None,
-        columns=[_dict(c) for c in _list(v.get("additionalPrinterColumns"))],
-        selectable=[_dict(f) for f in _list(v.get("selectableFields"))],
+        columns=[as_dict(c) for c in as_list(v.get("additionalPrinterColumns"))],
+        selectable=[as_dict(f) for f in as_list(v.get("selectableFields"))],
     )
 
 
@@ -203,11 +192,11 @@ def _conversion(raw: Any) -> dict[str, Any] | None:
     if not isinstance(raw, dict):
         return None
     webhook = raw.get("webhook")
-    out: dict[str, Any] = {"strategy": _text(raw.get("strategy"))}
+    out: dict[str, Any] = {"strategy": as_str(raw.get("strategy"))}
     if isinstance(webhook, dict):
         if webhook.get("clientConfig") is not None:
             out["webhookClientConfig"] = webhook["clientConfig"]
-        out["conversionReviewVersions"] = _list(webhook.get("conversionReviewVersions"))
+        out["conversionReviewVersions"] = as_list(webhook.get("conversionReviewVersions"))
     return out
 
 
@@ -227,8 +216,8 @@ class _Options:
 
 
 def _established(crd: dict[str, Any]) -> bool:
-    conditions = _list(_dict(crd.get("status")).get("conditions"))
-    return any(_dict(c).get("type") == "Established" and _dict(c).get("status") == "True" for c in conditions)
+    conditions = as_list(as_dict(crd.get("status")).get("conditions"))
+    return any(as_dict(c).get("type") == "Established" and as_dict(c).get("status") == "True" for c in conditions)
 
 
 def _non_structural(s: dict[str, Any]) -> bool:
@@ -265,8 +254,8 @@ def _update_options(spec: _Spec, old: dict[str, Any], old_spec: _Spec) -> _Optio
             lambda s: bool(sc.map_list_keys_map_set_errors(s, ""))
         ),
     )
-    all_have_schema = _dict(old_spec.validation).get("openAPIV3Schema") is not None or all(
-        _dict(v.schema).get("openAPIV3Schema") is not None for v in old_spec.versions
+    all_have_schema = as_dict(old_spec.validation).get("openAPIV3Schema") is not None or all(
+        as_dict(v.schema).get("openAPIV3Schema") is not None for v in old_spec.versions
     )
     return _Options(
         rules=rules,
@@ -294,20 +283,20 @@ def _too_many_selectable_allowed(spec: _Spec, old: _Spec) -> frozenset[str]:
 def validate_crd(crd: dict[str, Any], old: dict[str, Any] | None = None) -> list[FieldError]:
     """Validation of a CRD's create (`old` None) or update, after defaulting. Object metadata in general (the name
     being a DNS subdomain, labels, annotations) is the registry's; here the name must be `<plural>.<group>`."""
-    spec = _Spec.from_v1(_dict(crd.get("spec")))
-    status = _dict(crd.get("status"))
+    spec = _Spec.from_v1(as_dict(crd.get("spec")))
+    status = as_dict(crd.get("status"))
     errs: list[FieldError] = []
     if old is None:
         opts = _Options()
-        name = _text(_dict(crd.get("metadata")).get("name"))
-        if name and name != f"{_text(spec.names.get('plural'))}.{spec.group}":
+        name = as_str(as_dict(crd.get("metadata")).get("name"))
+        if name and name != f"{as_str(spec.names.get('plural'))}.{spec.group}":
             errs.append(invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group'))
         errs += _spec_errors(spec, opts)
     else:
-        old_spec = _Spec.from_v1(_dict(old.get("spec")))
+        old_spec = _Spec.from_v1(as_dict(old.get("spec")))
         opts = _update_options(spec, old, old_spec)
         errs += _spec_errors(spec, opts) + _spec_update_errors(spec, old_spec, opts)
-    errs += _names_errors(_dict(status.get("acceptedNames")), "status.acceptedNames")
+    errs += _names_errors(as_dict(status.get("acceptedNames")), "status.acceptedNames")
     errs += stored_versions_errors(status.get("storedVersions"), spec.versions)
     errs += _api_approval_errors(crd, old)
     errs += _preserve_unknown_fields_errors(spec, old)
@@ -317,7 +306,7 @@ def validate_crd(crd: dict[str, Any], old: dict[str, Any] | None = None) -> list
 def validate_crd_status(crd: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
     """A write of the status subresource: upstream checks only the accepted names' form (storedVersions are the
     storage-version migrator's to shrink; the main resource's writes keep the storage version in them)."""
-    return _names_errors(_dict(_dict(crd.get("status")).get("acceptedNames")), "status.acceptedNames")
+    return _names_errors(as_dict(as_dict(crd.get("status")).get("acceptedNames")), "status.acceptedNames")
 
 
 def _spec_update_errors(spec: _Spec, old: _Spec, opts: _Options) -> list[FieldError]:
@@ -380,11 +369,11 @@ def _spec_errors(spec: _Spec, opts: _Options) -> list[FieldError]:
 
 
 def _missing_schema_errors(spec: _Spec, opts: _Options) -> list[FieldError]:
-    if _dict(spec.validation).get("openAPIV3Schema") is not None:
+    if as_dict(spec.validation).get("openAPIV3Schema") is not None:
         return []
     errs: list[FieldError] = []
     for i, v in enumerate(spec.versions):
-        if _dict(v.schema).get("openAPIV3Schema") is not None:
+        if as_dict(v.schema).get("openAPIV3Schema") is not None:
             continue
         path = f"spec.versions[{i}].schema.openAPIV3Schema"
         if opts.require_openapi_schema:
@@ -425,7 +414,7 @@ def _version_errors(
     for i, column in enumerate(version.columns):
         errs += column_errors(column, f"{path}.additionalPrinterColumns[{i}]")
     if version.selectable:
-        schema = _dict(version.schema).get("openAPIV3Schema")
+        schema = as_dict(version.schema).get("openAPIV3Schema")
         if not isinstance(schema, dict):
             detail = "may only be set when `version.schema.openAPIV3Schema` is not included"
             errs.append(invalid(f"{path}.selectableFields", "", detail))
@@ -472,30 +461,30 @@ def deprecation_warning_errors(deprecated: bool, warning: str | None) -> list[st
 
 def _names_required_errors(names: dict[str, Any]) -> list[FieldError]:
     fields = ("plural", "singular", "kind", "listKind")
-    return [required(f"spec.names.{name}", "") for name in fields if not _text(names.get(name))]
+    return [required(f"spec.names.{name}", "") for name in fields if not as_str(names.get(name))]
 
 
 def _names_errors(names: dict[str, Any], path: str) -> list[FieldError]:
     """The form of a set of names (in the spec, and as accepted in the status)."""
     errs: list[FieldError] = []
     for name in ("plural", "singular"):
-        value = _text(names.get(name))
+        value = as_str(names.get(name))
         if value and (problems := dns1035_label(value)):
             errs.append(invalid(f"{path}.{name}", value, ",".join(problems)))
     for name in ("kind", "listKind"):
-        value = _text(names.get(name))
+        value = as_str(names.get(name))
         if value and (problems := dns1035_label(value.lower())):
             detail = "may have mixed case, but should otherwise match: " + ",".join(problems)
             errs.append(invalid(f"{path}.{name}", value, detail))
-    for i, short in enumerate(_list(names.get("shortNames"))):
-        if problems := dns1035_label(_text(short)):
-            errs.append(invalid(f"{path}.shortNames[{i}]", _text(short), ",".join(problems)))
-    kind = _text(names.get("kind"))
-    if kind and kind == _text(names.get("listKind")):
+    for i, short in enumerate(as_list(names.get("shortNames"))):
+        if problems := dns1035_label(as_str(short)):
+            errs.append(invalid(f"{path}.shortNames[{i}]", as_str(short), ",".join(problems)))
+    kind = as_str(names.get("kind"))
+    if kind and kind == as_str(names.get("listKind")):
         errs.append(invalid(f"{path}.listKind", kind, "kind and listKind may not be the same"))
-    for i, category in enumerate(_list(names.get("categories"))):
-        if problems := dns1035_label(_text(category)):
-            errs.append(invalid(f"{path}.categories[{i}]", _text(category), ",".join(problems)))
+    for i, category in enumerate(as_list(names.get("categories"))):
+        if problems := dns1035_label(as_str(category)):
+            errs.append(invalid(f"{path}.categories[{i}]", as_str(category), ",".join(problems)))
     return errs
 
 
@@ -529,7 +518,7 @@ def _validation_errors(
     validation: dict[str, Any] | None, status: bool, rules: sc.SchemaRules, path: str
 ) -> list[FieldError]:
     """Upstream's validateCustomResourceDefinitionValidation for one `schema` (a CustomResourceValidation)."""
-    schema = _dict(validation).get("openAPIV3Schema")
+    schema = as_dict(validation).get("openAPIV3Schema")
     if not isinstance(schema, dict):
         return []
     root = f"{path}.openAPIV3Schema"
@@ -571,19 +560,19 @@ def _simple_json_path_errors(value: str, path: str) -> list[FieldError]:
 
 
 def subresources_errors(subresources: dict[str, Any] | None, path: str) -> list[FieldError]:
-    scale = _dict(subresources).get("scale")
+    scale = as_dict(subresources).get("scale")
     if not isinstance(scale, dict):
         return []
     errs: list[FieldError] = []
     for name, prefix, where in (("specReplicasPath", ".spec.", ".spec"), ("statusReplicasPath", ".status.", ".status")):
-        value, at = _text(scale.get(name)), f"{path}.scale.{name}"
+        value, at = as_str(scale.get(name)), f"{path}.scale.{name}"
         if not value:
             errs.append(required(at, ""))
         elif problems := _simple_json_path_errors(value, at):
             errs += problems
         elif not value.startswith(prefix):
             errs.append(invalid(at, value, f"should be a json path under {where}"))
-    selector, at = _text(scale.get("labelSelectorPath")), f"{path}.scale.labelSelectorPath"
+    selector, at = as_str(scale.get("labelSelectorPath")), f"{path}.scale.labelSelectorPath"
     if selector:
         if problems := _simple_json_path_errors(selector, at):
             errs += problems
@@ -594,17 +583,17 @@ def subresources_errors(subresources: dict[str, Any] | None, path: str) -> list[
 
 def column_errors(column: dict[str, Any], path: str) -> list[FieldError]:
     errs: list[FieldError] = []
-    if not _text(column.get("name")):
+    if not as_str(column.get("name")):
         errs.append(required(f"{path}.name", ""))
-    kind = _text(column.get("type"))
+    kind = as_str(column.get("type"))
     if not kind:
         errs.append(required(f"{path}.type", f"must be one of {COLUMN_TYPES}"))
     elif kind not in COLUMN_TYPES.split(","):
         errs.append(invalid(f"{path}.type", kind, f"must be one of {COLUMN_TYPES}"))
-    fmt = _text(column.get("format"))
+    fmt = as_str(column.get("format"))
     if fmt and fmt not in COLUMN_FORMATS.split(","):
         errs.append(invalid(f"{path}.format", fmt, f"must be one of {COLUMN_FORMATS}"))
-    json_path = _text(column.get("jsonPath"))
+    json_path = as_str(column.get("jsonPath"))
     if not json_path:
         errs.append(required(f"{path}.JSONPath", ""))  # upstream names the internal Go field
     else:
@@ -619,7 +608,7 @@ def selectable_fields_errors(
     unique: set[str] = set()
     for i, selectable in enumerate(fields):
         at = f"{path}[{i}].jsonPath"
-        json_path = _text(selectable.get("jsonPath"))
+        json_path = as_str(selectable.get("jsonPath"))
         if not json_path:
             errs.append(required(at, ""))
             continue
@@ -674,7 +663,7 @@ def _conversion_errors(spec: _Spec) -> list[FieldError]:
 
 def stored_versions_errors(stored: Any, versions: list[_Version]) -> list[FieldError]:
     path = "status.storedVersions"
-    stored_list = [_text(v) for v in _list(stored)]
+    stored_list = [as_str(v) for v in as_list(stored)]
     if not stored_list:
         return [invalid(path, stored_list, "must have at least one stored version")]
     errs: list[FieldError] = []
@@ -714,7 +703,7 @@ def _is_url(value: str) -> bool:
 
 def approval_state(annotations: dict[str, Any]) -> tuple[str, str]:
     """(state, reason) of the `api-approved.kubernetes.io` annotation: Missing, Bypassed, Approved or Invalid."""
-    value = _text(annotations.get(API_APPROVED))
+    value = as_str(annotations.get(API_APPROVED))
     if not value:
         return "Missing", f'protected groups must have approval annotation "{API_APPROVED}", {_APPROVAL_PR}'
     if value.startswith("unapproved"):
@@ -728,12 +717,12 @@ def approval_state(annotations: dict[str, Any]) -> tuple[str, str]:
 
 
 def _annotations(crd: dict[str, Any]) -> dict[str, Any]:
-    return _dict(_dict(crd.get("metadata")).get("annotations"))
+    return as_dict(as_dict(crd.get("metadata")).get("annotations"))
 
 
 def _api_approval_errors(crd: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
     """CRDs in the community's groups (`*.k8s.io`, `*.kubernetes.io`) carry the API review's approval."""
-    if not is_protected_group(_text(_dict(crd.get("spec")).get("group"))):
+    if not is_protected_group(as_str(as_dict(crd.get("spec")).get("group"))):
         return []
     state, reason = approval_state(_annotations(crd))
     if old is not None and approval_state(_annotations(old))[0] == state:
@@ -742,12 +731,12 @@ def _api_approval_errors(crd: dict[str, Any], old: dict[str, Any] | None) -> lis
     if state == "Missing":
         return [required(path, reason)]
     if state == "Invalid":
-        return [invalid(path, _text(_annotations(crd).get(API_APPROVED)), reason)]
+        return [invalid(path, as_str(_annotations(crd).get(API_APPROVED)), reason)]
     return []
 
 
 def _preserve_unknown_fields_errors(spec: _Spec, old: dict[str, Any] | None) -> list[FieldError]:
-    if old is not None and _dict(old.get("spec")).get("preserveUnknownFields") is True:
+    if old is not None and as_dict(old.get("spec")).get("preserveUnknownFields") is True:
         return []
     if not spec.preserve_unknown_fields:
         return []

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tinykube.api import errors
+from tinykube.api.jsonshape import as_dict, dicts
 
 V1, V2 = "autoscaling/v1", "autoscaling/v2"
 METRICS = "autoscaling.alpha.kubernetes.io/metrics"
@@ -33,14 +34,6 @@ ROUND_TRIP_ANNOTATIONS = (METRICS, CURRENT_METRICS, CONDITIONS, BEHAVIOR)
 DEFAULT_CPU_UTILIZATION = 80
 _ZERO = "0"  # a required Quantity Go marshals when it is unset
 _QUANTITY_NUMBER = re.compile(r"\s*[+-]?(\d*\.?\d*)")
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _dicts(value: Any) -> list[dict[str, Any]]:
-    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
 def _compact(pairs: dict[str, Any]) -> dict[str, Any]:
@@ -61,8 +54,8 @@ def _is_zero(quantity: Any) -> bool:
 
 
 def _is_cpu_utilization(metric: dict[str, Any]) -> bool:
-    resource = _dict(metric.get("resource"))
-    utilization = _dict(resource.get("target")).get("averageUtilization")
+    resource = as_dict(metric.get("resource"))
+    utilization = as_dict(resource.get("target")).get("averageUtilization")
     return metric.get("type") == "Resource" and resource.get("name") == "cpu" and utilization is not None
 
 
@@ -70,13 +63,13 @@ def _is_cpu_utilization(metric: dict[str, Any]) -> bool:
 
 
 def _reference_to_v1(ref: Any) -> dict[str, Any]:
-    ref = _dict(ref)
+    ref = as_dict(ref)
     return _compact({"kind": ref.get("kind", ""), "name": ref.get("name", ""), "apiVersion": ref.get("apiVersion")})
 
 
 def _metric_source_to_v1(kind: str, source: dict[str, Any]) -> dict[str, Any]:
     """One v2 metric source in autoscaling/v1's (v2beta1-shaped) metric types."""
-    target, metric = _dict(source.get("target")), _dict(source.get("metric"))
+    target, metric = as_dict(source.get("target")), as_dict(source.get("metric"))
     name, selector = metric.get("name", ""), metric.get("selector")
     if kind == "Object":
         return _compact(
@@ -112,7 +105,7 @@ def _metric_source_to_v1(kind: str, source: dict[str, Any]) -> dict[str, Any]:
 
 
 def _metric_status_to_v1(kind: str, source: dict[str, Any]) -> dict[str, Any]:
-    current, metric = _dict(source.get("current")), _dict(source.get("metric"))
+    current, metric = as_dict(source.get("current")), as_dict(source.get("metric"))
     name, selector = metric.get("name", ""), metric.get("selector")
     if kind == "Object":
         return _compact(
@@ -180,7 +173,7 @@ def _behavior_to_go(behavior: dict[str, Any]) -> dict[str, Any]:
             if policies is None
             else [
                 {"Type": p.get("type", ""), "Value": p.get("value", 0), "PeriodSeconds": p.get("periodSeconds", 0)}
-                for p in _dicts(policies)
+                for p in dicts(policies)
             ],
         }
 
@@ -201,10 +194,10 @@ def _spec_to_v1(spec: dict[str, Any]) -> dict[str, Any]:
         {"scaleTargetRef": _reference_to_v1(spec.get("scaleTargetRef")), "minReplicas": spec.get("minReplicas")}
     )
     out["maxReplicas"] = spec.get("maxReplicas", 0)
-    for metric in _dicts(spec.get("metrics")):
-        resource = _dict(metric.get("resource"))
+    for metric in dicts(spec.get("metrics")):
+        resource = as_dict(metric.get("resource"))
         if metric.get("type") == "Resource" and resource.get("name") == "cpu":  # the first CPU metric decides
-            utilization = _dict(resource.get("target")).get("averageUtilization")
+            utilization = as_dict(resource.get("target")).get("averageUtilization")
             if utilization is not None:
                 out["targetCPUUtilizationPercentage"] = utilization
             break
@@ -217,9 +210,9 @@ def _status_to_v1(status: dict[str, Any]) -> dict[str, Any]:
     )
     out["currentReplicas"] = status.get("currentReplicas", 0)
     out["desiredReplicas"] = status.get("desiredReplicas", 0)
-    for metric in _dicts(status.get("currentMetrics")):  # the last CPU utilization wins, as upstream's loop
-        resource = _dict(metric.get("resource"))
-        utilization = _dict(resource.get("current")).get("averageUtilization")
+    for metric in dicts(status.get("currentMetrics")):  # the last CPU utilization wins, as upstream's loop
+        resource = as_dict(metric.get("resource"))
+        utilization = as_dict(resource.get("current")).get("averageUtilization")
         if metric.get("type") == "Resource" and resource.get("name") == "cpu" and utilization is not None:
             out["currentCPUUtilizationPercentage"] = utilization
     return out
@@ -228,16 +221,16 @@ def _status_to_v1(status: dict[str, Any]) -> dict[str, Any]:
 def _round_trip_annotations(spec: dict[str, Any], status: dict[str, Any]) -> dict[str, str]:
     found: dict[str, str] = {}
     others = [
-        _convert_metric(m, _metric_source_to_v1) for m in _dicts(spec.get("metrics")) if not _is_cpu_utilization(m)
+        _convert_metric(m, _metric_source_to_v1) for m in dicts(spec.get("metrics")) if not _is_cpu_utilization(m)
     ]
     if others:
         found[METRICS] = _go_json(others)
-    current = _dicts(status.get("currentMetrics"))
+    current = dicts(status.get("currentMetrics"))
     if current:
         found[CURRENT_METRICS] = _go_json([_convert_metric(m, _metric_status_to_v1) for m in current])
     if isinstance(spec.get("behavior"), dict):
         found[BEHAVIOR] = _go_json(_behavior_to_go(spec["behavior"]))
-    conditions = _dicts(status.get("conditions"))
+    conditions = dicts(status.get("conditions"))
     if conditions:
         found[CONDITIONS] = _go_json([_condition_to_v1(c) for c in conditions])
     return found
@@ -245,10 +238,10 @@ def _round_trip_annotations(spec: dict[str, Any], status: dict[str, Any]) -> dic
 
 def v2_to_v1(obj: dict[str, Any]) -> dict[str, Any]:
     """The autoscaling/v1 view of a stored autoscaling/v2 HorizontalPodAutoscaler."""
-    spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
-    meta = copy.deepcopy(_dict(obj.get("metadata")))
+    spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
+    meta = copy.deepcopy(as_dict(obj.get("metadata")))
     # round-trip annotations a client wrote itself are replaced by the ones this conversion makes
-    annotations = {k: v for k, v in _dict(meta.get("annotations")).items() if k not in ROUND_TRIP_ANNOTATIONS}
+    annotations = {k: v for k, v in as_dict(meta.get("annotations")).items() if k not in ROUND_TRIP_ANNOTATIONS}
     annotations |= _round_trip_annotations(spec, status)
     meta.pop("annotations", None)
     if annotations:
@@ -264,7 +257,7 @@ def v2_to_v1(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def _reference_to_v2(ref: Any) -> dict[str, Any]:
-    ref = _dict(ref)
+    ref = as_dict(ref)
     return _compact({"kind": ref.get("kind", ""), "name": ref.get("name", ""), "apiVersion": ref.get("apiVersion")})
 
 
@@ -358,11 +351,11 @@ def _behavior_from_go(behavior: Any) -> dict[str, Any]:
                     "value": _go_field(p, "Value") or 0,
                     "periodSeconds": _go_field(p, "PeriodSeconds") or 0,
                 }
-                for p in _dicts(policies)
+                for p in dicts(policies)
             ]
         return out
 
-    behavior = _dict(behavior)
+    behavior = as_dict(behavior)
     return _compact(
         {"scaleUp": rules(_go_field(behavior, "ScaleUp")), "scaleDown": rules(_go_field(behavior, "ScaleDown"))}
     )
@@ -388,7 +381,7 @@ def _spec_to_v2(spec: dict[str, Any], annotations: dict[str, Any]) -> dict[str, 
     cpu = spec.get("targetCPUUtilizationPercentage")
     metrics = [_cpu_metric(cpu)] if cpu is not None else []
     if METRICS in annotations:
-        others = [_convert_metric(m, _metric_source_to_v2) for m in _dicts(_load(annotations, METRICS))]
+        others = [_convert_metric(m, _metric_source_to_v2) for m in dicts(_load(annotations, METRICS))]
         metrics = others + metrics  # the CPU target goes last
     # v1 had an implicit CPU target, applied by the controller; v2 says it
     out["metrics"] = metrics or [_cpu_metric(DEFAULT_CPU_UTILIZATION)]
@@ -412,21 +405,21 @@ def _status_to_v2(status: dict[str, Any], annotations: dict[str, Any]) -> dict[s
             {"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": cpu}}}
         ]
     if CURRENT_METRICS in annotations:  # more than the CPU percentage: it wins
-        current = _dicts(_load(annotations, CURRENT_METRICS))
+        current = dicts(_load(annotations, CURRENT_METRICS))
         out["currentMetrics"] = [_convert_metric(m, _metric_status_to_v2) for m in current]
     if CONDITIONS in annotations:
-        out["conditions"] = [_compact(c) for c in _dicts(_load(annotations, CONDITIONS))]
+        out["conditions"] = [_compact(c) for c in dicts(_load(annotations, CONDITIONS))]
     return out
 
 
 def v1_to_v2(obj: dict[str, Any]) -> dict[str, Any]:
     """The autoscaling/v2 (stored) form of an autoscaling/v1 HorizontalPodAutoscaler."""
-    meta = copy.deepcopy(_dict(obj.get("metadata")))
-    annotations = dict(_dict(meta.get("annotations")))
+    meta = copy.deepcopy(as_dict(obj.get("metadata")))
+    annotations = dict(as_dict(meta.get("annotations")))
     out: dict[str, Any] = {"apiVersion": V2, "kind": obj.get("kind", "HorizontalPodAutoscaler"), "metadata": meta}
-    out["spec"] = _spec_to_v2(_dict(obj.get("spec")), annotations)
+    out["spec"] = _spec_to_v2(as_dict(obj.get("spec")), annotations)
     if "status" in obj or CURRENT_METRICS in annotations or CONDITIONS in annotations:
-        out["status"] = _status_to_v2(_dict(obj.get("status")), annotations)
+        out["status"] = _status_to_v2(as_dict(obj.get("status")), annotations)
     for key in ROUND_TRIP_ANNOTATIONS:
         annotations.pop(key, None)
     meta.pop("annotations", None)

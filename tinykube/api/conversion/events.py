@@ -15,26 +15,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from tinykube.api.jsonshape import as_dict, as_str
+
 _REFERENCE_FIELDS = ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
 _SOURCE_FIELDS = ("component", "host")
 _SHARED_STRINGS = ("action", "reason", "type")  # omitempty in both versions
 
 
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def _nonempty(obj: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
     """The string fields of a struct whose JSON tags are all `omitempty`."""
-    return {name: obj[name] for name in fields if _str(obj.get(name))}
+    return {name: obj[name] for name in fields if as_str(obj.get(name))}
 
 
 def _reference(value: Any) -> dict[str, Any]:
-    return _nonempty(_dict(value), _REFERENCE_FIELDS)
+    return _nonempty(as_dict(value), _REFERENCE_FIELDS)
 
 
 def _time(value: Any) -> str | None:
@@ -47,7 +41,7 @@ def _count(value: Any) -> int:
 
 
 def _series(value: Any) -> dict[str, Any]:
-    series = _dict(value)
+    series = as_dict(value)
     out: dict[str, Any] = {}
     if _count(series.get("count")):
         out["count"] = series["count"]
@@ -64,7 +58,7 @@ def _shared(obj: dict[str, Any], out: dict[str, Any]) -> None:
     if isinstance(obj.get("related"), dict):
         out["related"] = _reference(obj["related"])
     for name in _SHARED_STRINGS:
-        if _str(obj.get(name)):
+        if as_str(obj.get(name)):
             out[name] = obj[name]
 
 
@@ -72,14 +66,14 @@ def core_to_events(obj: dict[str, Any]) -> dict[str, Any]:
     """A stored core/v1 Event as events.k8s.io/v1 serves it."""
     out: dict[str, Any] = {"apiVersion": "events.k8s.io/v1", "kind": "Event"}
     _shared(obj, out)
-    if _str(obj.get("reportingComponent")):
+    if as_str(obj.get("reportingComponent")):
         out["reportingController"] = obj["reportingComponent"]
-    if _str(obj.get("reportingInstance")):
+    if as_str(obj.get("reportingInstance")):
         out["reportingInstance"] = obj["reportingInstance"]
     out["regarding"] = _reference(obj.get("involvedObject"))
-    if _str(obj.get("message")):
+    if as_str(obj.get("message")):
         out["note"] = obj["message"]
-    out["deprecatedSource"] = _nonempty(_dict(obj.get("source")), _SOURCE_FIELDS)
+    out["deprecatedSource"] = _nonempty(as_dict(obj.get("source")), _SOURCE_FIELDS)
     out["deprecatedFirstTimestamp"] = _time(obj.get("firstTimestamp"))
     out["deprecatedLastTimestamp"] = _time(obj.get("lastTimestamp"))
     if _count(obj.get("count")):
@@ -92,14 +86,14 @@ def events_to_core(obj: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"apiVersion": "v1", "kind": "Event"}
     _shared(obj, out)
     out["involvedObject"] = _reference(obj.get("regarding"))
-    if _str(obj.get("note")):
+    if as_str(obj.get("note")):
         out["message"] = obj["note"]
-    out["source"] = _nonempty(_dict(obj.get("deprecatedSource")), _SOURCE_FIELDS)
+    out["source"] = _nonempty(as_dict(obj.get("deprecatedSource")), _SOURCE_FIELDS)
     out["firstTimestamp"] = _time(obj.get("deprecatedFirstTimestamp"))
     out["lastTimestamp"] = _time(obj.get("deprecatedLastTimestamp"))
     if _count(obj.get("deprecatedCount")):
         out["count"] = obj["deprecatedCount"]
     # core/v1 writes these two even when empty (no omitempty on their JSON tags)
-    out["reportingComponent"] = _str(obj.get("reportingController"))
-    out["reportingInstance"] = _str(obj.get("reportingInstance"))
+    out["reportingComponent"] = as_str(obj.get("reportingController"))
+    out["reportingInstance"] = as_str(obj.get("reportingInstance"))
     return out
