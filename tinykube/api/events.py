@@ -7,12 +7,13 @@ import hashlib
 from typing import Any
 
 from tinykube.api.meta import now
+from tinykube.api.shapes import ObjectMeta
 
 
 def new_event(
     obj: dict[str, Any], type_: str, reason: str, message: str, component: str, action: str = "", host: str = ""
 ) -> dict[str, Any]:
-    meta = obj["metadata"]
+    meta: ObjectMeta = obj["metadata"]
     digest = hashlib.sha256(f"{meta.get('uid')}/{reason}/{message}".encode()).hexdigest()[:16]
     stamp = now()
     event: dict[str, Any] = {

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tinykube.api.errors import ErrorType, FieldError, forbidden, invalid, required
+from tinykube.api.shapes import ObjectMeta
 
 _DNS1123_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN = _DNS1123_LABEL + r"(\." + _DNS1123_LABEL + ")*"
@@ -161,7 +162,7 @@ def _validate_annotations(annotations: Any, field: str) -> list[FieldError]:
     return errs
 
 
-def validate_object_meta(meta: dict[str, Any], *, namespaced: bool, name_rule: NameValidator) -> list[FieldError]:
+def validate_object_meta(meta: ObjectMeta, *, namespaced: bool, name_rule: NameValidator) -> list[FieldError]:
     """Upstream's ValidateObjectMeta for the fields a client may set."""
     errs: list[FieldError] = []
     name = meta.get("name", "")

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import ipaddress
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from tinykube.api.shapes import ObjectMeta, ServiceSpec
 
 IP = ipaddress.IPv4Address | ipaddress.IPv6Address
 Object = dict[str, Any]
@@ -62,10 +64,11 @@ def dashed(address: IP) -> str:
     return text
 
 
-def _ports(items: list[Object] | None, port_key: str) -> tuple[Port, ...]:
+def _ports(items: Sequence[Mapping[str, Any]] | None) -> tuple[Port, ...]:
+    """A Service's or an EndpointSlice's ports (both name them `port`); a port without a number is skipped."""
     ports = []
     for item in items or []:
-        number = item.get(port_key)
+        number = item.get("port")
         if isinstance(number, int):
             ports.append(Port(str(item.get("name") or "").lower(), str(item.get("protocol") or "TCP").lower(), number))
     return tuple(ports)
@@ -82,7 +85,8 @@ def _addresses(values: list[Any]) -> tuple[IP, ...]:
 
 
 def service_from(obj: Object) -> Service:
-    meta, spec = obj["metadata"], obj.get("spec") or {}
+    meta: ObjectMeta = obj["metadata"]
+    spec: ServiceSpec = obj.get("spec") or {}
     external = spec.get("type") == "ExternalName"
     ips = spec.get("clusterIPs") or ([spec["clusterIP"]] if spec.get("clusterIP") else [])
     return Service(
@@ -91,7 +95,7 @@ def service_from(obj: Object) -> Service:
         cluster_ips=() if external else _addresses(ips),
         headless=not external and spec.get("clusterIP") == "None",
         external_name=str(spec.get("externalName") or "").lower().rstrip(".") if external else "",
-        ports=_ports(spec.get("ports"), "port"),
+        ports=_ports(spec.get("ports")),
     )
 
 
@@ -99,7 +103,7 @@ def endpoints_from(obj: Object) -> tuple[Endpoint, ...]:
     """The ready endpoints of a slice (`conditions.ready` true or unset), one entry per address."""
     if obj.get("addressType") not in ("IPv4", "IPv6"):
         return ()  # FQDN slices name no address DNS could publish
-    ports = _ports(obj.get("ports"), "port")
+    ports = _ports(obj.get("ports"))
     found = []
     for endpoint in obj.get("endpoints") or []:
         if (endpoint.get("conditions") or {}).get("ready") is False:

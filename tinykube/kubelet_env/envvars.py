@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tinykube.api.quantity import QuantityError, parse_quantity
+from tinykube.api.shapes import ObjectMeta, ServiceSpec
 
 Object = dict[str, Any]
 SourceKey = tuple[str, str]  # ("configmaps" or "secrets", name) in the pod's namespace
@@ -110,8 +111,13 @@ def _from_sources(container: Object, namespace: str, sources: Sources) -> dict[s
 MASTER_NAMESPACE, MASTER_NAME = "default", "kubernetes"
 
 
+def _spec(service: Object) -> ServiceSpec:
+    spec: ServiceSpec = service.get("spec") or {}
+    return spec
+
+
 def _has_cluster_ip(service: Object) -> bool:
-    ip = (service.get("spec") or {}).get("clusterIP")
+    ip = _spec(service).get("clusterIP")
     return bool(ip) and ip != "None"
 
 
@@ -120,7 +126,7 @@ def services_for(namespace: str, services: list[Object], *, enable_service_links
     links enabled) and `default/kubernetes`, which a same-named Service of the pod's namespace overrides."""
     chosen: dict[str, Object] = {}
     for service in sorted(services, key=lambda s: (s["metadata"]["namespace"], s["metadata"]["name"])):
-        meta = service["metadata"]
+        meta: ObjectMeta = service["metadata"]
         if not _has_cluster_ip(service):
             continue  # headless and ExternalName Services have no address to give
         if (meta["namespace"], meta["name"]) == (MASTER_NAMESPACE, MASTER_NAME):
@@ -140,10 +146,11 @@ def _host_port(ip: str, port: int) -> str:
 
 def service_variables(service: Object) -> list[tuple[str, str]]:
     """One Service's variables, in the kubelet's order: `{SVC}_SERVICE_*`, then the Docker-link `{SVC}_PORT*`."""
-    spec = service.get("spec") or {}
+    spec = _spec(service)
     ip = spec["clusterIP"]
     ports = spec.get("ports") or []
-    prefix = _prefix(service["metadata"]["name"])
+    meta: ObjectMeta = service["metadata"]
+    prefix = _prefix(meta["name"])
     found = [(f"{prefix}_SERVICE_HOST", ip)]
     if ports:
         found.append((f"{prefix}_SERVICE_PORT", str(ports[0]["port"])))
