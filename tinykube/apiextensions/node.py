@@ -128,13 +128,15 @@ class Node:
         return f"Node(type={self.type!r})"
 
 
-def _int(raw: Any) -> int | None:
+def _whole(raw: Any) -> int | None:
+    """A JSON number as a count limit (a float is truncated, as Go decodes it into `*int64`); None if not a number."""
     if isinstance(raw, bool) or not isinstance(raw, int | float):
         return None
     return int(raw)
 
 
-def _num(raw: Any) -> float | None:
+def _number(raw: Any) -> float | None:
+    """A JSON number as a float; None if not a number (a bool is not one)."""
     if isinstance(raw, bool) or not isinstance(raw, int | float):
         return None
     return float(raw)
@@ -193,16 +195,16 @@ def _value_validation(node: Node, raw: dict[str, Any]) -> None:
     node.required = tuple(r for r in req if isinstance(r, str)) if isinstance(req, list) else ()
     enum = raw.get("enum")
     node.enum = list(enum) if isinstance(enum, list) and enum else None
-    node.min_length, node.max_length = _int(raw.get("minLength")), _int(raw.get("maxLength"))
+    node.min_length, node.max_length = _whole(raw.get("minLength")), _whole(raw.get("maxLength"))
     pattern = raw.get("pattern")
     node.pattern = pattern if isinstance(pattern, str) and pattern else None
-    node.min_items, node.max_items = _int(raw.get("minItems")), _int(raw.get("maxItems"))
+    node.min_items, node.max_items = _whole(raw.get("minItems")), _whole(raw.get("maxItems"))
     node.unique_items = raw.get("uniqueItems") is True
-    node.min_props, node.max_props = _int(raw.get("minProperties")), _int(raw.get("maxProperties"))
-    node.maximum, node.minimum = _num(raw.get("maximum")), _num(raw.get("minimum"))
+    node.min_props, node.max_props = _whole(raw.get("minProperties")), _whole(raw.get("maxProperties"))
+    node.maximum, node.minimum = _number(raw.get("maximum")), _number(raw.get("minimum"))
     node.excl_max = raw.get("exclusiveMaximum") is True
     node.excl_min = raw.get("exclusiveMinimum") is True
-    node.multiple_of = _num(raw.get("multipleOf"))
+    node.multiple_of = _number(raw.get("multipleOf"))
     for key, attr in (("allOf", "all_of"), ("anyOf", "any_of"), ("oneOf", "one_of")):
         members = raw.get(key)
         if isinstance(members, list):

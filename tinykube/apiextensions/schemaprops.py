@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from tinykube.api.jsonshape import as_str
+
 Schema = dict[str, Any]
 
 OPENAPI_TYPES = ("array", "boolean", "integer", "number", "object", "string")
@@ -113,8 +115,7 @@ def is_set(s: Schema, key: str) -> bool:
 
 
 def text(s: Schema, key: str) -> str:
-    value = s.get(key)
-    return value if isinstance(value, str) else ""
+    return as_str(s.get(key))
 
 
 def flag(s: Schema, key: str) -> bool:

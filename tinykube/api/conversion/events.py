@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tinykube.api.jsonshape import as_dict, as_str
+from tinykube.api.jsonshape import as_dict, as_int, as_str
 
 _REFERENCE_FIELDS = ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
 _SOURCE_FIELDS = ("component", "host")
@@ -37,7 +37,7 @@ def _time(value: Any) -> str | None:
 
 
 def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return as_int(value) or 0
 
 
 def _series(value: Any) -> dict[str, Any]:
