@@ -22,8 +22,6 @@ from tinykube.apiextensions.crdvalidation import (
     validate_crd,
     validate_crd_status,
 )
-from tinykube.apiextensions.goregexp import go_regexp_error
-from tinykube.apiextensions.rulepath import resolve_field_path
 
 DNS1035 = (
     "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
@@ -934,48 +932,6 @@ def test_too_many_selectable_fields_ratchet_on_update() -> None:
     assert messages(new, old) == ["spec.selectableFields: Too many: 10: must have at most 8 items"]
 
 
-@pytest.mark.parametrize(
-    ("path", "expected"),
-    [
-        pytest.param(".a", "a", id="a"),
-        pytest.param(".a.bbb", "a.bbb", id="a.b"),
-        pytest.param(".foo.f1", "foo[f1]", id="map-key"),
-        pytest.param(".a['bbb']", "a.bbb", id="quoted"),
-        pytest.param(".a['bbb.c']", "a.bbb.c", id="quoted-dot"),
-        pytest.param(".a['bbb.c'].a-b34", "a.bbb.c.a-b34", id="after-quoted"),
-        pytest.param(".a.bbb.34", "a.bbb.34", id="number"),
-        pytest.param(".a.bbb['34']", "a.bbb.34", id="quoted-number"),
-        pytest.param(".list", "list", id="list"),
-        pytest.param(".a.foo", "does not refer to a valid field", id="nonexistent-key"),
-        pytest.param(".a.bbb[0]", "expected single quoted string but got 0", id="index"),
-        pytest.param(".list[1]", "expected single quoted string but got 1", id="list-index"),
-        pytest.param(".list.a", "does not refer to a valid field", id="into-list"),
-        pytest.param("a", "expected [ or . but got: a", id="no-dot"),
-        pytest.param(".a..b", "does not refer to a valid field", id="double-dot"),
-        pytest.param(".list[-1]", "expected single quoted string but got -1", id="negative"),
-        pytest.param(".list[1.0]", "expected single quoted string but got 1", id="float"),
-        pytest.param(".a['bbb", "expected single quoted string but got 'bbb", id="unterminated"),
-        pytest.param(".a['b\\qb']", "invalid string literal: invalid escape char \\q", id="bad-escape"),
-        pytest.param(".a.", "unexpected end of JSON path", id="trailing-dot"),
-    ],
-)
-def test_field_paths(path: str, expected: str) -> None:
-    """upstream's TestValidateFieldPath."""
-    schema = obj(
-        ("foo", obj(additionalProperties=obj(("f1", {"type": "number"})))),
-        (
-            "a",
-            obj(
-                ("bbb", obj(("c", {"type": "number"}), ("34", {"type": "number"}))),
-                ("bbb.c", obj(("a-b34", {"type": "number"}))),
-            ),
-        ),
-        ("list", {"type": "array", "items": obj(("a", {"type": "number"}))}),
-    )
-    found = resolve_field_path(path, schema)
-    assert (found if isinstance(found, str) else str(found)) == expected
-
-
 # ---- conversion ---------------------------------------------------------------------------------------------------
 
 
@@ -1192,38 +1148,6 @@ def test_deprecation_warning_path() -> None:
     assert messages(body) == [
         'spec.versions[0].deprecationWarning: Invalid value: "old": can only be set for deprecated versions'
     ]
-
-
-# ---- Go regular expressions ---------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("pattern", "expected"),
-    [
-        pytest.param("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", None, id="dns-label"),
-        pytest.param(
-            "(?i)abc|(?P<x>d)|(?<y>e)|\\pL\\p{Greek}\\z|\\Qa.b\\E|\\x{41}|[[:alpha:]]", None, id="re2-only-syntax"
-        ),
-        pytest.param("a*?", None, id="lazy"),
-        pytest.param("(", "missing closing ): `(`", id="open-paren"),
-        pytest.param("a)", "unexpected ): `a)`", id="close-paren"),
-        pytest.param("[a", "missing closing ]: `[a`", id="open-class"),
-        pytest.param("*a", "missing argument to repetition operator: `*`", id="nothing-to-repeat"),
-        pytest.param("a**", "invalid nested repetition operator: `**`", id="nested-repeat"),
-        pytest.param("a*+", "invalid nested repetition operator: `*+`", id="possessive"),
-        pytest.param("(?=a)", "invalid or unsupported Perl syntax: `(?=`", id="lookahead"),
-        pytest.param("(?<!a)", "invalid named capture: `(?<!a)`", id="lookbehind"),
-        pytest.param("(?x)a", "invalid or unsupported Perl syntax: `(?x`", id="python-flag"),
-        pytest.param("(a)\\1", "invalid escape sequence: `\\1`", id="backreference"),
-        pytest.param("\\Z", "invalid escape sequence: `\\Z`", id="python-end"),
-        pytest.param("a{1001}", "invalid repeat count: `{1001}`", id="repeat-count"),
-        pytest.param("[z-a]", "invalid character class range: `z-a`", id="backwards-range"),
-        pytest.param("[[:word1:]]", "invalid character class range: `[:word1:]`", id="posix-class"),
-        pytest.param("a\\", "trailing backslash at end of expression: ``", id="trailing-backslash"),
-    ],
-)
-def test_go_regexp_errors(pattern: str, expected: str | None) -> None:
-    assert go_regexp_error(pattern) == (None if expected is None else f"error parsing regexp: {expected}")
 
 
 # ---- properties --------------------------------------------------------------------------------------------------
