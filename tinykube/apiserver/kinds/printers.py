@@ -59,7 +59,8 @@ def printer_for(resource: ResourceInfo) -> Printer:
     """A CRD's additionalPrinterColumns; else the group's own printer, where its plural is also a core one's; else
     the plural's; else the generic table."""
     if resource.custom is not None:
-        return resource.custom.versions[resource.version].printer
+        custom: Printer = resource.custom.versions[resource.version].printer
+        return custom
     return PRINTERS.get(f"{resource.plural}.{resource.group}") or PRINTERS.get(resource.plural, DEFAULT_PRINTER)
 
 
