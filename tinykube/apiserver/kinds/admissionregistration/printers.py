@@ -10,19 +10,8 @@ from datetime import datetime
 from typing import Any
 
 from tinykube.api.jsonshape import as_dict, as_list, as_str, dicts
-from tinykube.apiserver.printing.cells import (
-    age,
-    name_of,
-)
-from tinykube.apiserver.printing.table import (
-    AGE_COLUMN,
-    NAME_COLUMN,
-    Cells,
-    Column,
-    Printer,
-)
-
-# ---- admissionregistration.k8s.io ------------------------------------------------------------------------------------
+from tinykube.apiserver.printing.cells import age, name_of
+from tinykube.apiserver.printing.table import AGE_COLUMN, NAME_COLUMN, Cells, Column, Printer
 
 WEBHOOK_COLUMNS = (
     NAME_COLUMN,

@@ -8,19 +8,8 @@ from datetime import datetime
 from typing import Any
 
 from tinykube.api.jsonshape import as_dict, as_str, dicts
-from tinykube.apiserver.printing.cells import (
-    age,
-    name_of,
-)
-from tinykube.apiserver.printing.table import (
-    AGE_COLUMN,
-    NAME_COLUMN,
-    Cells,
-    Column,
-    Printer,
-)
-
-# ---- apiregistration.k8s.io APIService -------------------------------------------------------------------------------
+from tinykube.apiserver.printing.cells import age, name_of
+from tinykube.apiserver.printing.table import AGE_COLUMN, NAME_COLUMN, Cells, Column, Printer
 
 API_SERVICE_COLUMNS = (
     NAME_COLUMN,

@@ -27,14 +27,7 @@ from tinykube.apiserver.printing.cells import (
     meta_of,
     name_of,
 )
-from tinykube.apiserver.printing.table import (
-    AGE_COLUMN,
-    LABEL_SELECTORS_URL,
-    NAME_COLUMN,
-    Cells,
-    Column,
-    Printer,
-)
+from tinykube.apiserver.printing.table import AGE_COLUMN, LABEL_SELECTORS_URL, NAME_COLUMN, Cells, Column, Printer
 
 _DS_URL = "https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/"
 

@@ -12,18 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from tinykube.api.jsonshape import as_dict, as_str, dicts
-from tinykube.apiserver.printing.cells import (
-    age,
-    int_or_zero,
-    name_of,
-)
-from tinykube.apiserver.printing.table import (
-    AGE_COLUMN,
-    NAME_COLUMN,
-    Cells,
-    Column,
-    Printer,
-)
+from tinykube.apiserver.printing.cells import age, int_or_zero, name_of
+from tinykube.apiserver.printing.table import AGE_COLUMN, NAME_COLUMN, Cells, Column, Printer
 
 SCALE_COLUMNS = (
     NAME_COLUMN,

@@ -12,11 +12,7 @@ from typing import Any
 
 from tinykube.api.jsonshape import as_dict, as_list, as_str, dicts
 from tinykube.api.meta import parse_time
-from tinykube.apiserver.kinds.core.template_cells import (
-    CONTAINERS_COLUMN,
-    IMAGES_COLUMN,
-    container_cells,
-)
+from tinykube.apiserver.kinds.core.template_cells import CONTAINERS_COLUMN, IMAGES_COLUMN, container_cells
 from tinykube.apiserver.printing.cells import (
     age,
     format_label_selector,
@@ -26,14 +22,7 @@ from tinykube.apiserver.printing.cells import (
     name_of,
     since,
 )
-from tinykube.apiserver.printing.table import (
-    AGE_COLUMN,
-    LABEL_SELECTORS_URL,
-    NAME_COLUMN,
-    Cells,
-    Column,
-    Printer,
-)
+from tinykube.apiserver.printing.table import AGE_COLUMN, LABEL_SELECTORS_URL, NAME_COLUMN, Cells, Column, Printer
 
 # ---- Job --------------------------------------------------------------------------------------------------------
 

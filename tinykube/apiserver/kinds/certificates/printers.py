@@ -11,20 +11,8 @@ from datetime import datetime
 from typing import Any
 
 from tinykube.api.jsonshape import as_dict, as_str, dicts
-from tinykube.apiserver.printing.cells import (
-    age,
-    human_duration,
-    name_of,
-)
-from tinykube.apiserver.printing.table import (
-    AGE_COLUMN,
-    NAME_COLUMN,
-    Cells,
-    Column,
-    Printer,
-)
-
-# ---- certificates.k8s.io CertificateSigningRequest -------------------------------------------------------------------
+from tinykube.apiserver.printing.cells import age, human_duration, name_of
+from tinykube.apiserver.printing.table import AGE_COLUMN, NAME_COLUMN, Cells, Column, Printer
 
 CSR_COLUMNS = (
     NAME_COLUMN,

@@ -10,19 +10,8 @@ from datetime import datetime
 from typing import Any
 
 from tinykube.api.jsonshape import as_dict, as_str
-from tinykube.apiserver.printing.cells import (
-    age,
-    name_of,
-)
-from tinykube.apiserver.printing.table import (
-    AGE_COLUMN,
-    NAME_COLUMN,
-    Cells,
-    Column,
-    Printer,
-)
-
-# ---- coordination.k8s.io Lease -------------------------------------------------------------------------------------
+from tinykube.apiserver.printing.cells import age, name_of
+from tinykube.apiserver.printing.table import AGE_COLUMN, NAME_COLUMN, Cells, Column, Printer
 
 LEASE_COLUMNS = (
     NAME_COLUMN,

@@ -11,22 +11,9 @@ from datetime import datetime
 from typing import Any
 
 from tinykube.api.jsonshape import as_dict, as_list, as_str
-from tinykube.apiserver.kinds.core.template_cells import (
-    container_cells,
-)
-from tinykube.apiserver.printing.cells import (
-    age,
-    format_labels,
-    name_of,
-    quantity_text,
-)
-from tinykube.apiserver.printing.table import (
-    AGE_COLUMN,
-    DEFAULT_PRINTER,
-    NAME_COLUMN,
-    Column,
-    Printer,
-)
+from tinykube.apiserver.kinds.core.template_cells import container_cells
+from tinykube.apiserver.printing.cells import age, format_labels, name_of, quantity_text
+from tinykube.apiserver.printing.table import AGE_COLUMN, DEFAULT_PRINTER, NAME_COLUMN, Column, Printer
 
 CONFIG_MAP_COLUMNS = (
     NAME_COLUMN,

@@ -20,11 +20,7 @@ from typing import Any
 from tinykube.api.jsonshape import as_dict, as_list, as_str, dicts
 from tinykube.api.meta import parse_time
 from tinykube.apiserver.kinds.core import config_printers, volume_printers
-from tinykube.apiserver.kinds.core.template_cells import (
-    CONTAINERS_COLUMN,
-    IMAGES_COLUMN,
-    replicated_cells,
-)
+from tinykube.apiserver.kinds.core.template_cells import CONTAINERS_COLUMN, IMAGES_COLUMN, replicated_cells
 from tinykube.apiserver.printing.cells import (
     MAX_LISTED,
     age,

@@ -10,19 +10,8 @@ from datetime import datetime
 from typing import Any
 
 from tinykube.api.jsonshape import as_list, as_str, dicts
-from tinykube.apiserver.printing.cells import (
-    MAX_LISTED,
-    age,
-    list_with_more,
-    name_of,
-)
-from tinykube.apiserver.printing.table import (
-    AGE_COLUMN,
-    NAME_COLUMN,
-    Cells,
-    Column,
-    Printer,
-)
+from tinykube.apiserver.printing.cells import MAX_LISTED, age, list_with_more, name_of
+from tinykube.apiserver.printing.table import AGE_COLUMN, NAME_COLUMN, Cells, Column, Printer
 
 ENDPOINT_SLICE_COLUMNS = (
     NAME_COLUMN,

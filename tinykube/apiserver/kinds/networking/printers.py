@@ -10,20 +10,8 @@ from datetime import datetime
 from typing import Any
 
 from tinykube.api.jsonshape import as_dict, as_list, as_str, dicts
-from tinykube.apiserver.printing.cells import (
-    age,
-    format_label_selector,
-    name_of,
-)
-from tinykube.apiserver.printing.table import (
-    AGE_COLUMN,
-    NAME_COLUMN,
-    Cells,
-    Column,
-    Printer,
-)
-
-# ---- networking.k8s.io Ingress, IngressClass, NetworkPolicy ----------------------------------------------------------
+from tinykube.apiserver.printing.cells import age, format_label_selector, name_of
+from tinykube.apiserver.printing.table import AGE_COLUMN, NAME_COLUMN, Cells, Column, Printer
 
 INGRESS_COLUMNS = (
     NAME_COLUMN,

@@ -11,19 +11,8 @@ from datetime import datetime
 from typing import Any
 
 from tinykube.api.jsonshape import as_str
-from tinykube.apiserver.printing.cells import (
-    age,
-    name_of,
-)
-from tinykube.apiserver.printing.table import (
-    AGE_COLUMN,
-    NAME_COLUMN,
-    Cells,
-    Column,
-    Printer,
-)
-
-# ---- node.k8s.io RuntimeClass ----------------------------------------------------------------------------------------
+from tinykube.apiserver.printing.cells import age, name_of
+from tinykube.apiserver.printing.table import AGE_COLUMN, NAME_COLUMN, Cells, Column, Printer
 
 RUNTIME_CLASS_COLUMNS = (NAME_COLUMN, Column("Handler", "string", ""), AGE_COLUMN)
 

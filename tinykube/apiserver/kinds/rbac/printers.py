@@ -11,18 +11,8 @@ from datetime import datetime
 from typing import Any
 
 from tinykube.api.jsonshape import as_dict, as_str, dicts
-from tinykube.apiserver.printing.cells import (
-    age,
-    name_of,
-)
-from tinykube.apiserver.printing.table import (
-    AGE_COLUMN,
-    DEFAULT_PRINTER,
-    NAME_COLUMN,
-    Cells,
-    Column,
-    Printer,
-)
+from tinykube.apiserver.printing.cells import age, name_of
+from tinykube.apiserver.printing.table import AGE_COLUMN, DEFAULT_PRINTER, NAME_COLUMN, Cells, Column, Printer
 
 
 def _binding_columns(kind: str, role_ref: str) -> tuple[Column, ...]:

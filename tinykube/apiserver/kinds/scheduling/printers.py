@@ -10,20 +10,8 @@ from datetime import datetime
 from typing import Any
 
 from tinykube.api.jsonshape import as_str
-from tinykube.apiserver.printing.cells import (
-    age,
-    int_or_zero,
-    name_of,
-)
-from tinykube.apiserver.printing.table import (
-    AGE_COLUMN,
-    NAME_COLUMN,
-    Cells,
-    Column,
-    Printer,
-)
-
-# ---- scheduling.k8s.io PriorityClass ---------------------------------------------------------------------------------
+from tinykube.apiserver.printing.cells import age, int_or_zero, name_of
+from tinykube.apiserver.printing.table import AGE_COLUMN, NAME_COLUMN, Cells, Column, Printer
 
 PRIORITY_CLASS_COLUMNS = (
     NAME_COLUMN,

@@ -12,18 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from tinykube.api.jsonshape import as_dict, as_list, as_str, dicts
-from tinykube.apiserver.printing.cells import (
-    age,
-    meta_of,
-    name_of,
-    quantity_text,
-)
-from tinykube.apiserver.printing.table import (
-    AGE_COLUMN,
-    NAME_COLUMN,
-    Column,
-    Printer,
-)
+from tinykube.apiserver.printing.cells import age, meta_of, name_of, quantity_text
+from tinykube.apiserver.printing.table import AGE_COLUMN, NAME_COLUMN, Column, Printer
 
 DEFAULT_CLASS_ANNOTATIONS = (
     "storageclass.kubernetes.io/is-default-class",
