@@ -24,7 +24,7 @@ from tinykube.api import errors
 from tinykube.api.meta import validate_object_meta
 from tinykube.api.resources import RESOURCES
 from tinykube.apiserver.identity import UserInfo
-from tinykube.apiserver.printers import table
+from tinykube.apiserver.kinds.printers import table
 from tinykube.apiserver.registry import certificates, cluster
 
 # ---- helpers -----------------------------------------------------------------------------------------------------

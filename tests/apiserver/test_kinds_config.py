@@ -24,8 +24,8 @@ from tests.apiserver.kinds import created, strategy, updated
 from tests.conftest import RunningCluster
 from tinykube.api import errors, quantity
 from tinykube.api.resources import STORED, by_path
-from tinykube.apiserver import decodetypes, printers
-from tinykube.apiserver.tables import config as tables
+from tinykube.apiserver import decodetypes
+from tinykube.apiserver.kinds.printers import PRINTERS, table
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 CREATED = (NOW - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -544,7 +544,7 @@ def test_quota_scopes_are_immutable() -> None:
 def rows(plural: str, *objects: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
     resource = by_path("", "v1", plural)
     assert resource is not None
-    answer = printers.table(resource, list(objects), now=NOW)
+    answer = table(resource, list(objects), now=NOW)
     return [c["name"] for c in answer["columnDefinitions"]], [row["cells"] for row in answer["rows"]]
 
 
@@ -596,7 +596,7 @@ def test_resource_quota_rows() -> None:
     ],
 )
 def test_column_descriptions_are_the_field_descriptions(printer: str, column: str, model: str, field: str) -> None:
-    columns = {c.name: c for c in tables.PRINTERS[printer].columns}
+    columns = {c.name: c for c in PRINTERS[printer].columns}
     assert columns[column].description == getattr(k8s, model).model_fields[field].description
 
 

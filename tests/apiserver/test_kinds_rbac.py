@@ -16,7 +16,7 @@ import pytest
 from tests.apiserver.kinds import created, strategy
 from tinykube.api.meta import validate_object_meta
 from tinykube.api.resources import RESOURCES
-from tinykube.apiserver.printers import table
+from tinykube.apiserver.kinds.printers import table
 
 GROUP = "rbac.authorization.k8s.io"
 

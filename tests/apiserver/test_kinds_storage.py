@@ -16,9 +16,8 @@ import pytest
 from tests.apiserver.kinds import created, strategy, updated
 from tests.conftest import RunningCluster
 from tinykube.api.resources import by_path
-from tinykube.apiserver import printers
+from tinykube.apiserver.kinds.printers import PRINTERS, table
 from tinykube.apiserver.registry import storage
-from tinykube.apiserver.tables import storage as tables
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 CREATED = (NOW - timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -495,7 +494,7 @@ def test_volume_attachment_validation() -> None:
 def rows(plural: str, *objects: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
     resource = by_path(GROUPS[plural], "v1", plural)
     assert resource is not None
-    answer = printers.table(resource, list(objects), now=NOW)
+    answer = table(resource, list(objects), now=NOW)
     return [c["name"] for c in answer["columnDefinitions"]], [row["cells"] for row in answer["rows"]]
 
 
@@ -612,7 +611,7 @@ def test_volume_attachment_rows() -> None:
     ],
 )
 def test_column_descriptions_are_the_field_descriptions(printer: str, column: str, model: str, field: str) -> None:
-    columns = {c.name: c for c in tables.PRINTERS[printer].columns}
+    columns = {c.name: c for c in PRINTERS[printer].columns}
     assert columns[column].description == getattr(k8s, model).model_fields[field].description
 
 

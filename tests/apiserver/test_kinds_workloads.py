@@ -1,6 +1,6 @@
 """The workload kinds beyond Deployments and ReplicaSets, without HTTP: each strategy's upstream defaults, field
 paths and messages (`tinykube/apiserver/registry/{workloads,batch,autoscaling}.py`), and the cells of their
-`kubectl get` columns (`tinykube/apiserver/tables/workloads.py`). Objects are run through a strategy the way the
+`kubectl get` columns (`tinykube/apiserver/kinds/<group>/printers.py`). Objects are run through a strategy the way the
 registry does it (prepare, system metadata, allocate, validate)."""
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ import pytest
 from tinykube.api.cron import ScheduleError, check_schedule
 from tinykube.api.errors import invalid_object
 from tinykube.api.resources import RESOURCES
+from tinykube.apiserver.kinds.autoscaling.printers import format_hpa_metrics
+from tinykube.apiserver.kinds.printers import PRINTERS
 from tinykube.apiserver.registry import autoscaling, batch, workloads
 from tinykube.apiserver.registry.autoscaling import quantity_sign
 from tinykube.apiserver.registry.generic import Strategy
-from tinykube.apiserver.tables.workloads import PRINTERS, format_hpa_metrics
 
 STRATEGIES = {**workloads.STRATEGIES, **batch.STRATEGIES, **autoscaling.STRATEGIES}
 UID = "6d1b8a52-0f37-4a6c-9d0f-7a0e2b3c4d5e"
@@ -695,7 +696,9 @@ def test_printer_columns() -> None:
         "Age",
     ]
     assert names("poddisruptionbudgets") == ["Name", "Min Available", "Max Unavailable", "Allowed Disruptions", "Age"]
-    wide = {c.name for p in PRINTERS.values() for c in p.columns if c.priority == 1}
+    workloads = ("statefulsets", "daemonsets", "controllerrevisions", "replicationcontrollers", "jobs", "cronjobs")
+    workloads += ("horizontalpodautoscalers", "poddisruptionbudgets")
+    wide = {c.name for plural in workloads for c in PRINTERS[plural].columns if c.priority == 1}
     assert wide == {"Containers", "Images", "Selector"}
 
 

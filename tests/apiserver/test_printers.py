@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from tinykube.api.resources import RESOURCES, ResourceInfo, by_path
-from tinykube.apiserver.printers import all_printers, human_duration, table
+from tinykube.apiserver.kinds.printers import PRINTERS, table
+from tinykube.apiserver.printing.cells import human_duration
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 MINUTE = 60
@@ -221,7 +222,7 @@ DEFAULT_TABLE = {r.plural for r in RESOURCES if r.verbs == ("create",)} | {"cust
 
 
 def test_every_served_resource_has_a_printer_as_upstream() -> None:
-    assert {r.plural for r in RESOURCES} - set(all_printers()) == DEFAULT_TABLE
+    assert {r.plural for r in RESOURCES} - set(PRINTERS) == DEFAULT_TABLE
 
 
 def test_column_types() -> None:

@@ -16,7 +16,8 @@ from tinykube.api.meta import parse_time
 from tinykube.api.resources import ALL_VERBS, ResourceInfo, version_priority
 from tinykube.apiextensions import jsonpath
 from tinykube.apiextensions.schema import Schema
-from tinykube.apiserver.printers import NAME_COLUMN, Column, Printer, human_duration
+from tinykube.apiserver.printing.cells import human_duration
+from tinykube.apiserver.printing.table import NAME_COLUMN, Column, Printer
 
 log = logging.getLogger(__name__)
 

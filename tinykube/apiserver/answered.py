@@ -23,9 +23,9 @@ from tinykube.apiserver.componentstatus import DEPRECATION, ComponentStatuses
 from tinykube.apiserver.fieldvalidation import body_source, check_types
 from tinykube.apiserver.handlers import json_response
 from tinykube.apiserver.identity import user_of
+from tinykube.apiserver.kinds.printers import table
 from tinykube.apiserver.metricsserver import MetricsServer
 from tinykube.apiserver.negotiation import MAX_BODY, decode_object, partial_metadata, rendering
-from tinykube.apiserver.printers import table
 from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.reviews import REVIEWS, Context
 from tinykube.apiserver.satokens import ServiceAccountTokens

@@ -1,5 +1,5 @@
 """What every cluster has from its first second: the system namespaces (each with its `default` ServiceAccount),
-the system Services and the default RBAC policy (`bootstrap_policy.py`).
+the system Services and the default RBAC policy (`kinds/rbac/bootstrap_policy.py`).
 
 `default/kubernetes` gets the first address of the primary service range and `kube-system/kube-dns` the tenth,
 as kubeadm clusters have them. Both are (re)created if missing, at start-up and on every repair pass, as
@@ -16,7 +16,7 @@ from typing import Any
 from tinykube.api import errors
 from tinykube.api.resources import by_path
 from tinykube.apiserver.allocators.services import ServicePools
-from tinykube.apiserver.bootstrap_policy import cluster_role_bindings, cluster_roles
+from tinykube.apiserver.kinds.rbac.bootstrap_policy import cluster_role_bindings, cluster_roles
 from tinykube.apiserver.registry import Registry, Request
 
 log = logging.getLogger(__name__)

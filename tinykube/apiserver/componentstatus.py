@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tinykube.api import errors
-from tinykube.apiserver.printers import NAME_COLUMN, Column, Printer, name_of
+from tinykube.apiserver.printing.cells import name_of
+from tinykube.apiserver.printing.table import NAME_COLUMN, Column, Printer
 
 DEPRECATION = "v1 ComponentStatus is deprecated in v1.19+"
 COMPONENTS = ("scheduler", "controller-manager", "etcd-0")  # the order `kubectl get cs` usually shows

@@ -41,6 +41,7 @@ from tinykube.api.meta import now
 from tinykube.api.resources import ResourceInfo
 from tinykube.apiserver import openapi
 from tinykube.apiserver.fieldvalidation import load_schemas
+from tinykube.apiserver.kinds.zeros import zero
 from tinykube.apiserver.limits import load_yaml
 
 APPLY, UPDATE = "Apply", "Update"
@@ -389,59 +390,6 @@ async def schemas_ready() -> None:
     loading = load_schemas()
     if not loading.done():
         await asyncio.wrap_future(loading)
-
-
-# ---- zero values -------------------------------------------------------------------------------------------------
-
-# What upstream's typed objects always have (structs that are not pointers, slices without omitempty): compared as
-# present, so that a create owns `f:spec` without a `.` of its own, as upstream's entries show.
-_META: Final = {"creationTimestamp": None}
-_TEMPLATE: Final = {"metadata": _META, "spec": {"containers": None}}
-_SPEC_STATUS: Final = {"metadata": _META, "spec": {}, "status": {}}
-_WORKLOAD: Final = {"selector": None, "template": _TEMPLATE}
-_ZEROS: Final[dict[str, dict[str, Any]]] = {
-    "Pod": {"metadata": _META, "spec": {"containers": None}, "status": {}},
-    "PodTemplate": {"metadata": _META, "template": _TEMPLATE},
-    "Service": {"metadata": _META, "spec": {}, "status": {"loadBalancer": {}}},
-    "Namespace": _SPEC_STATUS,
-    "Node": {"metadata": _META, "spec": {}, "status": {"daemonEndpoints": {"kubeletEndpoint": {}}, "nodeInfo": {}}},
-    "Event": {"metadata": _META, "involvedObject": {}, "source": {}},
-    "PersistentVolume": _SPEC_STATUS,
-    "PersistentVolumeClaim": {"metadata": _META, "spec": {"resources": {}}, "status": {}},
-    "ReplicationController": _SPEC_STATUS,
-    "ResourceQuota": _SPEC_STATUS,
-    "LimitRange": {"metadata": _META, "spec": {"limits": None}},
-    "Deployment": {"metadata": _META, "spec": {**_WORKLOAD, "strategy": {}}, "status": {}},
-    "ReplicaSet": {"metadata": _META, "spec": _WORKLOAD, "status": {}},
-    "StatefulSet": {"metadata": _META, "spec": {**_WORKLOAD, "updateStrategy": {}}, "status": {}},
-    "DaemonSet": {"metadata": _META, "spec": {**_WORKLOAD, "updateStrategy": {}}, "status": {}},
-    "Job": {"metadata": _META, "spec": {"template": _TEMPLATE}, "status": {}},
-    "CronJob": {"metadata": _META, "spec": {"jobTemplate": {"metadata": _META, "spec": {"template": _TEMPLATE}}}},
-    "HorizontalPodAutoscaler": {"metadata": _META, "spec": {"scaleTargetRef": {}}, "status": {}},
-    "Lease": {"metadata": _META, "spec": {}},
-    "EndpointSlice": {"metadata": _META, "endpoints": None},
-    "Ingress": {"metadata": _META, "spec": {}, "status": {"loadBalancer": {}}},
-    "IngressClass": {"metadata": _META, "spec": {}},
-    "NetworkPolicy": {"metadata": _META, "spec": {"podSelector": {}}},
-    "PodDisruptionBudget": _SPEC_STATUS,
-    "Role": {"metadata": _META, "rules": None},
-    "ClusterRole": {"metadata": _META, "rules": None},
-    "RoleBinding": {"metadata": _META, "roleRef": {}},
-    "ClusterRoleBinding": {"metadata": _META, "roleRef": {}},
-    "CertificateSigningRequest": _SPEC_STATUS,
-    "CSIDriver": {"metadata": _META, "spec": {}},
-    "CSINode": {"metadata": _META, "spec": {"drivers": None}},
-    "VolumeAttachment": {"metadata": _META, "spec": {"source": {}}, "status": {}},
-    "FlowSchema": {"metadata": _META, "spec": {"priorityLevelConfiguration": {}}, "status": {}},
-    "PriorityLevelConfiguration": _SPEC_STATUS,
-    "APIService": _SPEC_STATUS,
-    "ValidatingAdmissionPolicy": _SPEC_STATUS,
-    "ValidatingAdmissionPolicyBinding": {"metadata": _META, "spec": {}},
-}
-
-
-def zero(kind: str) -> dict[str, Any]:
-    return _ZEROS.get(kind, {"metadata": _META})
 
 
 # ---- conflicts -------------------------------------------------------------------------------------------------

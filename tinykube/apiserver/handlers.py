@@ -24,6 +24,7 @@ from tinykube.apiserver import consistency, fieldmanager, listing
 from tinykube.apiserver.connect import PodConnect
 from tinykube.apiserver.fieldvalidation import check_duplicates, field_check
 from tinykube.apiserver.identity import UserInfo, user_of
+from tinykube.apiserver.kinds.printers import table
 from tinykube.apiserver.metrics import RESOURCE_KEY
 from tinykube.apiserver.negotiation import (
     MAX_BODY,
@@ -34,7 +35,6 @@ from tinykube.apiserver.negotiation import (
     rendering,
 )
 from tinykube.apiserver.podlogs import PodLogs
-from tinykube.apiserver.printers import table
 from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.registry import Request as RegistryRequest
 from tinykube.apiserver.registry.apps import to_scale, update_scale

@@ -20,9 +20,9 @@ from starlette.responses import StreamingResponse
 from tinykube.api import errors
 from tinykube.api.conversion import Converted
 from tinykube.api.resources import ResourceInfo
+from tinykube.apiserver.kinds.printers import table
 from tinykube.apiserver.listing import object_filter
 from tinykube.apiserver.negotiation import Rendering, partial_metadata
-from tinykube.apiserver.printers import table
 from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.watchcache import CachedObject, CacheEvent, Watcher
 from tinykube.store.errors import Compacted

@@ -21,7 +21,7 @@ from tinykube.api.errors import ErrorType, FieldError, forbidden, go_value, inva
 from tinykube.api.meta import qualified_name, regex_error, validate_labels
 from tinykube.api.resources import SCALE
 from tinykube.api.selectors import selector_from_label_selector
-from tinykube.apiserver.printers import label_selector_text
+from tinykube.apiserver.printing.cells import label_selector_text
 from tinykube.apiserver.registry.core import default_object, default_pod_spec
 from tinykube.apiserver.registry.generic import SYSTEM_FIELDS, Registry, Request, Strategy
 from tinykube.apiserver.registry.podvalidation import validate_pod_spec

@@ -6,10 +6,11 @@ roles, whose rules the ClusterRole aggregation controller keeps as the union of 
 controller fill them in; here they are created filled in already (the same computation), so that a new cluster is
 complete when it is ready and the state a test fixture resets to does not depend on the controller's timing.
 
-Every rule's lists are sorted, as upstream's rule builder sorts them. The `system:controller:*` roles of
-kube-controller-manager's individual controllers and the namespaced roles of `kube-system` are not included:
-tinykube's controllers run under one identity (the administrator's, in `system:masters`). kubeadm's
-`kubeadm:cluster-admins` binding, which a kind cluster has, is.
+Every rule's lists are sorted, as upstream's rule builder sorts them (`rules.py`). What the aggregated roles grant
+on each API group's kinds is that group's (`kinds/<group>/rbac.py`); the controllers' and system roles are here.
+The `system:controller:*` roles of kube-controller-manager's individual controllers and the namespaced roles of
+`kube-system` are not included: tinykube's controllers run under one identity (the administrator's, in
+`system:masters`). kubeadm's `kubeadm:cluster-admins` binding, which a kind cluster has, is.
 """
 
 from __future__ import annotations
@@ -17,30 +18,23 @@ from __future__ import annotations
 from typing import Any
 
 from tinykube.api.aggregation import settle
+from tinykube.apiserver.kinds.apps import rbac as apps
+from tinykube.apiserver.kinds.autoscaling import rbac as autoscaling
+from tinykube.apiserver.kinds.batch import rbac as batch
+from tinykube.apiserver.kinds.coordination import rbac as coordination
+from tinykube.apiserver.kinds.core import rbac as core
+from tinykube.apiserver.kinds.discovery import rbac as discovery
+from tinykube.apiserver.kinds.networking import rbac as networking
+from tinykube.apiserver.kinds.policy import rbac as policy
+from tinykube.apiserver.kinds.rbac import rbac
+from tinykube.apiserver.kinds.rbac.rules import READ, WRITE, Rule, rule, urls
 
 GROUP = "rbac.authorization.k8s.io"
 LABELS = {"kubernetes.io/bootstrapping": "rbac-defaults"}
 ANNOTATIONS = {"rbac.authorization.kubernetes.io/autoupdate": "true"}
 AGGREGATE = "rbac.authorization.k8s.io/aggregate-to-"
 
-READ = ("get", "list", "watch")
-WRITE = ("create", "delete", "deletecollection", "patch", "update")
-READ_WRITE = READ + WRITE
 EVENT_VERBS = ("create", "patch", "update")
-
-Rule = dict[str, list[str]]
-
-
-def rule(verbs: tuple[str, ...], groups: tuple[str, ...], *resources: str, names: tuple[str, ...] = ()) -> Rule:
-    built = {"verbs": sorted(verbs), "apiGroups": sorted(groups), "resources": sorted(resources)}
-    if names:
-        built["resourceNames"] = sorted(names)
-    return built
-
-
-def urls(verbs: tuple[str, ...], *paths: str) -> Rule:
-    return {"verbs": sorted(verbs), "nonResourceURLs": sorted(paths)}
-
 
 CORE, APPS, EXT = ("",), ("apps",), ("extensions",)
 EVENTS = rule(EVENT_VERBS, ("", "events.k8s.io"), "events")
@@ -63,62 +57,48 @@ DISCOVERY_URLS = (
 )  # fmt: skip
 MONITORING_URLS = ("/healthz", "/healthz/*", "/livez", "/livez/*", "/metrics", "/metrics/slis", "/readyz", "/readyz/*")
 
-AGGREGATE_TO_ADMIN = [
-    rule(("create",), ("authorization.k8s.io",), "localsubjectaccessreviews"),
-    rule(READ_WRITE, (GROUP,), "rolebindings", "roles"),
-]
-
-AGGREGATE_TO_EDIT = [
-    rule(READ, CORE, "pods/attach", "pods/exec", "pods/portforward", "pods/proxy", "secrets", "services/proxy"),
-    rule(("impersonate",), CORE, "serviceaccounts"),
-    rule(WRITE, CORE, "pods", "pods/attach", "pods/exec", "pods/portforward", "pods/proxy"),
-    rule(("create",), CORE, "pods/eviction"),
-    rule(
-        WRITE, CORE, "configmaps", "events", "persistentvolumeclaims", "replicationcontrollers",
-        "replicationcontrollers/scale", "secrets", "serviceaccounts", "services", "services/proxy",
-    ),
-    rule(("create",), CORE, "serviceaccounts/token"),
-    rule(
-        WRITE, APPS, "daemonsets", "deployments", "deployments/rollback", "deployments/scale", "replicasets",
-        "replicasets/scale", "statefulsets", "statefulsets/scale",
-    ),
-    rule(WRITE, ("autoscaling",), "horizontalpodautoscalers"),
-    rule(WRITE, ("batch",), "cronjobs", "jobs"),
+# The rules each group gives the aggregated roles, in upstream's order. `extensions` has no home of its own: it
+# serves nothing here, but upstream's roles still grant its old resources.
+EXTENSIONS_EDIT = [
     rule(
         WRITE, EXT, "daemonsets", "deployments", "deployments/rollback", "deployments/scale", "ingresses",
         "networkpolicies", "replicasets", "replicasets/scale", "replicationcontrollers/scale",
     ),
-    rule(WRITE, ("policy",), "poddisruptionbudgets"),
-    rule(WRITE, ("networking.k8s.io",), "ingresses", "networkpolicies"),
-    rule(READ_WRITE, ("coordination.k8s.io",), "leases"),
 ]  # fmt: skip
-
-AGGREGATE_TO_VIEW = [
-    rule(
-        READ, CORE, "configmaps", "endpoints", "persistentvolumeclaims", "persistentvolumeclaims/status", "pods",
-        "replicationcontrollers", "replicationcontrollers/scale", "serviceaccounts", "services", "services/status",
-    ),
-    rule(
-        READ, CORE, "bindings", "events", "limitranges", "namespaces/status", "pods/log", "pods/status",
-        "replicationcontrollers/status", "resourcequotas", "resourcequotas/status",
-    ),
-    rule(READ, CORE, "namespaces"),
-    rule(READ, ("discovery.k8s.io",), "endpointslices"),
-    rule(
-        READ, APPS, "controllerrevisions", "daemonsets", "daemonsets/status", "deployments", "deployments/scale",
-        "deployments/status", "replicasets", "replicasets/scale", "replicasets/status", "statefulsets",
-        "statefulsets/scale", "statefulsets/status",
-    ),
-    rule(READ, ("autoscaling",), "horizontalpodautoscalers", "horizontalpodautoscalers/status"),
-    rule(READ, ("batch",), "cronjobs", "cronjobs/status", "jobs", "jobs/status"),
+EXTENSIONS_VIEW = [
     rule(
         READ, EXT, "daemonsets", "daemonsets/status", "deployments", "deployments/scale", "deployments/status",
         "ingresses", "ingresses/status", "networkpolicies", "replicasets", "replicasets/scale", "replicasets/status",
         "replicationcontrollers/scale",
     ),
-    rule(READ, ("policy",), "poddisruptionbudgets", "poddisruptionbudgets/status"),
-    rule(READ, ("networking.k8s.io",), "ingresses", "ingresses/status", "networkpolicies"),
 ]  # fmt: skip
+
+AGGREGATE_TO_ADMIN = [
+    rule(("create",), ("authorization.k8s.io",), "localsubjectaccessreviews"),
+    *rbac.AGGREGATE_TO_ADMIN,
+]
+
+AGGREGATE_TO_EDIT = [
+    *core.AGGREGATE_TO_EDIT,
+    *apps.AGGREGATE_TO_EDIT,
+    *autoscaling.AGGREGATE_TO_EDIT,
+    *batch.AGGREGATE_TO_EDIT,
+    *EXTENSIONS_EDIT,
+    *policy.AGGREGATE_TO_EDIT,
+    *networking.AGGREGATE_TO_EDIT,
+    *coordination.AGGREGATE_TO_EDIT,
+]
+
+AGGREGATE_TO_VIEW = [
+    *core.AGGREGATE_TO_VIEW,
+    *discovery.AGGREGATE_TO_VIEW,
+    *apps.AGGREGATE_TO_VIEW,
+    *autoscaling.AGGREGATE_TO_VIEW,
+    *batch.AGGREGATE_TO_VIEW,
+    *EXTENSIONS_VIEW,
+    *policy.AGGREGATE_TO_VIEW,
+    *networking.AGGREGATE_TO_VIEW,
+]
 
 REVIEWS = [
     rule(("create",), ("authentication.k8s.io",), "tokenreviews"),

@@ -10,19 +10,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from tinykube.apiserver.printers import (
-    AGE_COLUMN,
-    DEFAULT_PRINTER,
-    NAME_COLUMN,
-    Cells,
-    Column,
-    Printer,
-    age,
-    as_dict,
-    as_str,
-    dicts_in,
-    name_of,
-)
+from tinykube.api.jsonshape import as_dict, as_str, dicts
+from tinykube.apiserver.printing.cells import age, name_of
+from tinykube.apiserver.printing.table import AGE_COLUMN, DEFAULT_PRINTER, NAME_COLUMN, Cells, Column, Printer
 
 
 def _binding_columns(kind: str, role_ref: str) -> tuple[Column, ...]:
@@ -53,7 +43,7 @@ def subjects_strings(subjects: Any) -> tuple[list[str], list[str], list[str]]:
     users: list[str] = []
     groups: list[str] = []
     accounts: list[str] = []
-    for subject in dicts_in(subjects):
+    for subject in dicts(subjects):
         kind, name = subject.get("kind"), as_str(subject.get("name"))
         if kind == "ServiceAccount":
             accounts.append(f"{as_str(subject.get('namespace'))}/{name}")

@@ -10,21 +10,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from tinykube.api.quantity import QuantityError, parse_quantity
-from tinykube.apiserver.printers import (
-    AGE_COLUMN,
-    DEFAULT_PRINTER,
-    NAME_COLUMN,
-    Column,
-    Printer,
-    age,
-    as_dict,
-    as_list,
-    as_str,
-    dicts_in,
-    format_labels,
-    name_of,
-)
+from tinykube.api.jsonshape import as_dict, as_list, as_str
+from tinykube.apiserver.kinds.core.template_cells import container_cells
+from tinykube.apiserver.printing.cells import age, format_labels, name_of, quantity_text
+from tinykube.apiserver.printing.table import AGE_COLUMN, DEFAULT_PRINTER, NAME_COLUMN, Column, Printer
 
 CONFIG_MAP_COLUMNS = (
     NAME_COLUMN,
@@ -106,25 +95,10 @@ def _service_account_cells(obj: dict[str, Any], now: datetime) -> list[Any]:
     return [name_of(obj), len(as_list(obj.get("secrets"))), age(obj, now)]
 
 
-def container_cells(pod_spec: Any) -> tuple[str, str]:
-    """`layoutContainerCells`: container names and images, comma-joined."""
-    containers = dicts_in(as_dict(pod_spec).get("containers"))
-    names = ",".join(as_str(c.get("name")) for c in containers)
-    return names, ",".join(as_str(c.get("image")) for c in containers)
-
-
 def _pod_template_cells(obj: dict[str, Any], now: datetime) -> list[Any]:
     template = as_dict(obj.get("template"))
-    names, images = container_cells(template.get("spec"))
+    names, images = container_cells(template)
     return [name_of(obj), names, images, format_labels(as_dict(template.get("metadata")).get("labels"))]
-
-
-def quantity_text(raw: Any) -> str:
-    """`Quantity.String()` of a stored quantity: the zero quantity ("0") when there is none."""
-    try:
-        return str(parse_quantity(raw))
-    except QuantityError:
-        return str(raw)
 
 
 def quota_usage(obj: dict[str, Any]) -> tuple[str, str]:

@@ -1,115 +1,46 @@
-"""Server-side printing: turn objects into a ``meta.k8s.io/v1`` ``Table`` as the upstream apiserver does.
+"""Table columns (`kubectl get`) of the core kinds, as upstream's printers
+(``pkg/printers/internalversion/printers.go``): Services, Pods, Endpoints, Nodes, Namespaces, Events and
+ReplicationControllers here; the config kinds in `config_printers`, the volumes in `volume_printers`. ``PRINTERS``
+is the group's table.
 
-Why this matters: ``kubectl get`` does not know how to print a Service or a Pod. It asks the
-server for a Table (``Accept: application/json;as=Table;v=v1;g=meta.k8s.io``) and prints the
-columns it gets back. A server that cannot answer with a Table gets the generic fallback, so
-``kubectl get svc`` shows only ``NAME AGE`` instead of ``TYPE CLUSTER-IP EXTERNAL-IP PORT(S)``.
-
-The per-resource columns and cell logic follow ``pkg/printers/internalversion/printers.go``;
-resources without a printer get the generic ``Name`` / ``Created At`` table of
-``k8s.io/apiserver/pkg/registry/rest/table.go``. Like upstream (which always generates with
-``Wide: true``), every row carries all cells, including the priority-1 ones; kubectl hides
-those unless ``-o wide`` is given. Ages use ``k8s.io/apimachinery/pkg/util/duration.HumanDuration``.
-
-Objects are plain JSON dicts in their v1 wire form (so container ``lastState``, not the Go
-field name ``LastTerminationState``); fields the apiserver would have defaulted are read with
-the same defaults (a Service without ``type`` is ``ClusterIP``, a port without ``protocol`` is
-``TCP``).
+Objects are plain JSON dicts in their v1 wire form (so container ``lastState``, not the Go field name
+``LastTerminationState``); fields the apiserver would have defaulted are read with the same defaults (a Service
+without ``type`` is ``ClusterIP``, a port without ``protocol`` is ``TCP``). Ages use
+``k8s.io/apimachinery/pkg/util/duration.HumanDuration``. Descriptions are the upstream SwaggerDoc() strings of the
+fields each column shows.
 """
 
 from __future__ import annotations
 
-import copy
-import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from tinykube.api.errors import ApiError
+from tinykube.api.jsonshape import as_dict, as_list, as_str, dicts
 from tinykube.api.meta import parse_time
-from tinykube.api.resources import ResourceInfo
-from tinykube.api.selectors import selector_from_label_selector
-
-__all__ = [
-    "PRINTERS",
-    "Column",
-    "Printer",
-    "age",
-    "all_printers",
-    "as_dict",
-    "as_int",
-    "as_list",
-    "as_str",
-    "container_cells",
-    "dicts_in",
-    "format_labels",
-    "human_duration",
-    "label_selector_text",
-    "meta_of",
-    "name_of",
-    "since",
-    "table",
-]
-
-INCLUDE_OBJECT_POLICIES = ("None", "Object", "Metadata")
-
-# ---------------------------------------------------------------------------------------------
-# Column definitions
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Column:
-    """A ``TableColumnDefinition``; ``priority`` 1 means "only with ``-o wide``"."""
-
-    name: str
-    type: str
-    description: str
-    format: str = ""
-    priority: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "type": self.type,
-            "format": self.format,
-            "description": self.description,
-            "priority": self.priority,
-        }
-
-
-Cells = list[Any]
-CellsFunc = Callable[[dict[str, Any], datetime], Cells]
-ConditionsFunc = Callable[[dict[str, Any]], list[dict[str, str]]]
-
-
-@dataclass(frozen=True, slots=True)
-class Printer:
-    """Columns of one resource plus the function that fills a row's cells for an object."""
-
-    columns: tuple[Column, ...]
-    cells: CellsFunc
-    conditions: ConditionsFunc | None = None
-
-
-# Descriptions are the upstream SwaggerDoc() strings of the fields each column shows.
-_DESC_NAME = (
-    "Name must be unique within a namespace. Is required when creating resources, although some "
-    "resources may allow a client to request the generation of an appropriate name automatically. "
-    "Name is primarily intended for creation idempotence and configuration definition. Cannot be "
-    "updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names"
+from tinykube.apiserver.kinds.core import config_printers, volume_printers
+from tinykube.apiserver.kinds.core.template_cells import CONTAINERS_COLUMN, IMAGES_COLUMN, replicated_cells
+from tinykube.apiserver.printing.cells import (
+    MAX_LISTED,
+    age,
+    format_labels,
+    human_duration,
+    int_or_zero,
+    join_host_port,
+    meta_of,
+    name_of,
+    since,
 )
-_DESC_CREATED = (
-    "CreationTimestamp is a timestamp representing the server time when this object was created. "
-    "It is not guaranteed to be set in happens-before order across separate operations. Clients "
-    "may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the "
-    "system. Read-only. Null for lists. More info: "
-    "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
+from tinykube.apiserver.printing.table import (
+    AGE_COLUMN,
+    LABEL_SELECTORS_URL,
+    NAME_COLUMN,
+    NAME_DESCRIPTION,
+    Cells,
+    Column,
+    Printer,
 )
-
-NAME_COLUMN = Column("Name", "string", _DESC_NAME, format="name")
-AGE_COLUMN = Column("Age", "string", _DESC_CREATED)
 
 SERVICE_COLUMNS = (
     NAME_COLUMN,
@@ -238,31 +169,6 @@ ENDPOINTS_COLUMNS = (
     AGE_COLUMN,
 )
 
-ENDPOINT_SLICE_COLUMNS = (
-    NAME_COLUMN,
-    Column(
-        "AddressType",
-        "string",
-        "addressType specifies the type of address carried by this EndpointSlice. All addresses in "
-        "this slice must be the same type. This field is immutable after creation. The following "
-        "address types are currently supported: * IPv4: Represents an IPv4 Address. * IPv6: "
-        "Represents an IPv6 Address. * FQDN: Represents a Fully Qualified Domain Name.",
-    ),
-    Column(
-        "Ports",
-        "string",
-        "ports specifies the list of network ports exposed by each endpoint in this slice. Each port "
-        "must have a unique name. When ports is empty, it indicates that there are no defined ports. "
-        'When a port is defined with a nil port value, it indicates "all ports". Each slice may '
-        "include a maximum of 100 ports.",
-    ),
-    Column(
-        "Endpoints",
-        "string",
-        "endpoints is a list of unique endpoints in this slice. Each slice may include a maximum of 1000 endpoints.",
-    ),
-    AGE_COLUMN,
-)
 
 _DESC_NODE_ADDRESSES = (
     "List of addresses reachable to the node. Queried from cloud provider, if available. More info: "
@@ -347,127 +253,8 @@ EVENT_COLUMNS = (
         priority=1,
     ),
     Column("Count", "string", "The number of times this event has occurred.", priority=1),
-    Column("Name", "string", _DESC_NAME, format="name", priority=1),
+    Column("Name", "string", NAME_DESCRIPTION, format="name", priority=1),
 )
-
-# rest.defaultTableConvertor: for resources without a printer of their own.
-DEFAULT_COLUMNS = (
-    NAME_COLUMN,
-    Column("Created At", "date", _DESC_CREATED),
-)
-
-# ---------------------------------------------------------------------------------------------
-# Durations and timestamps
-# ---------------------------------------------------------------------------------------------
-
-_NS_PER_SECOND = 1_000_000_000
-_NS_PER_MINUTE = 60 * _NS_PER_SECOND
-_NS_PER_HOUR = 60 * _NS_PER_MINUTE
-
-
-def human_duration(seconds: float) -> str:
-    """``duration.HumanDuration``: a succinct duration with ~2-3 significant figures.
-
-    Up to 2 seconds in the future counts as "now" ("0s", tolerating clock skew); further in
-    the future is ``<invalid>``. Then: seconds below 2 minutes, ``XmYs`` below 10 minutes,
-    minutes below 3 hours, ``XhYm`` below 8 hours, hours below 2 days, ``XdYh`` below 8 days,
-    days below 2 years, ``XyYd`` below 8 years, then years. Zero remainders are dropped.
-    """
-    ns = round(seconds * _NS_PER_SECOND)
-    whole_seconds = int(ns / _NS_PER_SECOND)  # Go's int(d.Seconds()) truncates toward zero
-    if whole_seconds < -1:
-        return "<invalid>"
-    if whole_seconds < 0:
-        return "0s"
-    if whole_seconds < 60 * 2:
-        return f"{whole_seconds}s"
-    minutes = ns // _NS_PER_MINUTE
-    if minutes < 10:
-        s = (ns // _NS_PER_SECOND) % 60
-        return f"{minutes}m" if s == 0 else f"{minutes}m{s}s"
-    if minutes < 60 * 3:
-        return f"{minutes}m"
-    hours = ns // _NS_PER_HOUR
-    if hours < 8:
-        m = minutes % 60
-        return f"{hours}h" if m == 0 else f"{hours}h{m}m"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        h = hours % 24
-        return f"{hours // 24}d" if h == 0 else f"{hours // 24}d{h}h"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        dy = (hours // 24) % 365
-        return f"{hours // 24 // 365}y" if dy == 0 else f"{hours // 24 // 365}y{dy}d"
-    return f"{hours // 24 // 365}y"
-
-
-def since(value: Any, now: datetime) -> str:
-    """``translateTimestampSince``: ``<unknown>`` for an unset time, else its human age."""
-    when = parse_time(value)
-    if when is None:
-        return "<unknown>"
-    return human_duration((now - when).total_seconds())
-
-
-# ---------------------------------------------------------------------------------------------
-# Small accessors for JSON dicts
-# ---------------------------------------------------------------------------------------------
-
-
-def as_dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def dicts_in(value: Any) -> list[dict[str, Any]]:
-    return [item for item in as_list(value) if isinstance(item, dict)]
-
-
-def as_str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def as_int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def meta_of(obj: Mapping[str, Any]) -> dict[str, Any]:
-    return as_dict(obj.get("metadata"))
-
-
-def name_of(obj: Mapping[str, Any]) -> str:
-    return as_str(meta_of(obj).get("name"))
-
-
-def age(obj: Mapping[str, Any], now: datetime) -> str:
-    return since(meta_of(obj).get("creationTimestamp"), now)
-
-
-def format_labels(labels: Any) -> str:
-    """``labels.FormatLabels``: ``k=v`` pairs sorted by key, or ``<none>``."""
-    pairs = as_dict(labels)
-    if not pairs:
-        return "<none>"
-    return ",".join(f"{key}={pairs[key]}" for key in sorted(pairs))
-
-
-def _join_host_port(host: str, port: int) -> str:
-    """``net.JoinHostPort``: brackets around hosts containing a colon (IPv6)."""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def _list_with_more(items: list[str], count: int, limit: int, empty: str) -> str:
-    text = ",".join(items)
-    if count > limit:
-        return f"{text} + {count - limit} more..."
-    return text or empty
-
 
 # ---------------------------------------------------------------------------------------------
 # Services
@@ -477,7 +264,7 @@ def _list_with_more(items: list[str], count: int, limit: int, empty: str) -> str
 def _load_balancer_ips(status: Mapping[str, Any]) -> str:
     """``loadBalancerStatusStringer`` (wide: no 16-char clipping): sorted unique IPs/hostnames."""
     found: set[str] = set()
-    for ingress in dicts_in(as_dict(status.get("loadBalancer")).get("ingress")):
+    for ingress in dicts(as_dict(status.get("loadBalancer")).get("ingress")):
         ip, hostname = as_str(ingress.get("ip")), as_str(ingress.get("hostname"))
         if ip:
             found.add(ip)
@@ -506,13 +293,13 @@ def service_external_ip(service: Mapping[str, Any]) -> str:
 def service_ports(ports: Any) -> str:
     """``makePortString``: ``port/proto`` or ``port:nodePort/proto``, comma-joined; ``<none>``."""
     pieces = []
-    for port in dicts_in(ports):
+    for port in dicts(ports):
         protocol = as_str(port.get("protocol")) or "TCP"
-        node_port = as_int(port.get("nodePort"))
+        node_port = int_or_zero(port.get("nodePort"))
         if node_port > 0:
-            pieces.append(f"{as_int(port.get('port'))}:{node_port}/{protocol}")
+            pieces.append(f"{int_or_zero(port.get('port'))}:{node_port}/{protocol}")
         else:
-            pieces.append(f"{as_int(port.get('port'))}/{protocol}")
+            pieces.append(f"{int_or_zero(port.get('port'))}/{protocol}")
     return ",".join(pieces) or "<none>"
 
 
@@ -560,10 +347,10 @@ def _terminated_reason(terminated: Mapping[str, Any], prefix: str = "") -> str:
     reason = as_str(terminated.get("reason"))
     if reason:
         return prefix + reason
-    signal = as_int(terminated.get("signal"))
+    signal = int_or_zero(terminated.get("signal"))
     if signal:
         return f"{prefix}Signal:{signal}"
-    return f"{prefix}ExitCode:{as_int(terminated.get('exitCode'))}"
+    return f"{prefix}ExitCode:{int_or_zero(terminated.get('exitCode'))}"
 
 
 class _RestartTally:
@@ -574,7 +361,7 @@ class _RestartTally:
         self.last: datetime | None = None
 
     def add(self, status: Mapping[str, Any]) -> None:
-        self.count += as_int(status.get("restartCount"))
+        self.count += int_or_zero(status.get("restartCount"))
         terminated = as_dict(as_dict(status.get("lastState")).get("terminated"))
         if terminated:
             finished = parse_time(terminated.get("finishedAt"))
@@ -604,10 +391,10 @@ def _is_restartable_init(container: Mapping[str, Any] | None) -> bool:
 def _pod_summary(obj: Mapping[str, Any]) -> _PodSummary:
     """READY, STATUS and RESTARTS as computed by upstream ``printPod``."""
     spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
-    conditions = dicts_in(status.get("conditions"))
-    init_specs = dicts_in(spec.get("initContainers"))
+    conditions = dicts(status.get("conditions"))
+    init_specs = dicts(spec.get("initContainers"))
     init_containers = {as_str(c.get("name")): c for c in init_specs}
-    total = len(dicts_in(spec.get("containers"))) + sum(1 for c in init_specs if _is_restartable_init(c))
+    total = len(dicts(spec.get("containers"))) + sum(1 for c in init_specs if _is_restartable_init(c))
     ready = 0
     phase = as_str(status.get("phase"))
     reason = as_str(status.get("reason")) or phase
@@ -616,7 +403,7 @@ def _pod_summary(obj: Mapping[str, Any]) -> _PodSummary:
             reason = "SchedulingGated"
 
     all_restarts, sidecar_restarts = _RestartTally(), _RestartTally()
-    init_statuses = dicts_in(status.get("initContainerStatuses"))
+    init_statuses = dicts(status.get("initContainerStatuses"))
     initializing = False
     for index, container in enumerate(init_statuses):
         spec_container = init_containers.get(as_str(container.get("name")))
@@ -624,7 +411,7 @@ def _pod_summary(obj: Mapping[str, Any]) -> _PodSummary:
         if _is_restartable_init(spec_container):
             sidecar_restarts.add(container)
         terminated, waiting = _state(container, "terminated"), _state(container, "waiting")
-        if terminated is not None and as_int(terminated.get("exitCode")) == 0:
+        if terminated is not None and int_or_zero(terminated.get("exitCode")) == 0:
             continue
         if _is_restartable_init(spec_container) and container.get("started") is True:
             if container.get("ready") is True:
@@ -643,7 +430,7 @@ def _pod_summary(obj: Mapping[str, Any]) -> _PodSummary:
     if not initializing or _has_condition(conditions, "Initialized"):
         restarts = sidecar_restarts
         has_running = False
-        for container in reversed(dicts_in(status.get("containerStatuses"))):
+        for container in reversed(dicts(status.get("containerStatuses"))):
             restarts.add(container)
             waiting, terminated = _state(container, "waiting"), _state(container, "terminated")
             if waiting is not None and as_str(waiting.get("reason")):
@@ -666,10 +453,10 @@ def _pod_summary(obj: Mapping[str, Any]) -> _PodSummary:
 
 
 def _pod_readiness_gates(spec: Mapping[str, Any], status: Mapping[str, Any]) -> str:
-    gates = dicts_in(spec.get("readinessGates"))
+    gates = dicts(spec.get("readinessGates"))
     if not gates:
         return "<none>"
-    conditions = dicts_in(status.get("conditions"))
+    conditions = dicts(status.get("conditions"))
     true_count = 0
     for gate in gates:
         for condition in conditions:
@@ -686,7 +473,7 @@ def _pod_cells(obj: dict[str, Any], now: datetime) -> Cells:
     restarts = str(summary.restarts)
     if summary.restarts != 0 and summary.last_restart is not None:
         restarts += f" ({human_duration((now - summary.last_restart).total_seconds())} ago)"
-    pod_ips = dicts_in(status.get("podIPs"))
+    pod_ips = dicts(status.get("podIPs"))
     pod_ip = as_str(pod_ips[0].get("ip")) if pod_ips else as_str(status.get("podIP"))
     return [
         name_of(obj),
@@ -702,75 +489,38 @@ def _pod_cells(obj: dict[str, Any], now: datetime) -> Cells:
 
 
 # ---------------------------------------------------------------------------------------------
-# Endpoints and EndpointSlices
+# Endpoints
 # ---------------------------------------------------------------------------------------------
-
-_MAX_LISTED = 3
 
 
 def format_endpoints(endpoints: Mapping[str, Any]) -> str:
     """``formatEndpoints``: up to three ``ip:port`` (ready addresses only), then ``+ N more...``."""
-    subsets = dicts_in(endpoints.get("subsets"))
+    subsets = dicts(endpoints.get("subsets"))
     if not subsets:
         return "<none>"
     shown: list[str] = []
     count = 0
     more = False
     for subset in subsets:
-        ips = [as_str(address.get("ip")) for address in dicts_in(subset.get("addresses"))]
-        ports = dicts_in(subset.get("ports"))
+        ips = [as_str(address.get("ip")) for address in dicts(subset.get("addresses"))]
+        ports = dicts(subset.get("ports"))
         # Headless services may have no ports: bare IPs. Otherwise each port lists every IP.
         groups = [ips]
         if ports:
-            groups = [[_join_host_port(ip, as_int(port.get("port"))) for ip in ips] for port in ports]
+            groups = [[join_host_port(ip, int_or_zero(port.get("port"))) for ip in ips] for port in ports]
         for group in groups:
             count += len(group)
             for item in group:
-                if len(shown) == _MAX_LISTED:
+                if len(shown) == MAX_LISTED:
                     more = True
                     break
                 shown.append(item)
     text = ",".join(shown)
-    return f"{text} + {count - _MAX_LISTED} more..." if more else text
+    return f"{text} + {count - MAX_LISTED} more..." if more else text
 
 
 def _endpoints_cells(obj: dict[str, Any], now: datetime) -> Cells:
     return [name_of(obj), format_endpoints(obj), age(obj, now)]
-
-
-def format_discovery_ports(ports: Any) -> str:
-    """``formatDiscoveryPorts``: port numbers (or name, or ``*``), three at most; ``<unset>``."""
-    shown: list[str] = []
-    all_ports = dicts_in(ports)
-    for port in all_ports[:_MAX_LISTED]:
-        if isinstance(port.get("port"), int):
-            shown.append(str(port["port"]))
-        elif isinstance(port.get("name"), str):
-            shown.append(port["name"])
-        else:
-            shown.append("*")
-    return _list_with_more(shown, len(all_ports), _MAX_LISTED, "<unset>")
-
-
-def format_discovery_endpoints(endpoints: Any) -> str:
-    """``formatDiscoveryEndpoints``: addresses of all endpoints, three at most; ``<unset>``."""
-    addresses = [
-        address
-        for endpoint in dicts_in(endpoints)
-        for address in as_list(endpoint.get("addresses"))
-        if isinstance(address, str)
-    ]
-    return _list_with_more(addresses[:_MAX_LISTED], len(addresses), _MAX_LISTED, "<unset>")
-
-
-def _endpoint_slice_cells(obj: dict[str, Any], now: datetime) -> Cells:
-    return [
-        name_of(obj),
-        as_str(obj.get("addressType")),
-        format_discovery_ports(obj.get("ports")),
-        format_discovery_endpoints(obj.get("endpoints")),
-        age(obj, now),
-    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -795,7 +545,7 @@ def node_roles(labels: Any) -> list[str]:
 
 def _node_status(obj: Mapping[str, Any]) -> str:
     ready = None
-    for condition in dicts_in(as_dict(obj.get("status")).get("conditions")):
+    for condition in dicts(as_dict(obj.get("status")).get("conditions")):
         if condition.get("type") == "Ready":
             ready = condition  # the last one wins, as with upstream's map
     parts = ["Unknown"] if ready is None else ["Ready" if ready.get("status") == "True" else "NotReady"]
@@ -805,7 +555,7 @@ def _node_status(obj: Mapping[str, Any]) -> str:
 
 
 def _node_address(obj: Mapping[str, Any], kind: str) -> str:
-    for address in dicts_in(as_dict(obj.get("status")).get("addresses")):
+    for address in dicts(as_dict(obj.get("status")).get("addresses")):
         if address.get("type") == kind:
             return as_str(address.get("address"))
     return "<none>"
@@ -852,11 +602,11 @@ def _event_cells(obj: dict[str, Any], now: datetime) -> Cells:
     last_seen = since(obj.get("lastTimestamp"), now)
     if parse_time(obj.get("lastTimestamp")) is None:
         last_seen = first_seen
-    count = as_int(obj.get("count"))
+    count = int_or_zero(obj.get("count"))
     series = obj.get("series")
     if isinstance(series, dict):
         last_seen = since(series.get("lastObservedTime"), now)
-        count = as_int(series.get("count"))
+        count = int_or_zero(series.get("count"))
     elif count == 0:
         count = 1  # singleton events carry no count in the events.k8s.io API
     involved = as_dict(obj.get("involvedObject"))
@@ -876,247 +626,50 @@ def _event_cells(obj: dict[str, Any], now: datetime) -> Cells:
 
 
 # ---------------------------------------------------------------------------------------------
-# Deployments and ReplicaSets
+# ReplicationControllers
 # ---------------------------------------------------------------------------------------------
 
-_CONTAINERS_COLUMN = Column("Containers", "string", "Names of each container in the template.", priority=1)
-_IMAGES_COLUMN = Column("Images", "string", "Images referenced by each container in the template.", priority=1)
-
-DEPLOYMENT_COLUMNS = (
-    NAME_COLUMN,
-    Column("Ready", "string", "Number of the pod with ready state"),
-    Column(
-        "Up-to-date",
-        "string",
-        "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
-    ),
-    Column(
-        "Available",
-        "string",
-        "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
-    ),
-    AGE_COLUMN,
-    _CONTAINERS_COLUMN,
-    _IMAGES_COLUMN,
-    Column(
-        "Selector",
-        "string",
-        "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected "
-        "by this deployment. It must match the pod template's labels.",
-        priority=1,
-    ),
+_RC_URL = (
+    "https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller"
 )
 
-REPLICA_SET_COLUMNS = (
+REPLICATION_CONTROLLER_COLUMNS = (
     NAME_COLUMN,
     Column(
         "Desired",
         "integer",
         "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero and "
-        "unspecified. Defaults to 1. More info: "
-        "https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller",
+        f"unspecified. Defaults to 1. More info: {_RC_URL}",
     ),
-    Column(
-        "Current",
-        "integer",
-        "Replicas is the most recently observed number of replicas. More info: "
-        "https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller",
-    ),
-    Column(
-        "Ready", "integer", "readyReplicas is the number of pods targeted by this ReplicaSet with a Ready Condition."
-    ),
+    Column("Current", "integer", f"Replicas is the most recently observed number of replicas. More info: {_RC_URL}"),
+    Column("Ready", "integer", "The number of ready replicas for this replication controller."),
     AGE_COLUMN,
-    _CONTAINERS_COLUMN,
-    _IMAGES_COLUMN,
+    CONTAINERS_COLUMN,
+    IMAGES_COLUMN,
     Column(
         "Selector",
         "string",
-        "A selector to restrict the list of returned objects by their labels. Defaults to everything.",
+        "Selector is a label query over pods that should match the Replicas count. If Selector is empty, it is "
+        "defaulted to the labels present on the Pod template. Label keys and values that must match in order to be "
+        f"controlled by this replication controller, if empty defaulted to labels on Pod template. More info: "
+        f"{LABEL_SELECTORS_URL}",
         priority=1,
     ),
 )
 
 
-SCALE_COLUMNS = (
-    NAME_COLUMN,
-    Column("Desired", "integer", "replicas is the desired number of instances for the scaled object."),
-    Column("Available", "integer", "replicas is the actual number of observed instances of the scaled object."),
-)
+def _replication_controller_cells(obj: dict[str, Any], now: datetime) -> Cells:
+    return replicated_cells(obj, now, format_labels)
 
-
-def _scale_cells(obj: dict[str, Any], now: datetime) -> Cells:
-    """An autoscaling/v1 Scale (`kubectl get deploy NAME --subresource=scale`)."""
-    return [
-        name_of(obj),
-        as_int(as_dict(obj.get("spec")).get("replicas")),
-        as_int(as_dict(obj.get("status")).get("replicas")),
-    ]
-
-
-def container_cells(template: Any) -> tuple[str, str]:
-    """``layoutContainerCells``: a pod template's container names and images, comma-joined."""
-    containers = dicts_in(as_dict(as_dict(template).get("spec")).get("containers"))
-    return ",".join(as_str(c.get("name")) for c in containers), ",".join(as_str(c.get("image")) for c in containers)
-
-
-def label_selector_text(selector: Any) -> str:
-    """``metav1.LabelSelectorAsSelector(...).String()`` (set values sorted, as upstream prints them), or
-    ``<invalid>`` when it does not parse."""
-    if not isinstance(selector, dict):
-        return ""  # a nil selector selects nothing and prints as nothing
-    exprs = [
-        {**e, "values": sorted(e.get("values") or [])} if isinstance(e, dict) else e
-        for e in as_list(selector.get("matchExpressions"))
-    ]
-    try:
-        return str(selector_from_label_selector({**selector, "matchExpressions": exprs}))
-    except ApiError:
-        return "<invalid>"
-
-
-def format_label_selector(selector: Any) -> str:
-    """``metav1.FormatLabelSelector``: the selector's text, ``<none>`` when it is empty or nil, ``<error>`` when it
-    does not parse."""
-    text = label_selector_text(selector)
-    return "<error>" if text == "<invalid>" else text or "<none>"
-
-
-def _deployment_cells(obj: dict[str, Any], now: datetime) -> Cells:
-    spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
-    containers, images = container_cells(spec.get("template"))
-    return [
-        name_of(obj),
-        f"{as_int(status.get('readyReplicas'))}/{as_int(spec.get('replicas'))}",
-        as_int(status.get("updatedReplicas")),
-        as_int(status.get("availableReplicas")),
-        age(obj, now),
-        containers,
-        images,
-        label_selector_text(spec.get("selector")),
-    ]
-
-
-def replicated_cells(obj: dict[str, Any], now: datetime, selector_text: Callable[[Any], str]) -> Cells:
-    """A ReplicaSet's or ReplicationController's row; their selectors (a LabelSelector, a label map) print apart."""
-    spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
-    containers, images = container_cells(spec.get("template"))
-    return [
-        name_of(obj),
-        as_int(spec.get("replicas")),
-        as_int(status.get("replicas")),
-        as_int(status.get("readyReplicas")),
-        age(obj, now),
-        containers,
-        images,
-        selector_text(spec.get("selector")),
-    ]
-
-
-def _replica_set_cells(obj: dict[str, Any], now: datetime) -> Cells:
-    return replicated_cells(obj, now, label_selector_text)
-
-
-# ---------------------------------------------------------------------------------------------
-# Default and registry
-# ---------------------------------------------------------------------------------------------
-
-
-def _default_cells(obj: dict[str, Any], now: datetime) -> Cells:
-    """``defaultTableConvertor``: name and creationTimestamp in RFC 3339 UTC (Go zero time if unset)."""
-    created = parse_time(meta_of(obj).get("creationTimestamp"))
-    stamp = created.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if created else "0001-01-01T00:00:00Z"
-    return [name_of(obj), stamp]
-
-
-DEFAULT_PRINTER = Printer(DEFAULT_COLUMNS, _default_cells)
 
 PRINTERS: dict[str, Printer] = {
     "services": Printer(SERVICE_COLUMNS, _service_cells),
     "pods": Printer(POD_COLUMNS, _pod_cells, _pod_conditions),
     "endpoints": Printer(ENDPOINTS_COLUMNS, _endpoints_cells),
-    "endpointslices": Printer(ENDPOINT_SLICE_COLUMNS, _endpoint_slice_cells),
     "nodes": Printer(NODE_COLUMNS, _node_cells),
     "namespaces": Printer(NAMESPACE_COLUMNS, _namespace_cells),
     "events": Printer(EVENT_COLUMNS, _event_cells),
-    "deployments": Printer(DEPLOYMENT_COLUMNS, _deployment_cells),
-    "replicasets": Printer(REPLICA_SET_COLUMNS, _replica_set_cells),
-    "scale": Printer(SCALE_COLUMNS, _scale_cells),  # the Scale of deployments/scale and replicasets/scale
+    "replicationcontrollers": Printer(REPLICATION_CONTROLLER_COLUMNS, _replication_controller_cells),
+    **config_printers.PRINTERS,
+    **volume_printers.PRINTERS,
 }
-
-
-def _row_object(resource: ResourceInfo, obj: dict[str, Any], include_object: str) -> dict[str, Any] | None:
-    if include_object == "None":
-        return None
-    if include_object == "Metadata":
-        return {
-            "kind": "PartialObjectMetadata",
-            "apiVersion": "meta.k8s.io/v1",
-            "metadata": copy.deepcopy(meta_of(obj)),
-        }
-    full = copy.deepcopy(obj)
-    full.setdefault("kind", resource.kind)
-    full.setdefault("apiVersion", resource.group_version)
-    return full
-
-
-def table(
-    resource: ResourceInfo,
-    objects: list[dict[str, Any]],
-    *,
-    include_object: str = "Metadata",
-    resource_version: str = "",
-    continue_token: str = "",
-    remaining: int | None = None,
-    now: datetime | None = None,
-) -> dict[str, Any]:
-    """A ``meta.k8s.io/v1`` Table of ``objects`` (a list, or one object for a single GET).
-
-    ``include_object`` is the ``includeObject`` query parameter: ``None`` leaves the row
-    object out, ``Object`` embeds the full object, ``Metadata`` (kubectl's default) embeds a
-    ``PartialObjectMetadata``. List metadata fields are omitted when empty, as upstream does.
-    """
-    if include_object not in INCLUDE_OBJECT_POLICIES:
-        allowed = ", ".join(INCLUDE_OBJECT_POLICIES)
-        raise ValueError(f"includeObject must be one of {allowed}, not {include_object!r}")
-    when = now if now is not None else datetime.now(UTC)
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    if resource.custom is not None:  # a CRD's additionalPrinterColumns
-        printer: Printer = resource.custom.versions[resource.version].printer
-    else:
-        printers = all_printers()  # a group's own printer first, where its plural is also a core one's
-        printer = printers.get(f"{resource.plural}.{resource.group}") or printers.get(resource.plural, DEFAULT_PRINTER)
-
-    rows: list[dict[str, Any]] = []
-    for obj in objects:
-        row: dict[str, Any] = {"cells": printer.cells(obj, when)}
-        if printer.conditions is not None and (conditions := printer.conditions(obj)):
-            row["conditions"] = conditions
-        row_object = _row_object(resource, obj, include_object)
-        if row_object is not None:
-            row["object"] = row_object
-        rows.append(row)
-
-    metadata: dict[str, Any] = {}
-    if resource_version:
-        metadata["resourceVersion"] = resource_version
-    if continue_token:
-        metadata["continue"] = continue_token
-    if remaining is not None:
-        metadata["remainingItemCount"] = remaining
-    return {
-        "kind": "Table",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": metadata,
-        "columnDefinitions": [column.to_dict() for column in printer.columns],
-        "rows": rows,
-    }
-
-
-@functools.cache
-def all_printers() -> dict[str, Printer]:
-    """This module's printers and the families' (tinykube/apiserver/tables/), which import this module's columns
-    and accessors: so they are read on first use, not at import."""
-    from tinykube.apiserver.tables import FAMILY_PRINTERS
-
-    return {**PRINTERS, **FAMILY_PRINTERS}

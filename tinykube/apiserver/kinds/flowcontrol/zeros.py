@@ -1,0 +1,13 @@
+"""Zero values of the flowcontrol.apiserver.k8s.io kinds: what upstream's typed objects always have
+(merged in `tinykube.apiserver.kinds.zeros`)."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from tinykube.apiserver.kinds.core.zeros import META, SPEC_STATUS
+
+ZEROS: Final[dict[str, dict[str, Any]]] = {
+    "FlowSchema": {"metadata": META, "spec": {"priorityLevelConfiguration": {}}, "status": {}},
+    "PriorityLevelConfiguration": SPEC_STATUS,
+}

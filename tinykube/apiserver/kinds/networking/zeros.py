@@ -1,0 +1,14 @@
+"""Zero values of the networking.k8s.io kinds: what upstream's typed objects always have
+(merged in `tinykube.apiserver.kinds.zeros`)."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from tinykube.apiserver.kinds.core.zeros import META
+
+ZEROS: Final[dict[str, dict[str, Any]]] = {
+    "Ingress": {"metadata": META, "spec": {}, "status": {"loadBalancer": {}}},
+    "IngressClass": {"metadata": META, "spec": {}},
+    "NetworkPolicy": {"metadata": META, "spec": {"podSelector": {}}},
+}

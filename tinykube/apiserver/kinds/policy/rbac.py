@@ -1,0 +1,9 @@
+"""The policy kinds' rules in the aggregated ClusterRoles of the default RBAC policy (`system:aggregate-to-admin`,
+`-edit` and `-view`, which feed `admin` ⊇ `edit` ⊇ `view`); `bootstrap_policy.py` assembles them in upstream's order."""
+
+from __future__ import annotations
+
+from tinykube.apiserver.kinds.rbac.rules import READ, WRITE, Rule, rule
+
+AGGREGATE_TO_EDIT: list[Rule] = [rule(WRITE, ("policy",), "poddisruptionbudgets")]
+AGGREGATE_TO_VIEW: list[Rule] = [rule(READ, ("policy",), "poddisruptionbudgets", "poddisruptionbudgets/status")]

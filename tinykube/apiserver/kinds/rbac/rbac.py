@@ -1,0 +1,9 @@
+"""The rbac.authorization.k8s.io kinds' rules in the aggregated ClusterRoles of the default RBAC policy
+(`system:aggregate-to-admin`, `-edit` and `-view`, which feed `admin` ⊇ `edit` ⊇ `view`); `bootstrap_policy.py`
+assembles them in upstream's order."""
+
+from __future__ import annotations
+
+from tinykube.apiserver.kinds.rbac.rules import READ_WRITE, Rule, rule
+
+AGGREGATE_TO_ADMIN: list[Rule] = [rule(READ_WRITE, ("rbac.authorization.k8s.io",), "rolebindings", "roles")]
