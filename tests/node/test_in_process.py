@@ -17,7 +17,8 @@ from tinykube.client.rest import RestClient
 from tinykube.controllers.manager import ControllerContext
 from tinykube.controllers.scheduler import Scheduler
 from tinykube.node.agent import NodeAgent, NodeConfig
-from tinykube.node.runtime import Runtime, SimulatedRuntime
+from tinykube.node.runtime import Runtime, RuntimeHost
+from tinykube.node.simulated import SimulatedRuntime
 
 
 def ready_condition(node: dict[str, Any]) -> dict[str, Any]:
@@ -36,8 +37,8 @@ async def poll(check: Any, what: str, timeout: float = 30) -> Any:
 def test_heartbeats_renew_the_ready_condition(cluster: RunningCluster, api: httpx.Client) -> None:
     name = f"hb-{secrets.token_hex(3)}"
 
-    def simulated(_cidr: str) -> Runtime:
-        return SimulatedRuntime()
+    def simulated(_cidr: str, host: RuntimeHost) -> Runtime:
+        return SimulatedRuntime(host)
 
     async def scenario() -> None:
         client = RestClient(load_credentials(cluster.kubeconfig))
