@@ -66,6 +66,34 @@ def test_heartbeats_renew_the_ready_condition(cluster: RunningCluster, api: http
     asyncio.run(scenario())
 
 
+def test_the_runtime_is_made_with_its_agent_as_host(cluster: RunningCluster, api: httpx.Client) -> None:
+    """The agent hands itself to the runtime factory with the node's pod CIDR: nothing is assigned to the runtime
+    afterwards."""
+    name = f"host-{secrets.token_hex(3)}"
+    made: list[tuple[str, RuntimeHost]] = []
+
+    def factory(cidr: str, host: RuntimeHost) -> Runtime:
+        made.append((cidr, host))
+        return SimulatedRuntime(host)
+
+    async def scenario() -> None:
+        client = RestClient(load_credentials(cluster.kubeconfig))
+        agent = NodeAgent(client, NodeConfig(name, "172.20.0.97"), factory)
+        task = asyncio.create_task(agent.run())
+        try:
+            await asyncio.wait_for(agent.registered.wait(), 30)
+            cidr = api.get(f"/api/v1/nodes/{name}").json()["spec"]["podCIDR"]
+            assert made == [(cidr, agent)]
+            assert isinstance(agent.runtime, SimulatedRuntime) and agent.runtime.host is agent
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await client.close()
+            api.delete(f"/api/v1/nodes/{name}")
+
+    asyncio.run(scenario())
+
+
 class OneNamespace(SharedInformers):
     """Informers of namespaced resources see only `namespace`: the scheduler leaves other tests' pods alone."""
 
