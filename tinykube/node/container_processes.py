@@ -98,8 +98,11 @@ class ContainerProcesses(Protocol):
     async def stop(self, process: Process, grace: float) -> None:
         """SIGTERM the container's processes, SIGKILL them if it outlives `grace`."""
 
-    def exited(self, process: Process) -> Object:
-        """Once its process ended: kill what it left behind, and the run's record (exit code and reason)."""
+    def end_leftovers(self, process: Process) -> None:
+        """Once its process ended: kill what it left behind."""
+
+    def record(self, process: Process) -> Object:
+        """How the run ended: its exit code and reason."""
         ...
 
     def enter(self, pod_netns: str, pid: int) -> list[str]:
@@ -200,12 +203,18 @@ class HostProcesses:
                 await asyncio.wait_for(process.wait(), grace)
             grace = 5.0  # after SIGKILL: only a wedged kernel call keeps it
 
-    def exited(self, process: Process) -> Object:
+    def end_leftovers(self, process: Process) -> None:
         """Kill what a finished run left in its process group, as a container's processes die with its PID 1: else
         a restarted container would find its predecessor's children (and the ports they hold) still there."""
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
-        return exit_record(process)
+
+    def record(self, process: Process) -> Object:
+        """Its exit code and reason (`ContainerStatusUnknown` when an adopted one's status is lost)."""
+        if process.returncode is None or (isinstance(process, Adopted) and not process.known):
+            return dict(adoption.UNKNOWN_EXIT)
+        code = exit_code(process.returncode)
+        return {"exitCode": code, "reason": "Completed" if code == 0 else "Error"}
 
     def enter(self, pod_netns: str, pid: int) -> list[str]:
         """Into the container's namespaces (network, mount, UTS; its root and working directory)."""
@@ -228,14 +237,6 @@ class HostProcesses:
         """Its output, through the pipes' read ends it holds; its stdin stayed behind with the earlier agent."""
         output = [await container_logs.open_pipe(fd) for fd in adoption.reopen(process.pid, pipes)]
         return ContainerConsole(None, False, False, False), output
-
-
-def exit_record(process: Process) -> Object:
-    """How a run ended: its exit code and reason (`ContainerStatusUnknown` when an adopted one's status is lost)."""
-    if process.returncode is None or (isinstance(process, Adopted) and not process.known):
-        return dict(adoption.UNKNOWN_EXIT)
-    code = exit_code(process.returncode)
-    return {"exitCode": code, "reason": "Completed" if code == 0 else "Error"}
 
 
 def _own_hostname(name: str) -> Callable[[], None]:

@@ -41,7 +41,7 @@ from tinykube.api.resource_metrics import ContainerUsage
 from tinykube.node import adoption, container_io, netns_status, sandbox
 from tinykube.node.container_config import RunConfig
 from tinykube.node.container_probes import ContainerProbes
-from tinykube.node.container_processes import DEFAULT_PATH, ContainerProcesses, HostProcesses, Process, exit_record
+from tinykube.node.container_processes import DEFAULT_PATH, ContainerProcesses, HostProcesses, Process
 from tinykube.node.containers import Backoff, Container, Pod
 from tinykube.node.pod_sandbox import PodSandboxes
 from tinykube.node.podvolumes import PodVolumes, remove_memory
@@ -182,7 +182,7 @@ class NetnsRuntime:
         for c in running:
             assert c.process is not None
             finished = {"startedAt": c.running_since, "finishedAt": now(), "containerID": run.container_id(c)}
-            c.ended({**exit_record(c.process), **finished})
+            c.ended({**self.processes.record(c.process), **finished})
         adoption.save(run.log_dir, run.key, run.saved())
         await asyncio.gather(*run.helpers, return_exceptions=True)
         await self.sandboxes.remove(run.net)

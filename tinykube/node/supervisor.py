@@ -198,7 +198,8 @@ class Supervisor:
                 task.cancel()
             if c.console is not None:
                 c.console.close()
-        record = self.processes.exited(process)
+        self.processes.end_leftovers(process)
+        record = self.processes.record(process)
         finished = {"startedAt": c.running_since, "finishedAt": now(), "containerID": run.container_id(c)}
         c.ended({**record, **finished})
         self.changed(run)
