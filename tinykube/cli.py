@@ -396,7 +396,7 @@ def _node(args: argparse.Namespace) -> int:
     import ipaddress
 
     from tinykube.node.agent import NodeAgent, NodeConfig
-    from tinykube.node.runtime import SimulatedRuntime
+    from tinykube.node.simulated import SimulatedRuntime
 
     _logging(args.verbose)
     try:
@@ -404,7 +404,9 @@ def _node(args: argparse.Namespace) -> int:
     except ValueError as err:
         return _fail(f"cannot run node: {err}")
     config = NodeConfig(args.name, args.node_ip)
-    return _with_client(args, "node", lambda client: NodeAgent(client, config, lambda _cidr: SimulatedRuntime()).run())
+    return _with_client(
+        args, "node", lambda client: NodeAgent(client, config, lambda _cidr, host: SimulatedRuntime(host)).run()
+    )
 
 
 def _env(args: argparse.Namespace) -> int:

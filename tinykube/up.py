@@ -53,8 +53,9 @@ from tinykube.dns.options import DnsOptions, host_resolver_hint
 from tinykube.dns.run import DnsService
 from tinykube.gcpause import tune_gc_for_caches
 from tinykube.node.agent import NodeAgent, NodeConfig
-from tinykube.node.runtime import Runtime, SimulatedRuntime
+from tinykube.node.runtime import Runtime, RuntimeHost
 from tinykube.node.sandbox import LAN_GATEWAY, SandboxError, netns_prefix, node_address
+from tinykube.node.simulated import SimulatedRuntime
 from tinykube.store.launcher import EtcdCluster, EtcdProcess, process_start
 from tinykube.upetcd import LaunchedEtcd
 from tinykube.upetcd import say as _say
@@ -66,8 +67,8 @@ if TYPE_CHECKING:  # the netns dataplane and the loopback proxy are imported whe
 log = logging.getLogger(__name__)
 
 
-def _simulated(_pod_cidr: str) -> Runtime:
-    return SimulatedRuntime()
+def _simulated(_pod_cidr: str, host: RuntimeHost) -> Runtime:
+    return SimulatedRuntime(host)
 
 
 class _Server(uvicorn.Server):

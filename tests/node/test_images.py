@@ -414,10 +414,13 @@ def test_unknown_image_without_command_fails_to_pull(sandbox: Sandbox, tmp_path:
                "command": ["sleep", "600"]})  # fmt: skip
 
     async def scenario() -> None:
-        async with runtimes(sandbox, tmp_path) as rt:
+        seen: list[str] = []
+
+        def changed(key: str) -> None:
+            seen.append(one(rt["node-1"], key, spec).waiting_reason)
+
+        async with runtimes(sandbox, tmp_path, on_change=changed) as rt:
             node = rt["node-1"]
-            seen: list[str] = []
-            node.on_change = lambda key: seen.append(one(node, key, spec).waiting_reason)
             await node.start("d/pull", spec, "10.244.1.33")
             waiting = one(node, "d/pull", spec)
             assert waiting.waiting_reason == "ErrImagePull"

@@ -17,7 +17,8 @@ from tinykube.client.rest import RestClient
 from tinykube.controllers.manager import ControllerContext
 from tinykube.controllers.scheduler import Scheduler
 from tinykube.node.agent import NodeAgent, NodeConfig
-from tinykube.node.runtime import Runtime, SimulatedRuntime
+from tinykube.node.runtime import Runtime, RuntimeHost
+from tinykube.node.simulated import SimulatedRuntime
 
 
 def ready_condition(node: dict[str, Any]) -> dict[str, Any]:
@@ -36,8 +37,8 @@ async def poll(check: Any, what: str, timeout: float = 30) -> Any:
 def test_heartbeats_renew_the_ready_condition(cluster: RunningCluster, api: httpx.Client) -> None:
     name = f"hb-{secrets.token_hex(3)}"
 
-    def simulated(_cidr: str) -> Runtime:
-        return SimulatedRuntime()
+    def simulated(_cidr: str, host: RuntimeHost) -> Runtime:
+        return SimulatedRuntime(host)
 
     async def scenario() -> None:
         client = RestClient(load_credentials(cluster.kubeconfig))
@@ -56,6 +57,34 @@ def test_heartbeats_renew_the_ready_condition(cluster: RunningCluster, api: http
 
             later = await poll(renewed, "a second heartbeat")  # times have a resolution of one second
             assert later["status"] == "True" and later["lastTransitionTime"] == first["lastTransitionTime"]
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await client.close()
+            api.delete(f"/api/v1/nodes/{name}")
+
+    asyncio.run(scenario())
+
+
+def test_the_runtime_is_made_with_its_agent_as_host(cluster: RunningCluster, api: httpx.Client) -> None:
+    """The agent hands itself to the runtime factory with the node's pod CIDR: nothing is assigned to the runtime
+    afterwards."""
+    name = f"host-{secrets.token_hex(3)}"
+    made: list[tuple[str, RuntimeHost]] = []
+
+    def factory(cidr: str, host: RuntimeHost) -> Runtime:
+        made.append((cidr, host))
+        return SimulatedRuntime(host)
+
+    async def scenario() -> None:
+        client = RestClient(load_credentials(cluster.kubeconfig))
+        agent = NodeAgent(client, NodeConfig(name, "172.20.0.97"), factory)
+        task = asyncio.create_task(agent.run())
+        try:
+            await asyncio.wait_for(agent.registered.wait(), 30)
+            cidr = api.get(f"/api/v1/nodes/{name}").json()["spec"]["podCIDR"]
+            assert made == [(cidr, agent)]
+            assert isinstance(agent.runtime, SimulatedRuntime) and agent.runtime.host is agent
         finally:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)

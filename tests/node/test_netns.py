@@ -21,6 +21,7 @@ from tinykube.node import netns
 from tinykube.node.containers import Backoff, back_off_message, go_duration, pod_phase, should_restart
 from tinykube.node.netns_runtime import NetnsRuntime
 from tinykube.node.probes import Outcome, ProbeResults, ProbeSpec, Target, probe_once
+from tinykube.node.runtime import DetachedHost
 from tinykube.node.sandbox import Sandbox
 from tinykube.node.status import ContainerState
 
@@ -179,10 +180,23 @@ SERVICES = [
 ]  # fmt: skip
 
 
+class Host(DetachedHost):
+    """The runtimes' host in these tests: no API behind it; `changed(pod key)` hears of each change."""
+
+    def __init__(self, changed: Callable[[str], None]) -> None:
+        self.changed = changed
+
+    def on_change(self, key: str) -> None:
+        self.changed(key)
+
+
 @contextlib.asynccontextmanager
-async def runtimes(box: Sandbox, logs: Path) -> AsyncIterator[dict[str, NetnsRuntime]]:
+async def runtimes(
+    box: Sandbox, logs: Path, on_change: Callable[[str], None] = lambda _key: None
+) -> AsyncIterator[dict[str, NetnsRuntime]]:
+    """A runtime per node of the sandbox; `on_change(pod key)` hears of their pods' changes."""
     made = {
-        name: NetnsRuntime(node, logs / name, lambda _namespace: SERVICES, backoff=(0.3, 1.2))
+        name: NetnsRuntime(node, logs / name, lambda _namespace: SERVICES, host=Host(on_change), backoff=(0.3, 1.2))
         for name, node in box.nodes.items()
     }
     try:
@@ -313,10 +327,9 @@ def test_readiness_follows_probes(sandbox: Sandbox, tmp_path: Path) -> None:
     )  # fmt: skip
 
     async def scenario() -> None:
-        async with runtimes(sandbox, tmp_path) as rt:
+        changes: list[str] = []
+        async with runtimes(sandbox, tmp_path, on_change=changes.append) as rt:
             node = rt["node-1"]
-            changes: list[str] = []
-            node.on_change = changes.append
 
             def readiness() -> dict[str, bool]:
                 return {c.name: c.ready for c in node.containers("d/probed", spec)}

@@ -19,7 +19,8 @@ import pytest
 from tests.conftest import RecordingClient, RunningCluster, eventually, running_cluster
 from tinykube.client.kubeconfig import load_credentials
 from tinykube.node.agent import NodeAgent, NodeConfig, node_status_changed
-from tinykube.node.runtime import Runtime, SimulatedRuntime
+from tinykube.node.runtime import Runtime, RuntimeHost
+from tinykube.node.simulated import SimulatedRuntime
 
 Object = dict[str, Any]
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
@@ -44,8 +45,8 @@ def lease(api: httpx.Client, name: str) -> Object | None:
     return response.json() if response.status_code == 200 else None
 
 
-def simulated(_cidr: str) -> Runtime:
-    return SimulatedRuntime()
+def simulated(_cidr: str, host: RuntimeHost) -> Runtime:
+    return SimulatedRuntime(host)
 
 
 def run_agent(node_cluster: RunningCluster, config: NodeConfig, scenario: Any) -> RecordingClient:

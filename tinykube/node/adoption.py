@@ -8,7 +8,8 @@ sandbox and log directory *adopts* each pod whose namespace is still there (with
 node): the containers' processes are followed through a pidfd (their exit status read from /proc while they are
 zombies; a status the kernel no longer has is `ContainerStatusUnknown`, exit code 137), their pipes reopened through
 /proc; whatever else runs in the pod's namespace is killed. Resuming the containers' logs and probes, and
-restarting those found gone, is the runtime's (`tinykube.node.netns_runtime`).
+restarting those found gone, is their supervisor's (`tinykube.node.supervisor`). What is left of pods gone meanwhile
+is removed (`prune_logs`, and `PodSandboxes.prune` for their namespaces).
 """
 
 from __future__ import annotations
@@ -16,13 +17,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
+import shutil
 import signal
 import stat
 from pathlib import Path
 from typing import Any
 
 from tinykube.node import netns, sandbox
+from tinykube.node.podvolumes import remove_memory
+
+log = logging.getLogger(__name__)
 
 Object = dict[str, Any]
 STATE = "state.json"  # per pod log directory: its containers, for the next agent
@@ -31,6 +37,12 @@ UNKNOWN_EXIT = {  # upstream's report of a container whose exit status is lost (
     "reason": "ContainerStatusUnknown",
     "message": "The container could not be located when the pod was terminated",
 }
+
+
+def log_dir_name(pod: Object) -> str:
+    """The name of the pod's directory under its node's log directory (its logs, volumes and `state.json`)."""
+    meta = pod["metadata"]
+    return f"{meta.get('namespace') or 'default'}_{meta['name']}_{meta.get('uid', '')}"
 
 
 def load_state(directory: Path, ip: str) -> Object:
@@ -47,6 +59,27 @@ def save_state(directory: Path, state: Object) -> None:
     partial = directory / f"{STATE}.tmp"
     partial.write_text(json.dumps(state))
     partial.replace(directory / STATE)
+
+
+def save(directory: Path, key: str, state: Object) -> None:
+    """`save_state`, a failure logged: the pod runs on, only a later agent could not adopt it."""
+    try:
+        save_state(directory, state)
+    except OSError as err:
+        log.warning("pod %s: cannot save its state: %s", key, err)
+
+
+def prune_logs(log_dir: Path, keep: set[str]) -> None:
+    """Remove the pod directories under `log_dir` but those named `keep` (`log_dir_name`), with the memory-backed
+    volumes of their pods."""
+    if not log_dir.is_dir():
+        return
+    for directory in log_dir.iterdir():
+        if directory.is_dir() and directory.name not in keep:
+            shutil.rmtree(directory, ignore_errors=True)
+            uid = directory.name.rsplit("_", 1)[-1]
+            if uid:
+                remove_memory({"metadata": {"name": "", "uid": uid}})
 
 
 def plumbed(node: sandbox.NodeNet, net: sandbox.PodNet) -> bool:

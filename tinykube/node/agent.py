@@ -15,7 +15,7 @@ import contextlib
 import ipaddress
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +31,7 @@ from tinykube.client.workqueue import WorkQueue, run_workers
 from tinykube.node.configsources import api_reader, token_requester
 from tinykube.node.kubelet_server import ENDPOINT_ANNOTATION, KubeletServer
 from tinykube.node.lease import LEASE_DURATION, NodeLease
-from tinykube.node.runtime import NoFreeAddress, PodAddresses, Runtime, host_network
+from tinykube.node.runtime import NoFreeAddress, PodAddresses, Runtime, RuntimeFactory, host_network
 from tinykube.node.status import CONDITION_ORDER, PodState, pod_status
 from tinykube.streams.remotecommand import CommandError, CommandRequest, CommandStreams
 
@@ -139,8 +139,10 @@ def _reported(pod: Object, status: Object) -> bool:
 
 
 class NodeAgent:
-    def __init__(self, client: RestClient, config: NodeConfig, make_runtime: Callable[[str], Runtime]) -> None:
-        """`make_runtime(pod CIDR)` makes the runtime once the node has its pod CIDR."""
+    """The agent is its runtime's `RuntimeHost`: it hands itself to the runtime factory."""
+
+    def __init__(self, client: RestClient, config: NodeConfig, make_runtime: RuntimeFactory) -> None:
+        """`make_runtime(pod CIDR, host)` makes the runtime once the node has its pod CIDR."""
         self.client = client
         self.config = config
         self.make_runtime = make_runtime
@@ -157,6 +159,8 @@ class NodeAgent:
         self.registered = asyncio.Event()  # the Node exists with its pod CIDR
         self.lease = NodeLease(client, config.name, duration=config.lease_duration)
         self._reported_at = 0.0  # loop time of the last status write
+        self._read_config = api_reader(client)
+        self._request_token = token_requester(client)
 
     # Node
 
@@ -225,12 +229,7 @@ class NodeAgent:
             tasks.append(asyncio.create_task(self._status_updates(), name=f"node {self.config.name} status"))
             cidr = await self.pod_cidr()
             self.addresses = PodAddresses(cidr)
-            self.runtime = self.make_runtime(cidr)
-            self.runtime.on_change = self._runtime_changed
-            self.runtime.on_event = self._runtime_event
-            self.runtime.read_config = api_reader(self.client)
-            if hasattr(self.runtime, "request_token"):  # the netns runtime, which mounts token volumes
-                self.runtime.request_token = token_requester(self.client)
+            self.runtime = self.make_runtime(cidr, self)
             self.registered.set()
             self.pods.add_handler(
                 on_add=self._pod_seen,
@@ -259,13 +258,21 @@ class NodeAgent:
             self.addresses.occupy(ip, key)  # ours from before a restart: keep it
         self.queue.add(key)
 
-    def _runtime_changed(self, key: str) -> None:
+    # The runtime's host (`RuntimeHost`)
+
+    def on_change(self, key: str) -> None:
         self.queue.add(key)
 
-    def _runtime_event(self, key: str, type_: str, reason: str, message: str) -> None:
+    def on_event(self, key: str, type_: str, reason: str, message: str) -> None:
         pod = self.pods.store.get(key) or self.last_seen.get(key)
         if pod is not None:
             self._event(pod, type_, reason, message)
+
+    async def read_config(self, plural: str, namespace: str, name: str) -> Object | None:
+        return await self._read_config(plural, namespace, name)
+
+    async def request_token(self, pod: Object, projection: Object) -> Object:
+        return await self._request_token(pod, projection)
 
     def _event(self, pod: Object, type_: str, reason: str, message: str) -> None:
         """Record an Event about the pod, as the kubelet does, without waiting for it."""

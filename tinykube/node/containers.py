@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from tinykube.node import sandbox
-from tinykube.node.adoption import Adopted
 from tinykube.node.container_io import ContainerConsole
+from tinykube.node.container_processes import Process
 from tinykube.node.status import ContainerState
 
 Object = dict[str, Any]
@@ -96,7 +96,7 @@ class Container:
     finished: Object | None = None  # the last finished run's terminated record
     before: Object | None = None  # the one before it (lastState once the container stays terminated)
     done: bool = False  # finished for good: the policy does not restart it
-    process: asyncio.subprocess.Process | Adopted | None = None
+    process: Process | None = None
     pid: int = 0  # the current run's process (its group's id too)
     started: int = 0  # the process's start time (clock ticks after boot): tells it from a later one with its pid
     pipes: list[tuple[int, int]] = field(default_factory=list)  # its output pipes' read ends: (fd in it, inode)
@@ -189,6 +189,18 @@ class Pod:
     @property
     def grace(self) -> float:
         return float((self.pod.get("spec") or {}).get("terminationGracePeriodSeconds", DEFAULT_GRACE))
+
+    def container_id(self, c: Container) -> str:
+        """The current run's ID (each run is a new container upstream, so a restart gets a new one)."""
+        uid = self.pod["metadata"].get("uid") or self.key
+        return f"tinykube://{sandbox.short_hash(f'{uid}/{c.name}/{c.restart_count}', 32)}"
+
+    def state_of(self, c: Container) -> ContainerState:
+        return c.state(self.container_id(c))
+
+    def saved(self) -> Object:
+        """The pod's `state.json` (`tinykube.node.adoption`), for the next agent."""
+        return {"ip": self.net.ip, "containers": {c.name: c.saved() for c in self.containers.values()}}
 
     def spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
         task = asyncio.get_running_loop().create_task(work, name=name)

@@ -12,7 +12,6 @@ import asyncio
 import functools
 import logging
 import socket
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from tinykube.dns.run import DnsService
 from tinykube.node import netns
 from tinykube.node.loadbalancer import SandboxLoadBalancer
 from tinykube.node.netns_runtime import NetnsRuntime
-from tinykube.node.runtime import Runtime
+from tinykube.node.runtime import Runtime, RuntimeFactory, RuntimeHost
 from tinykube.node.sandbox import LAN_GATEWAY, NodeNet, Sandbox
 from tinykube.proxy import conntrack
 from tinykube.proxy.agent import ProxyAgent
@@ -71,15 +70,20 @@ class NetnsDataplane:
         self.dns_ip = kube_dns["spec"]["clusterIP"]
         await self.services.wait_synced()
 
-    def runtime_for(self, node: str, ip: str) -> Callable[[str], Runtime]:
+    def runtime_for(self, node: str, ip: str) -> RuntimeFactory:
         """The node agent's runtime factory: the node's namespace is made once its pod CIDR is known."""
 
-        def make(pod_cidr: str) -> Runtime:
+        def make(pod_cidr: str, host: RuntimeHost) -> Runtime:
             node_net = self.sandbox.add_node(node, ip, pod_cidr)
             self._start_proxy(node_net)
             self.load_balancer.nodes_changed()
             return NetnsRuntime(
-                node_net, self.log_dir / node, self._services_for, dns_ip=self.dns_ip, cluster_domain=self.domain
+                node_net,
+                self.log_dir / node,
+                self._services_for,
+                host=host,
+                dns_ip=self.dns_ip,
+                cluster_domain=self.domain,
             )
 
         return make

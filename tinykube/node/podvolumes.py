@@ -18,8 +18,10 @@ A volume whose source is missing raises MountError with upstream's wording; the 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+import logging
 import os
 import shutil
 import time
@@ -32,11 +34,15 @@ from typing import Any
 from tinykube.kubelet_env.envvars import ConfigError, field_value
 from tinykube.node.configsources import Reader
 
+log = logging.getLogger(__name__)
+
 Object = dict[str, Any]
 TokenRequester = Callable[[Object, Object], Awaitable[Object]]  # (pod, serviceAccountToken projection) -> status
 DEFAULT_MODE = 0o644
 MEMORY_ROOT = Path("/dev/shm")
 DATA = "..data"
+VOLUME_SYNC = 10.0  # seconds between syncs of a pod's volumes (ConfigMap and Secret updates, token renewals)
+VOLUME_RETRY = 1.0  # seconds before volumes that could not be set up are tried again
 
 
 class MountError(Exception):
@@ -72,6 +78,25 @@ class PodVolumes:
             except (MountError, ConfigError) as err:
                 raise MountError(f'MountVolume.SetUp failed for volume "{name}" : {err}') from None
         return paths
+
+    async def keep_synced(
+        self, key: str, ready: Callable[[dict[str, Path]], None], on_event: Callable[[str, str, str, str], None]
+    ) -> None:
+        """Set the pod's volumes up (`ready(paths)`; its containers wait until then: `FailedMount` events while a
+        source is missing), then keep them in sync: ConfigMap and Secret changes, tokens renewed."""
+        reported, synced = "", False
+        while True:
+            try:
+                ready(await self.sync())
+                synced, reported = True, ""
+            except MountError as err:
+                if str(err) != reported:  # once per cause, as upstream's events are aggregated anyway
+                    on_event(key, "Warning", "FailedMount", str(err))
+                    reported = str(err)
+            except OSError as err:
+                log.warning("pod %s: volumes: %s", key, err)
+            # a missing source is looked for again soon (a namespace's kube-root-ca.crt comes a moment after it)
+            await asyncio.sleep(VOLUME_SYNC if synced and not reported else VOLUME_RETRY)
 
     async def _volume(self, volume: Object) -> Path:
         directory: Path = self.root / str(volume["name"])
