@@ -59,6 +59,24 @@ def test_generate_name(api: httpx.Client, namespace: str) -> None:
     assert len(names) == 3 and all(n.startswith("web-") and len(n) == 9 for n in names)
 
 
+def test_a_generated_name_is_there_for_the_strategy(api: httpx.Client, namespace: str) -> None:
+    """Upstream's store names the object before PrepareForCreate: a Job's strategy labels its template with the
+    Job's name. The name came after, and every Job with a generateName was refused (422, `job-name` must be the
+    name); test_fuzz_create_every_kind found it."""
+    pod = {"containers": [{"name": "c", "image": "busybox"}], "restartPolicy": "Never"}
+    job = {"metadata": {"generateName": "gen-"}, "spec": {"suspend": True, "template": {"spec": pod}}}
+    response = api.post(f"/apis/batch/v1/namespaces/{namespace}/jobs", json=job)
+    assert response.status_code == 201, response.text
+    created = response.json()
+    name = created["metadata"]["name"]
+    assert name.startswith("gen-") and len(name) == 9
+    labels = created["spec"]["template"]["metadata"]["labels"]
+    assert labels["job-name"] == labels["batch.kubernetes.io/job-name"] == name
+    [entry] = created["metadata"]["managedFields"]
+    assert "f:generateName" in entry["fieldsV1"]["f:metadata"]
+    assert "f:name" not in entry["fieldsV1"]["f:metadata"]  # named by the store, not by the client
+
+
 @pytest.mark.parametrize(
     ("body", "content_type", "code", "reason", "message"),
     [

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
+from tests.conftest import eventually
 from tinykube.api import errors
 from tinykube.apiserver.consistency import RevisionReader, reach
 from tinykube.apiserver.fieldvalidation import duplicate_fields
@@ -402,6 +404,61 @@ def test_bindings_are_in_the_openapi_document(api: httpx.Client) -> None:
     pods_binding = paths["/api/v1/namespaces/{namespace}/pods/{name}/binding"]["post"]
     assert pods_binding["operationId"] == "createCoreV1NamespacedPodBinding"
     assert pods_binding["x-kubernetes-group-version-kind"]["kind"] == "Binding"
+
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+SPECLESS = "specless.hostile.example.com"
+
+
+@pytest.fixture
+def crd(api: httpx.Client) -> Iterator[str]:
+    """A CRD of this module's own (cluster-scoped: removed afterwards, whatever the test did)."""
+    version = {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {"type": "object"}}}
+    names = {"plural": "specless", "kind": "Specless"}
+    spec = {"group": "hostile.example.com", "scope": "Namespaced", "names": names, "versions": [version]}
+    api.post(CRDS, json={"metadata": {"name": SPECLESS}, "spec": spec}).raise_for_status()
+    try:
+        # the controller's last write: from here on the CRD changes only by the test's writes
+        eventually(lambda: established(api.get(f"{CRDS}/{SPECLESS}").json()), 30, "the CRD established")
+        yield f"{CRDS}/{SPECLESS}"
+    finally:
+        api.delete(f"{CRDS}/{SPECLESS}")
+        eventually(lambda: api.get(f"{CRDS}/{SPECLESS}").status_code == 404, 30, "the CRD deleted")
+
+
+def established(crd: dict[str, Any]) -> bool:
+    conditions = crd.get("status", {}).get("conditions") or []
+    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+
+@pytest.mark.parametrize(
+    ("method", "content_type", "body"),
+    [
+        pytest.param("PATCH", "application/json-patch+json", [{"op": "remove", "path": "/spec"}], id="remove-spec"),
+        pytest.param("PATCH", "application/merge-patch+json", {"spec": None}, id="merge-null-spec"),
+        pytest.param(
+            "PATCH", "application/json-patch+json", [{"op": "remove", "path": "/spec/versions"}], id="remove-versions"
+        ),
+        pytest.param("PUT", "application/json", None, id="put-without-spec"),
+    ],
+)
+def test_a_crd_written_without_its_spec_is_422(
+    api: httpx.Client, crd: str, method: str, content_type: str, body: Any
+) -> None:
+    """test_fuzz_patch_every_kind found it: the strategy read spec.versions (for status.storedVersions) before
+    validation, answered a 500 (KeyError: 'spec'), and the apiserver dropped the connection after it. Upstream's
+    strategy reads a Go struct that is never missing, and validation answers."""
+    before = api.get(crd).json()
+    if body is None:
+        body = {key: value for key, value in before.items() if key != "spec"}
+    response = api.request(method, crd, content=json.dumps(body), headers={"Content-Type": content_type})
+    status = refused(response, 422, "Invalid")
+    assert status["message"].startswith(f'CustomResourceDefinition.apiextensions.k8s.io "{SPECLESS}" is invalid: [')
+    causes = {(cause.get("field"), cause["reason"]) for cause in status["details"]["causes"]}
+    assert ("spec.versions", "FieldValueInvalid") in causes  # "must have exactly one version marked as storage ..."
+    if "versions" not in json.dumps(body):  # the whole spec went
+        assert ("spec.group", "FieldValueRequired") in causes
+    assert api.get(crd).json() == before
 
 
 # ---- consistent reads ----------------------------------------------------------------------------------------

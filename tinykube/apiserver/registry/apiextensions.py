@@ -14,7 +14,13 @@ from tinykube.apiserver.registry.generic import Strategy
 
 
 def storage_version(crd: dict[str, Any]) -> str | None:
-    return next((v.get("name") for v in crd["spec"].get("versions") or [] if v.get("storage")), None)
+    """The version marked `storage`; none when there is no spec to say (a JSON patch can remove it: validation
+    answers that with a 422, after the strategy has run)."""
+    spec = crd.get("spec")
+    versions = spec.get("versions") if isinstance(spec, dict) else None
+    if not isinstance(versions, list):
+        return None
+    return next((v.get("name") for v in versions if isinstance(v, dict) and v.get("storage")), None)
 
 
 def _record_stored_version(crd: dict[str, Any]) -> None:

@@ -346,6 +346,8 @@ class Registry:
         # system fields first, as upstream's store fills them before the strategy runs (a Job's selector names its uid)
         meta["uid"] = new_uid()
         meta["creationTimestamp"] = now()
+        if generated:  # named with them too: a Job's strategy labels its template with its name
+            meta["name"] = generate_name(meta["generateName"])
         if strategy.tracks_generation:
             meta["generation"] = 1
         if "managedFields" in meta:  # last, as upstream's ObjectMeta has it
@@ -358,8 +360,8 @@ class Registry:
         await self.admission.mutate(req, obj, None)
         strategy.prepare_admitted(obj)
         admitted = False  # validating admission runs once: a retry with another name or pick is the same request
-        for _attempt in range(_CREATE_ATTEMPTS):
-            if generated:
+        for attempt in range(_CREATE_ATTEMPTS):
+            if generated and attempt:  # the name was taken meanwhile
                 meta["name"] = generate_name(meta["generateName"])
             self._check_namespace(req, meta.get("name", ""))
             key = self.key(Request(req.resource, req.namespace, meta.get("name", "")))
