@@ -16,7 +16,7 @@ from tinykube.api import errors
 from tinykube.api.aggregation import aggregate, normal_rule
 from tinykube.api.resources import builtin
 from tinykube.client.workqueue import WorkQueue, run_workers
-from tinykube.controllers.manager import ControllerContext
+from tinykube.controllers.context import ControllerContext
 
 CLUSTER_ROLES = builtin("rbac.authorization.k8s.io", "v1", "clusterroles")
 

@@ -27,8 +27,8 @@ from tinykube.api.resources import builtin
 from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.workqueue import WorkQueue, run_workers
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.job import JOBS, finished
-from tinykube.controllers.manager import ControllerContext
 from tinykube.controllers.ownership import CONTROLLER_INDEX, controller_of, controller_ref, controller_uid
 
 log = logging.getLogger(__name__)

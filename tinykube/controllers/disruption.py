@@ -20,8 +20,8 @@ from tinykube.api.resources import ResourceInfo, builtin
 from tinykube.api.selectors import selector_from_label_selector
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.workqueue import WorkQueue, run_workers
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.intstr import scaled
-from tinykube.controllers.manager import ControllerContext
 from tinykube.controllers.ownership import controller_of
 from tinykube.controllers.pods import pod_ready
 from tinykube.controllers.replicaset import update_status

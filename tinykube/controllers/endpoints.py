@@ -29,7 +29,7 @@ from tinykube.api.resources import ResourceInfo, by_path
 from tinykube.client.events import record_event
 from tinykube.client.informer import object_key
 from tinykube.client.workqueue import WorkQueue, run_workers
-from tinykube.controllers.manager import ControllerContext
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.pods import (
     POD_LABEL_INDEX,
     SERVICE_SELECTOR_INDEX,

@@ -26,7 +26,7 @@ from tinykube.client.events import record_event
 from tinykube.client.informer import Store, object_key
 from tinykube.client.workqueue import WorkQueue, run_workers
 from tinykube.controllers import pods as podsel
-from tinykube.controllers.manager import ControllerContext
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.slicepacking import Group, GroupKey, Object, Plan, SliceTemplate, plan_service, port_key
 from tinykube.controllers.triggers import TRIGGER_TIME, TriggerTimes, rfc3339nano
 

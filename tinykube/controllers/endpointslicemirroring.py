@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from tinykube.client.events import record_event
 from tinykube.client.informer import object_key
 from tinykube.client.workqueue import run_workers
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.endpointslice import (
     LABEL_MANAGED_BY,
     LABEL_SERVICE_NAME,
@@ -33,7 +34,6 @@ from tinykube.controllers.endpointslice import (
     resource,
     service_index,
 )
-from tinykube.controllers.manager import ControllerContext
 from tinykube.controllers.slicepacking import Group, GroupKey, Object, Plan, SliceTemplate, plan_mirror, port_key
 from tinykube.controllers.triggers import TRIGGER_TIME
 

@@ -22,7 +22,7 @@ from tinykube.api.resources import STORED, ResourceInfo, builtin, by_kind
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.rest import path_for
 from tinykube.client.workqueue import WorkQueue, run_workers
-from tinykube.controllers.manager import ControllerContext
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.ownership import patch_quietly
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from tinykube.api.resources import builtin
 from tinykube.client.events import record_event
 from tinykube.client.informer import object_key
 from tinykube.client.workqueue import WorkQueue, run_workers
-from tinykube.controllers.manager import ControllerContext
+from tinykube.controllers.context import ControllerContext
 
 log = logging.getLogger(__name__)
 

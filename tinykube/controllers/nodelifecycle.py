@@ -41,7 +41,7 @@ from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.rest import TransportError
 from tinykube.client.workqueue import WorkQueue, run_workers
-from tinykube.controllers.manager import ControllerContext
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.tainteviction import NO_EXECUTE, NODE_INDEX, pods_by_node
 
 log = logging.getLogger(__name__)

@@ -29,7 +29,7 @@ from tinykube.client.rest import path_for
 from tinykube.client.workqueue import WorkQueue, run_workers
 from tinykube.controllers import replicacalculator as calc
 from tinykube.controllers import scalinglimits as limits
-from tinykube.controllers.manager import ControllerContext
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.replicaset import update_status
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from tinykube.api.quota import Evaluator, evaluator_of_name, scope_requirements,
 from tinykube.api.resources import STORED, ResourceInfo, builtin
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.workqueue import WorkQueue, run_workers
-from tinykube.controllers.manager import ControllerContext
+from tinykube.controllers.context import ControllerContext
 
 log = logging.getLogger(__name__)
 

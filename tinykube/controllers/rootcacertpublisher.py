@@ -13,7 +13,7 @@ from typing import Any
 from tinykube.api import errors
 from tinykube.api.resources import builtin
 from tinykube.client.workqueue import WorkQueue, run_workers
-from tinykube.controllers.manager import ControllerContext
+from tinykube.controllers.context import ControllerContext
 
 log = logging.getLogger(__name__)
 

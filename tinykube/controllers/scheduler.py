@@ -22,7 +22,7 @@ from tinykube.api.resources import builtin
 from tinykube.client.events import record_event
 from tinykube.client.informer import object_key
 from tinykube.client.workqueue import WorkQueue, run_workers
-from tinykube.controllers.manager import ControllerContext
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.pods import node_selector_term_matches, selector_matches
 from tinykube.controllers.volumebinding import VolumeBinding, claims_of
 

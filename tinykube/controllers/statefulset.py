@@ -24,8 +24,8 @@ from tinykube.api.resources import builtin
 from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.workqueue import WorkQueue, run_workers
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.intstr import scaled
-from tinykube.controllers.manager import ControllerContext
 from tinykube.controllers.ownership import CONTROLLER_INDEX, claim, controller_of, controller_ref, controller_uid
 from tinykube.controllers.pods import pod_ready
 from tinykube.controllers.replicaset import available, selector_of, update_status

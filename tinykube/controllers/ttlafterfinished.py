@@ -11,8 +11,8 @@ from tinykube.api import errors
 from tinykube.api.meta import parse_time
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.workqueue import WorkQueue, run_workers
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.job import JOBS, finished
-from tinykube.controllers.manager import ControllerContext
 
 Object = dict[str, Any]
 WORKERS = 5  # upstream's --concurrent-ttl-after-finished-syncs
