@@ -25,7 +25,8 @@ from typing import Any
 from tinykube.api import errors
 from tinykube.api.meta import now
 from tinykube.api.resources import builtin
-from tinykube.client.workqueue import WorkQueue, run_workers
+from tinykube.client.controller import Loop, run_controller
+from tinykube.client.workqueue import WorkQueue
 from tinykube.controllers.context import ControllerContext
 
 log = logging.getLogger(__name__)
@@ -188,12 +189,7 @@ class CsrSigningController:
             CertificateAuthority, settings.cluster_signing_cert_file, settings.cluster_signing_key_file
         )
         self.csrs.add_handler(on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new))
-        self.ctx.informers.start()
-        await self.csrs.wait_synced()
-        try:
-            await run_workers(self.queue, 2, self.sync)
-        finally:
-            self.queue.shutdown()
+        await run_controller(self.ctx.informers, [self.csrs], Loop(self.queue, self.sync, workers=2))
 
     def _enqueue(self, csr: Object) -> None:
         self.queue.add(csr["metadata"]["name"])

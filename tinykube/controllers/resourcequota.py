@@ -13,8 +13,6 @@ Objects are counted from shared informers, started for a resource only once a qu
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import functools
 import logging
 import time
@@ -23,8 +21,9 @@ from typing import Any
 from tinykube.api.quantity import ResourceList, rendered, resource_list
 from tinykube.api.quota import Evaluator, evaluator_of_name, scope_requirements, usage_in
 from tinykube.api.resources import STORED, ResourceInfo, builtin
+from tinykube.client.controller import Loop, Resync, run_controller
 from tinykube.client.informer import Informer, object_key
-from tinykube.client.workqueue import WorkQueue, run_workers
+from tinykube.client.workqueue import WorkQueue
 from tinykube.controllers.context import ControllerContext
 
 log = logging.getLogger(__name__)
@@ -72,16 +71,8 @@ class ResourceQuotaController:
 
     async def run(self) -> None:
         self.quotas.add_handler(on_add=self._quota_added, on_update=self._quota_updated)
-        self.informers.start()
-        await self.quotas.wait_synced()
-        resync = asyncio.create_task(self._resync_forever())
-        try:
-            await run_workers(self.queue, WORKERS, self.sync)
-        finally:
-            resync.cancel()
-            self.queue.shutdown()
-            with contextlib.suppress(asyncio.CancelledError):
-                await resync
+        resync = Resync(self.resync, self._every_quota)
+        await run_controller(self.informers, [self.quotas], Loop(self.queue, self.sync, workers=WORKERS, resync=resync))
 
     # ---- what triggers a recount --------------------------------------------------------------------------------
 
@@ -103,11 +94,8 @@ class ResourceQuotaController:
         if evaluator.replenishes(old, new, time.time()):
             self._released(evaluator, new)
 
-    async def _resync_forever(self) -> None:
-        while True:
-            await asyncio.sleep(self.resync)
-            for quota in self.quotas.store.list():
-                self.queue.add(object_key(quota))
+    def _every_quota(self) -> list[str]:
+        return [object_key(quota) for quota in self.quotas.store.list()]
 
     def _counting(self, evaluator: Evaluator) -> Informer | None:
         """The informer of the objects `evaluator` counts, started (with the handlers that notice quota given
