@@ -45,7 +45,7 @@ class SignerError(Exception):
     """Why a request cannot be signed by its signer (its Failed condition's message)."""
 
 
-def _client_usages(usages: list[str]) -> None:
+def check_client_usages(usages: list[str]) -> None:
     """validAPIServerClientUsages."""
     client_auth = False
     for usage in usages:
@@ -57,7 +57,7 @@ def _client_usages(usages: list[str]) -> None:
         raise SignerError("missing required usage for client certificate: client auth")
 
 
-def _kubelet_client(request: Any, usages: list[str]) -> None:
+def check_kubelet_client(request: Any, usages: list[str]) -> None:
     """ValidateKubeletClientCSR."""
     from cryptography import x509
     from cryptography.x509.oid import NameOID
@@ -212,10 +212,10 @@ class CsrSigningController:
             return
         try:
             if signer == CLIENT_SIGNER:
-                _client_usages(usages)
+                check_client_usages(usages)
                 _masters(request)
             else:
-                _kubelet_client(request, usages)
+                check_kubelet_client(request, usages)
         except SignerError as err:
             await self._fail(csr, str(err))
             return

@@ -23,7 +23,8 @@ log = logging.getLogger(__name__)
 
 class Controller(Protocol):
     """Runs until cancelled; registers its informer handlers, starts the informers, waits for them to sync, then
-    reconciles. A controller must converge from any state (level-triggered), so restarts need no manual step."""
+    reconciles (the one loop for that: `tinykube.client.controller.run_controller`). A controller must converge
+    from any state (level-triggered), so restarts need no manual step."""
 
     async def run(self) -> None: ...
 
