@@ -60,7 +60,7 @@ class GarbageCollector:
         self.watched["customresourcedefinitions"].add_handler(
             on_add=self._crd_changed, on_update=lambda _old, new: self._crd_changed(new), on_delete=self._crd_gone
         )
-        try:
+        try:  # it reads every kind: it waits for every shared informer
             await run_controller(self.informers, [self.informers], Loop(self.queue, self.sync, workers=self.workers))
         finally:
             for task in self._custom_runs.values():
