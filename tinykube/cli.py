@@ -255,8 +255,9 @@ def _with_client(args: argparse.Namespace, what: str, serve: Callable[[RestClien
 
 def _controllers(args: argparse.Namespace) -> int:
     from tinykube.client.leaderelection import LeadershipLost
+    from tinykube.controllers.context import ControllerSettings
     from tinykube.controllers.leader import new_identity, run_elected_controllers
-    from tinykube.controllers.manager import ControllerSettings, run_controllers
+    from tinykube.controllers.manager import run_controllers
     from tinykube.controllers.nodeipam import CidrAllocator
 
     _logging(args.verbose)

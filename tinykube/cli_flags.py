@@ -273,7 +273,7 @@ def _node_lifecycle_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def controller_settings(args: argparse.Namespace, **more: Any) -> dict[str, Any]:
-    """The controllers' flags as `ControllerSettings` fields (tinykube.controllers.manager); raises ValueError."""
+    """The controllers' flags as `ControllerSettings` fields (tinykube.controllers.context); raises ValueError."""
     if args.horizontal_pod_autoscaler_sync_period <= 0:
         raise ValueError("--horizontal-pod-autoscaler-sync-period must be positive")
     if args.horizontal_pod_autoscaler_tolerance < 0:

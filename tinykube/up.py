@@ -47,8 +47,9 @@ from tinykube.client.informer import SharedInformers
 from tinykube.client.kubeconfig import Credentials, merge_kubeconfig, write_kubeconfig
 from tinykube.client.leaderelection import ElectionConfig
 from tinykube.client.rest import RestClient
+from tinykube.controllers.context import ControllerSettings
 from tinykube.controllers.leader import lasting_identity, run_elected_controllers
-from tinykube.controllers.manager import ControllerSettings, known_controllers, run_controllers
+from tinykube.controllers.manager import known_controllers, run_controllers
 from tinykube.dns.options import DnsOptions, host_resolver_hint
 from tinykube.dns.run import DnsService
 from tinykube.gcpause import tune_gc_for_caches

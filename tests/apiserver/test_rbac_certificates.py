@@ -23,8 +23,8 @@ from tests.conftest import RunningCluster, eventually
 from tinykube.controllers.csrsigning import (
     CertificateAuthority,
     SignerError,
-    _client_usages,
-    _kubelet_client,
+    check_client_usages,
+    check_kubelet_client,
     duration,
 )
 
@@ -61,24 +61,24 @@ def test_lifetime(asked: Any, given: float) -> None:
 )
 def test_client_signer_usages(usages: list[str], error: str | None) -> None:
     if error is None:
-        _client_usages(usages)
+        check_client_usages(usages)
     else:
         with pytest.raises(SignerError, match=error):
-            _client_usages(usages)
+            check_client_usages(usages)
 
 
 def test_kubelet_client_signer_wants_a_node() -> None:
     _, pem = key_and_request("system:node:node-1", "system:nodes")
     request = x509.load_pem_x509_csr(pem)
-    _kubelet_client(request, ["digital signature", "client auth"])
+    check_kubelet_client(request, ["digital signature", "client auth"])
     with pytest.raises(SignerError, match="usages did not match"):
-        _kubelet_client(request, ["client auth"])
+        check_kubelet_client(request, ["client auth"])
     _, other = key_and_request("jane", "system:nodes")
     with pytest.raises(SignerError, match="subject common name does not begin with system:node:"):
-        _kubelet_client(x509.load_pem_x509_csr(other), ["digital signature", "client auth"])
+        check_kubelet_client(x509.load_pem_x509_csr(other), ["digital signature", "client auth"])
     _, devs = key_and_request("system:node:x", "devs")
     with pytest.raises(SignerError, match="subject organization is not system:nodes"):
-        _kubelet_client(x509.load_pem_x509_csr(devs), ["digital signature", "client auth"])
+        check_kubelet_client(x509.load_pem_x509_csr(devs), ["digital signature", "client auth"])
 
 
 def test_signed_certificates(tmp_path: Path) -> None:

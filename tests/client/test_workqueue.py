@@ -1,15 +1,12 @@
-"""The work queue's guarantees (coalescing, one worker per key, delays, backoff, shutdown) and the worker loop."""
+"""The work queue's guarantees (coalescing, one worker per key, delays, backoff, shutdown)."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
-from collections.abc import Callable
 
 import pytest
 
-from tinykube.api import errors
-from tinykube.client.workqueue import ExponentialBackoff, ShutDown, WorkQueue, run_workers
+from tinykube.client.workqueue import ExponentialBackoff, ShutDown, WorkQueue
 
 pytestmark = pytest.mark.anyio
 
@@ -111,101 +108,3 @@ async def test_shutdown_drains_then_stops_every_getter() -> None:
     with pytest.raises(ShutDown):
         await get(queue)
     assert queue.shutting_down
-
-
-async def test_workers_retry_failures_with_backoff_and_forget_on_success() -> None:
-    queue: WorkQueue[str] = WorkQueue()
-    calls: list[str] = []
-
-    async def reconcile(key: str) -> None:
-        calls.append(key)
-        if key == "flaky" and calls.count("flaky") < 4:
-            raise RuntimeError("not yet")
-
-    workers = asyncio.create_task(run_workers(queue, 2, reconcile))
-    queue.add("flaky")
-    queue.add("fine")
-    await eventually(lambda: calls.count("flaky") == 4)
-    assert calls.count("fine") == 1
-    await eventually(lambda: queue.num_requeues("flaky") == 0)
-    queue.shutdown()
-    await asyncio.wait_for(workers, 5)  # run_workers returns once the queue is shut down
-
-
-async def test_workers_log_ordinary_races_in_one_quiet_line_and_bugs_with_their_traceback(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    """A 404, a 409 or a create refused in a Terminating namespace is retried below WARNING and without a traceback;
-    another API refusal is an error in one line; any other exception is a bug, logged with its traceback."""
-    failures: dict[str, Exception] = {
-        "gone": errors.not_found("pods", "p"),
-        "changed": errors.conflict("pods", "p"),
-        "exists": errors.already_exists("pods", "p"),
-        "terminating": errors.namespace_terminating("pods", "p", "ns"),
-        "refused": errors.Invalid('pods "p" is invalid'),
-        "forbidden": errors.Forbidden('pods "p" is forbidden: exceeded quota'),
-        "bug": KeyError("spec"),
-    }
-    calls: dict[str, int] = {}
-
-    async def reconcile(key: str) -> None:
-        calls[key] = calls.get(key, 0) + 1
-        if calls[key] == 1:
-            raise failures[key]
-
-    caplog.set_level(logging.DEBUG, logger="tinykube.client.workqueue")
-    queue: WorkQueue[str] = WorkQueue()
-    workers = asyncio.create_task(run_workers(queue, 2, reconcile))
-    for key in failures:
-        queue.add(key)
-    await eventually(lambda: all(calls.get(key) == 2 for key in failures))  # every failure is retried
-    queue.shutdown()
-    await asyncio.wait_for(workers, 5)
-    logged = {key: r for r in caplog.records for key in failures if repr(key) in r.getMessage()}
-    assert set(logged) == set(failures)
-    for key in ("gone", "changed", "exists", "terminating"):
-        assert logged[key].levelno == logging.INFO and logged[key].exc_info is None, key
-    for key in ("refused", "forbidden"):
-        assert logged[key].levelno == logging.ERROR and logged[key].exc_info is None, key
-    assert logged["bug"].levelno == logging.ERROR and logged["bug"].exc_info is not None
-
-
-async def test_workers_never_hold_one_key_concurrently_but_run_keys_in_parallel() -> None:
-    queue: WorkQueue[str] = WorkQueue()
-    active: set[str] = set()
-    overlaps: list[str] = []
-    most_at_once = 0
-    seen: dict[str, int] = {}
-    release = asyncio.Event()
-
-    async def reconcile(key: str) -> None:
-        nonlocal most_at_once
-        if key in active:
-            overlaps.append(key)
-        active.add(key)
-        most_at_once = max(most_at_once, len(active))
-        seen[key] = seen.get(key, 0) + 1
-        await release.wait()
-        active.discard(key)
-
-    workers = asyncio.create_task(run_workers(queue, 4, reconcile))
-    queue.add("x")
-    queue.add("y")
-    await eventually(lambda: active == {"x", "y"})
-    for _ in range(5):
-        queue.add("x")  # re-added while being processed: one more round, after this one
-    await asyncio.sleep(0.05)
-    assert seen == {"x": 1, "y": 1}
-    release.set()
-    await eventually(lambda: seen == {"x": 2, "y": 1} and not active)
-    assert overlaps == []
-    assert most_at_once == 2
-    queue.shutdown()
-    await asyncio.wait_for(workers, 5)
-
-
-async def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
-        await asyncio.sleep(0.01)

@@ -20,6 +20,7 @@ import pytest
 from tests.conftest import RecordingClient, RunningCluster
 from tinykube.client.informer import SharedInformers
 from tinykube.client.kubeconfig import load_credentials
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.endpoints import (
     OVER_CAPACITY,
     EndpointsController,
@@ -29,7 +30,6 @@ from tinykube.controllers.endpoints import (
     truncate,
     up_to_date,
 )
-from tinykube.controllers.manager import ControllerContext
 from tinykube.controllers.triggers import TRIGGER_TIME, TriggerTimes, rfc3339nano
 
 Object = dict[str, Any]

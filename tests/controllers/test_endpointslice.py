@@ -24,12 +24,12 @@ from tinykube.api.resources import ResourceInfo
 from tinykube.client.informer import SharedInformers
 from tinykube.client.kubeconfig import Credentials, load_credentials
 from tinykube.client.rest import RestClient
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.endpointslice import (
     EndpointSliceController,
     Expectations,
     desired_groups,
 )
-from tinykube.controllers.manager import ControllerContext
 
 Object = dict[str, Any]
 T = TypeVar("T")

@@ -14,7 +14,7 @@ from tinykube.api.resources import ResourceInfo
 from tinykube.client.informer import Informer, SharedInformers
 from tinykube.client.kubeconfig import load_credentials
 from tinykube.client.rest import RestClient
-from tinykube.controllers.manager import ControllerContext
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.scheduler import Scheduler
 from tinykube.node.agent import NodeAgent, NodeConfig
 from tinykube.node.runtime import Runtime, RuntimeHost

@@ -8,20 +8,14 @@ and call `done`. The queue makes that safe and cheap:
 - a key whose reconcile failed comes back after a per-key exponential backoff (`add_rate_limited`) until
   `forget` clears its failure count.
 
-`run_workers` is the usual worker loop around a `reconcile(key)` coroutine.
+The worker loop around a `sync(key)` coroutine is `tinykube.client.controller` (`run_workers`, `run_controller`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Hashable
 from typing import Generic, TypeVar, cast
-
-from tinykube.api import errors
-from tinykube.client.rest import TransportError
-
-log = logging.getLogger(__name__)
 
 K = TypeVar("K", bound=Hashable)
 
@@ -131,38 +125,3 @@ class WorkQueue(Generic[K]):
             timer.cancel()
         self._timers.clear()
         self._ready.put_nowait(_END)
-
-
-async def run_workers(queue: WorkQueue[K], workers: int, reconcile: Callable[[K], Awaitable[None]]) -> None:
-    """Process keys with `workers` concurrent workers until the queue shuts down (or this is cancelled).
-
-    A key whose reconcile raises is logged and retried with its per-key backoff; success forgets its failures.
-    """
-    async with asyncio.TaskGroup() as group:
-        for _ in range(workers):
-            group.create_task(_worker(queue, reconcile))
-
-
-async def _worker(queue: WorkQueue[K], reconcile: Callable[[K], Awaitable[None]]) -> None:
-    while True:
-        try:
-            key = await queue.get()
-        except ShutDown:
-            return
-        try:
-            await reconcile(key)
-        except Exception as err:
-            # An ordinary race (the object gone or changed meanwhile, its namespace being deleted) is part of a
-            # controller's life and its retry settles it: one INFO line. Another refusal by the API or a lost
-            # connection says all in one line too; anything else is a bug worth its traceback.
-            retry = queue.num_requeues(key) + 1
-            if errors.is_ordinary_race(err):
-                log.info("reconciling %r: %s (retry %d)", key, err, retry)
-            else:
-                trace = None if isinstance(err, errors.ApiError | TransportError) else err
-                log.error("reconciling %r failed (retry %d): %s", key, retry, err, exc_info=trace)
-            queue.add_rate_limited(key)
-        else:
-            queue.forget(key)
-        finally:
-            queue.done(key)

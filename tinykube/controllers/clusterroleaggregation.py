@@ -15,8 +15,9 @@ from typing import Any
 from tinykube.api import errors
 from tinykube.api.aggregation import aggregate, normal_rule
 from tinykube.api.resources import builtin
-from tinykube.client.workqueue import WorkQueue, run_workers
-from tinykube.controllers.manager import ControllerContext
+from tinykube.client.controller import Loop, run_controller
+from tinykube.client.workqueue import WorkQueue
+from tinykube.controllers.context import ControllerContext
 
 CLUSTER_ROLES = builtin("rbac.authorization.k8s.io", "v1", "clusterroles")
 
@@ -33,12 +34,7 @@ class ClusterRoleAggregationController:
         self.roles.add_handler(
             on_add=self._changed, on_update=lambda _old, new: self._changed(new), on_delete=self._changed
         )
-        self.ctx.informers.start()
-        await self.roles.wait_synced()
-        try:
-            await run_workers(self.queue, 1, self.sync)
-        finally:
-            self.queue.shutdown()
+        await run_controller(self.ctx.informers, [self.roles], Loop(self.queue, self.sync, workers=1))
 
     def _changed(self, _role: Object) -> None:
         for role in self.roles.store.list():

@@ -11,7 +11,6 @@ croniter).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 import logging
@@ -24,11 +23,12 @@ from tinykube.api.cron import DESCRIPTORS, ScheduleError, check_schedule
 from tinykube.api.golang import parse_go_duration
 from tinykube.api.meta import parse_time
 from tinykube.api.resources import builtin
+from tinykube.client.controller import Loop, run_controller
 from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
-from tinykube.client.workqueue import WorkQueue, run_workers
+from tinykube.client.workqueue import WorkQueue
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.job import JOBS, finished
-from tinykube.controllers.manager import ControllerContext
 from tinykube.controllers.ownership import CONTROLLER_INDEX, controller_of, controller_ref, controller_uid
 
 log = logging.getLogger(__name__)
@@ -120,12 +120,9 @@ class CronJobController:
         self.jobs.add_handler(
             on_add=self._on_job, on_update=lambda _old, new: self._on_job(new), on_delete=self._on_job
         )
-        self.informers.start()
-        await asyncio.gather(self.cronjobs.wait_synced(), self.jobs.wait_synced())
-        try:
-            await run_workers(self.queue, self.workers, self.sync)
-        finally:
-            self.queue.shutdown()
+        await run_controller(
+            self.informers, (self.cronjobs, self.jobs), Loop(self.queue, self.sync, workers=self.workers)
+        )
 
     def _enqueue(self, cronjob: Object) -> None:
         self.queue.add(object_key(cronjob))

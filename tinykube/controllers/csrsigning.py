@@ -25,8 +25,9 @@ from typing import Any
 from tinykube.api import errors
 from tinykube.api.meta import now
 from tinykube.api.resources import builtin
-from tinykube.client.workqueue import WorkQueue, run_workers
-from tinykube.controllers.manager import ControllerContext
+from tinykube.client.controller import Loop, run_controller
+from tinykube.client.workqueue import WorkQueue
+from tinykube.controllers.context import ControllerContext
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ class SignerError(Exception):
     """Why a request cannot be signed by its signer (its Failed condition's message)."""
 
 
-def _client_usages(usages: list[str]) -> None:
+def check_client_usages(usages: list[str]) -> None:
     """validAPIServerClientUsages."""
     client_auth = False
     for usage in usages:
@@ -56,7 +57,7 @@ def _client_usages(usages: list[str]) -> None:
         raise SignerError("missing required usage for client certificate: client auth")
 
 
-def _kubelet_client(request: Any, usages: list[str]) -> None:
+def check_kubelet_client(request: Any, usages: list[str]) -> None:
     """ValidateKubeletClientCSR."""
     from cryptography import x509
     from cryptography.x509.oid import NameOID
@@ -188,12 +189,7 @@ class CsrSigningController:
             CertificateAuthority, settings.cluster_signing_cert_file, settings.cluster_signing_key_file
         )
         self.csrs.add_handler(on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new))
-        self.ctx.informers.start()
-        await self.csrs.wait_synced()
-        try:
-            await run_workers(self.queue, 2, self.sync)
-        finally:
-            self.queue.shutdown()
+        await run_controller(self.ctx.informers, [self.csrs], Loop(self.queue, self.sync, workers=2))
 
     def _enqueue(self, csr: Object) -> None:
         self.queue.add(csr["metadata"]["name"])
@@ -216,10 +212,10 @@ class CsrSigningController:
             return
         try:
             if signer == CLIENT_SIGNER:
-                _client_usages(usages)
+                check_client_usages(usages)
                 _masters(request)
             else:
-                _kubelet_client(request, usages)
+                check_kubelet_client(request, usages)
         except SignerError as err:
             await self._fail(csr, str(err))
             return

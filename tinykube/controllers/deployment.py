@@ -13,7 +13,6 @@ conditions carry upstream's reasons and messages, which `kubectl rollout status`
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 import logging
@@ -25,11 +24,12 @@ import orjson
 from tinykube.api import errors
 from tinykube.api.meta import now, parse_time
 from tinykube.api.resources import builtin
+from tinykube.client.controller import Loop, run_controller
 from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
-from tinykube.client.workqueue import WorkQueue, run_workers
+from tinykube.client.workqueue import WorkQueue
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.intstr import scaled
-from tinykube.controllers.manager import ControllerContext
 from tinykube.controllers.ownership import (
     CONTROLLER_INDEX,
     claim,
@@ -122,12 +122,11 @@ class DeploymentController:
         self.deployments.add_handler(on_add=self._enqueue, on_update=lambda _o, new: self._enqueue(new))
         self.replicasets.add_handler(on_add=self._on_rs, on_update=self._on_rs_update, on_delete=self._on_rs)
         self.pods.add_handler(on_delete=self._on_pod_delete)
-        self.informers.start()
-        await asyncio.gather(*(i.wait_synced() for i in (self.deployments, self.replicasets, self.pods)))
-        try:
-            await run_workers(self.queue, self.workers, self.sync)
-        finally:
-            self.queue.shutdown()
+        await run_controller(
+            self.informers,
+            (self.deployments, self.replicasets, self.pods),
+            Loop(self.queue, self.sync, workers=self.workers),
+        )
 
     # ---- events ------------------------------------------------------------------------------------------------
 

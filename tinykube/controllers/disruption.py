@@ -11,17 +11,17 @@ condition.
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tinykube.api.meta import now, parse_time
 from tinykube.api.resources import ResourceInfo, builtin
 from tinykube.api.selectors import selector_from_label_selector
+from tinykube.client.controller import Loop, run_controller
 from tinykube.client.informer import Informer, object_key
-from tinykube.client.workqueue import WorkQueue, run_workers
+from tinykube.client.workqueue import WorkQueue
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.intstr import scaled
-from tinykube.controllers.manager import ControllerContext
 from tinykube.controllers.ownership import controller_of
 from tinykube.controllers.pods import pod_ready
 from tinykube.controllers.replicaset import update_status
@@ -54,13 +54,8 @@ class DisruptionController:
         self.pods.add_handler(on_add=self._on_pod, on_update=self._on_pod_update, on_delete=self._on_pod)
         for informer in self.owners.values():  # a scale change changes what is expected
             informer.add_handler(on_update=lambda _old, new: self._on_owner(new))
-        self.informers.start()
-        await asyncio.gather(self.budgets.wait_synced(), self.pods.wait_synced(),
-                             *(i.wait_synced() for i in self.owners.values()))  # fmt: skip
-        try:
-            await run_workers(self.queue, self.workers, self.sync)
-        finally:
-            self.queue.shutdown()
+        caches = (self.budgets, self.pods, *self.owners.values())
+        await run_controller(self.informers, caches, Loop(self.queue, self.sync, workers=self.workers))
 
     def _enqueue(self, budget: Object) -> None:
         self.queue.add(object_key(budget))

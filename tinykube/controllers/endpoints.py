@@ -26,10 +26,11 @@ import orjson
 
 from tinykube.api import errors
 from tinykube.api.resources import ResourceInfo, by_path
+from tinykube.client.controller import Loop, run_controller
 from tinykube.client.events import record_event
 from tinykube.client.informer import object_key
-from tinykube.client.workqueue import WorkQueue, run_workers
-from tinykube.controllers.manager import ControllerContext
+from tinykube.client.workqueue import WorkQueue
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.pods import (
     POD_LABEL_INDEX,
     SERVICE_SELECTOR_INDEX,
@@ -284,14 +285,16 @@ class EndpointsController:
 
     async def run(self) -> None:
         self._register()
-        self.ctx.informers.start()
-        await asyncio.gather(*(i.wait_synced() for i in (self.services, self.pods, self.endpoints)))
+        await run_controller(
+            self.ctx.informers,
+            (self.services, self.pods, self.endpoints),
+            Loop(self.queue, self.sync, workers=WORKERS),
+            when_synced=self._synced,
+        )
+
+    def _synced(self) -> None:
         self._enqueue_existing()
         self.started.set()
-        try:
-            await run_workers(self.queue, WORKERS, self.sync)
-        finally:
-            self.queue.shutdown()
 
     def _register(self) -> None:
         with contextlib.suppress(ValueError):  # another instance sharing these informers added it

@@ -13,7 +13,6 @@ caught up with is retried shortly instead of synced, as upstream's endpointSlice
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import time
@@ -22,11 +21,12 @@ from datetime import datetime
 
 from tinykube.api import errors
 from tinykube.api.resources import ResourceInfo, by_path
+from tinykube.client.controller import Loop, run_controller
 from tinykube.client.events import record_event
 from tinykube.client.informer import Store, object_key
-from tinykube.client.workqueue import WorkQueue, run_workers
+from tinykube.client.workqueue import WorkQueue
 from tinykube.controllers import pods as podsel
-from tinykube.controllers.manager import ControllerContext
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.slicepacking import Group, GroupKey, Object, Plan, SliceTemplate, plan_service, port_key
 from tinykube.controllers.triggers import TRIGGER_TIME, TriggerTimes, rfc3339nano
 
@@ -333,13 +333,15 @@ class EndpointSliceController(SliceWriter):
         ensure_index(self.pods.store, BY_NODE, _node_index)
         ensure_index(self.slices.store, BY_SERVICE, service_index)
         self._register()
-        self.ctx.informers.start()
-        try:
-            await asyncio.gather(*(i.wait_synced() for i in (self.services, self.pods, self.nodes, self.slices)))
-            self._started = True
-            await run_workers(self.queue, self.workers, self.reconcile)
-        finally:
-            self.queue.shutdown()
+        await run_controller(
+            self.ctx.informers,
+            (self.services, self.pods, self.nodes, self.slices),
+            Loop(self.queue, self.reconcile, workers=self.workers),
+            when_synced=self._synced,
+        )
+
+    def _synced(self) -> None:
+        self._started = True
 
     def idle(self) -> bool:
         """Every informer synced and no key queued or being reconciled (keys waiting on a timer do not count)."""

@@ -13,14 +13,14 @@ EndpointSlice controller then publishes the pods), when the Endpoints object is 
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import logging
 from dataclasses import dataclass
 
+from tinykube.client.controller import Loop, run_controller
 from tinykube.client.events import record_event
 from tinykube.client.informer import object_key
-from tinykube.client.workqueue import run_workers
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.endpointslice import (
     LABEL_MANAGED_BY,
     LABEL_SERVICE_NAME,
@@ -33,7 +33,6 @@ from tinykube.controllers.endpointslice import (
     resource,
     service_index,
 )
-from tinykube.controllers.manager import ControllerContext
 from tinykube.controllers.slicepacking import Group, GroupKey, Object, Plan, SliceTemplate, plan_mirror, port_key
 from tinykube.controllers.triggers import TRIGGER_TIME
 
@@ -177,12 +176,11 @@ class EndpointSliceMirroringController(SliceWriter):
         self.slices.add_handler(
             on_add=self._slice_event, on_update=lambda _old, new: self._slice_event(new), on_delete=self._slice_gone
         )
-        self.ctx.informers.start()
-        try:
-            await asyncio.gather(*(i.wait_synced() for i in (self.services, self.endpoints, self.slices)))
-            await run_workers(self.queue, self.workers, self.reconcile)
-        finally:
-            self.queue.shutdown()
+        await run_controller(
+            self.ctx.informers,
+            (self.services, self.endpoints, self.slices),
+            Loop(self.queue, self.reconcile, workers=self.workers),
+        )
 
     def idle(self) -> bool:
         synced = all(i.synced.is_set() for i in (self.services, self.endpoints, self.slices))

@@ -19,10 +19,11 @@ from typing import Any
 from tinykube.api import errors
 from tinykube.api.crdclient import CRDS_PATH, client_resource
 from tinykube.api.resources import STORED, ResourceInfo, builtin, by_kind
+from tinykube.client.controller import Loop, run_controller
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.rest import path_for
-from tinykube.client.workqueue import WorkQueue, run_workers
-from tinykube.controllers.manager import ControllerContext
+from tinykube.client.workqueue import WorkQueue
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.ownership import patch_quietly
 
 log = logging.getLogger(__name__)
@@ -59,12 +60,9 @@ class GarbageCollector:
         self.watched["customresourcedefinitions"].add_handler(
             on_add=self._crd_changed, on_update=lambda _old, new: self._crd_changed(new), on_delete=self._crd_gone
         )
-        self.informers.start()
-        await self.informers.wait_synced()
-        try:
-            await run_workers(self.queue, self.workers, self.sync)
+        try:  # it reads every kind: it waits for every shared informer
+            await run_controller(self.informers, [self.informers], Loop(self.queue, self.sync, workers=self.workers))
         finally:
-            self.queue.shutdown()
             for task in self._custom_runs.values():
                 task.cancel()
 

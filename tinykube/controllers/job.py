@@ -35,10 +35,11 @@ from typing import Any
 from tinykube.api import errors
 from tinykube.api.meta import now, parse_time
 from tinykube.api.resources import builtin
+from tinykube.client.controller import Loop, run_controller
 from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
-from tinykube.client.workqueue import WorkQueue, run_workers
-from tinykube.controllers.manager import ControllerContext
+from tinykube.client.workqueue import WorkQueue
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.ownership import CONTROLLER_INDEX, claim, controller_of, controller_ref, controller_uid
 from tinykube.controllers.pods import pod_ready
 from tinykube.controllers.replicaset import selector_of, update_status
@@ -289,12 +290,7 @@ class JobController:
             on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new), on_delete=self._on_job_gone
         )
         self.pods.add_handler(on_add=self._on_pod, on_update=self._on_pod_update, on_delete=self._on_pod)
-        self.informers.start()
-        await asyncio.gather(self.jobs.wait_synced(), self.pods.wait_synced())
-        try:
-            await run_workers(self.queue, self.workers, self.sync)
-        finally:
-            self.queue.shutdown()
+        await run_controller(self.informers, (self.jobs, self.pods), Loop(self.queue, self.sync, workers=self.workers))
 
     def _enqueue(self, job: Object) -> None:
         self.queue.add(object_key(job))

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tinykube.client.leaderelection import ElectionConfig, LeaderElector, LeadershipLost
-from tinykube.controllers.manager import ControllerSettings, run_controllers
+from tinykube.controllers.context import ControllerSettings
+from tinykube.controllers.manager import run_controllers
 
 if TYPE_CHECKING:
     from tinykube.client.informer import SharedInformers

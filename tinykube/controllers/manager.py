@@ -1,16 +1,18 @@
-"""The controller manager: which controllers run (`--controllers`, as kube-controller-manager's flag), sharing
-one REST client and one set of informers."""
+"""The controller manager: the registry of controllers by name, which of them run (`--controllers`, as
+kube-controller-manager's flag) and their start, sharing one REST client and one set of informers.
+
+Nothing below imports this module: it imports every controller (when the names are first asked for, so that the
+command line's flags need no client), and the controllers take what they share from `context`.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from tinykube.api.defaults import CLUSTER_CIDR
+from tinykube.controllers.context import ControllerContext, ControllerSettings
 
 if TYPE_CHECKING:  # the command line lists the controllers without loading the client
     from tinykube.client.informer import SharedInformers
@@ -19,33 +21,10 @@ if TYPE_CHECKING:  # the command line lists the controllers without loading the 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class ControllerSettings:
-    """kube-controller-manager's flags that tinykube has (beyond `--controllers`), with their defaults."""
-
-    cluster_cidr: str = CLUSTER_CIDR  # the pod network the node IPAM controller cuts into per-node /24s
-    volumes_dir: Path | None = None  # where the local-path provisioner makes volumes (None: it provisions none)
-    hpa_sync_period: float = 15.0  # --horizontal-pod-autoscaler-sync-period
-    hpa_downscale_stabilization: float = 300.0  # --horizontal-pod-autoscaler-downscale-stabilization
-    hpa_tolerance: float = 0.1  # --horizontal-pod-autoscaler-tolerance
-    hpa_cpu_initialization_period: float = 300.0  # --horizontal-pod-autoscaler-cpu-initialization-period
-    hpa_initial_readiness_delay: float = 30.0  # --horizontal-pod-autoscaler-initial-readiness-delay
-    node_monitor_grace_period: float = 40.0  # --node-monitor-grace-period: a silent node is Unknown after this
-    cluster_signing_cert_file: Path | None = None  # --cluster-signing-cert-file: the CA that signs approved CSRs
-    cluster_signing_key_file: Path | None = None  # --cluster-signing-key-file (None: csrsigning signs nothing)
-    cluster_signing_duration: float = 365 * 24 * 3600.0  # --cluster-signing-duration: the longest lifetime given
-
-
-@dataclass
-class ControllerContext:
-    client: RestClient
-    informers: SharedInformers
-    settings: ControllerSettings = field(default_factory=ControllerSettings)
-
-
 class Controller(Protocol):
     """Runs until cancelled; registers its informer handlers, starts the informers, waits for them to sync, then
-    reconciles. A controller must converge from any state (level-triggered), so restarts need no manual step."""
+    reconciles (the one loop for that: `tinykube.client.controller.run_controller`). A controller must converge
+    from any state (level-triggered), so restarts need no manual step."""
 
     async def run(self) -> None: ...
 

@@ -13,10 +13,11 @@ from typing import Any
 from tinykube.api import errors
 from tinykube.api.defaults import CLUSTER_CIDR
 from tinykube.api.resources import builtin
+from tinykube.client.controller import Loop, run_controller
 from tinykube.client.events import record_event
 from tinykube.client.informer import object_key
-from tinykube.client.workqueue import WorkQueue, run_workers
-from tinykube.controllers.manager import ControllerContext
+from tinykube.client.workqueue import WorkQueue
+from tinykube.controllers.context import ControllerContext
 
 log = logging.getLogger(__name__)
 
@@ -65,12 +66,8 @@ class NodeIpamController:
 
     async def run(self) -> None:
         self.nodes.add_handler(on_add=self._seen, on_update=lambda _old, new: self._seen(new), on_delete=self._deleted)
-        self.ctx.informers.start()
-        await self.nodes.wait_synced()
-        try:
-            await run_workers(self.queue, 1, self.sync)  # one worker: allocation is a read-modify of `used`
-        finally:
-            self.queue.shutdown()
+        # one worker: allocation is a read-modify of `used`
+        await run_controller(self.ctx.informers, [self.nodes], Loop(self.queue, self.sync, workers=1))
 
     def _seen(self, node: Object) -> None:
         cidr = (node.get("spec") or {}).get("podCIDR")

@@ -37,11 +37,12 @@ from typing import Any
 from tinykube.api import errors
 from tinykube.api.meta import now, parse_time
 from tinykube.api.resources import builtin
+from tinykube.client.controller import Loop, run_controller
 from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.rest import TransportError
-from tinykube.client.workqueue import WorkQueue, run_workers
-from tinykube.controllers.manager import ControllerContext
+from tinykube.client.workqueue import WorkQueue
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.tainteviction import NO_EXECUTE, NODE_INDEX, pods_by_node
 
 log = logging.getLogger(__name__)
@@ -273,17 +274,13 @@ class NodeLifecycleController:
         enqueue_node = self._enqueue_node
         self.nodes.add_handler(on_add=enqueue_node, on_update=lambda _old, new: enqueue_node(new))
         self.pods.add_handler(on_add=lambda pod: self._on_pod(None, pod), on_update=self._on_pod)
-        self.informers.start()
-        await asyncio.gather(self.nodes.wait_synced(), self.pods.wait_synced(), self.leases.wait_synced())
-        try:
-            async with asyncio.TaskGroup() as group:
-                group.create_task(self._monitoring())
-                group.create_task(self._tainting())
-                group.create_task(run_workers(self.node_queue, NODE_WORKERS, self._sync_node))
-                group.create_task(run_workers(self.pod_queue, POD_WORKERS, self._sync_pod))
-        finally:
-            self.node_queue.shutdown()
-            self.pod_queue.shutdown()
+        await run_controller(
+            self.informers,
+            (self.nodes, self.pods, self.leases),
+            Loop(self.node_queue, self._sync_node, workers=NODE_WORKERS),
+            Loop(self.pod_queue, self._sync_pod, workers=POD_WORKERS),
+            beside=(self._monitoring, self._tainting),
+        )
 
     def _enqueue_node(self, node: Object) -> None:
         self.node_queue.add(node["metadata"]["name"])

@@ -11,7 +11,6 @@ API, which tinykube does not serve: such a metric fails as upstream's does when 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -23,13 +22,14 @@ from tinykube.api.meta import now
 from tinykube.api.quantity import Quantity, QuantityError
 from tinykube.api.resources import ResourceInfo, builtin, by_kind
 from tinykube.api.selectors import SelectorError, parse_label_selector
+from tinykube.client.controller import Loop, run_controller
 from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.rest import path_for
-from tinykube.client.workqueue import WorkQueue, run_workers
+from tinykube.client.workqueue import WorkQueue
 from tinykube.controllers import replicacalculator as calc
 from tinykube.controllers import scalinglimits as limits
-from tinykube.controllers.manager import ControllerContext
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.replicaset import update_status
 
 log = logging.getLogger(__name__)
@@ -88,12 +88,7 @@ class HorizontalPodAutoscalerController:
     async def run(self) -> None:
         # a spec change is synced at once; a status write (ours) is not, or each sync would cause another
         self.hpas.add_handler(on_add=self._enqueue, on_update=self._on_update, on_delete=self._forget)
-        self.informers.start()
-        await asyncio.gather(self.hpas.wait_synced(), self.pods.wait_synced())
-        try:
-            await run_workers(self.queue, self.workers, self.sync)
-        finally:
-            self.queue.shutdown()
+        await run_controller(self.informers, (self.hpas, self.pods), Loop(self.queue, self.sync, workers=self.workers))
 
     def _enqueue(self, hpa: Object) -> None:
         self.queue.add(object_key(hpa))

@@ -20,11 +20,12 @@ from tinykube.api import errors
 from tinykube.api.meta import parse_time
 from tinykube.api.resources import ResourceInfo, builtin
 from tinykube.api.selectors import LabelSelector, selector_from_label_selector
+from tinykube.client.controller import Loop, run_controller
 from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.rest import RestClient
-from tinykube.client.workqueue import WorkQueue, run_workers
-from tinykube.controllers.manager import ControllerContext
+from tinykube.client.workqueue import WorkQueue
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.ownership import CONTROLLER_INDEX, claim, controller_of, controller_ref, controller_uid
 from tinykube.controllers.pods import pod_ready
 
@@ -152,12 +153,9 @@ class ReplicaSetController:
             on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new), on_delete=self._on_rs_delete
         )
         self.pods.add_handler(on_add=self._on_pod_add, on_update=self._on_pod_update, on_delete=self._on_pod_delete)
-        self.informers.start()
-        await asyncio.gather(self.replicasets.wait_synced(), self.pods.wait_synced())
-        try:
-            await run_workers(self.queue, self.workers, self.sync)
-        finally:
-            self.queue.shutdown()
+        await run_controller(
+            self.informers, (self.replicasets, self.pods), Loop(self.queue, self.sync, workers=self.workers)
+        )
 
     # ---- events ------------------------------------------------------------------------------------------------
 

@@ -13,19 +13,19 @@ Objects are counted from shared informers, started for a resource only once a qu
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import functools
 import logging
 import time
 from typing import Any
 
+from tinykube.api.jsonshape import as_dict
 from tinykube.api.quantity import ResourceList, rendered, resource_list
 from tinykube.api.quota import Evaluator, evaluator_of_name, scope_requirements, usage_in
 from tinykube.api.resources import STORED, ResourceInfo, builtin
+from tinykube.client.controller import Loop, Resync, run_controller
 from tinykube.client.informer import Informer, object_key
-from tinykube.client.workqueue import WorkQueue, run_workers
-from tinykube.controllers.manager import ControllerContext
+from tinykube.client.workqueue import WorkQueue
+from tinykube.controllers.context import ControllerContext
 
 log = logging.getLogger(__name__)
 
@@ -35,19 +35,15 @@ WORKERS = 5  # upstream's --concurrent-resource-quota-syncs
 RESYNC = 300.0  # seconds, upstream's --resource-quota-sync-period
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def _served(group: str, plural: str) -> ResourceInfo | None:
     return next((r for r in STORED if r.group == group and r.plural == plural), None)
 
 
 def needs_sync(quota: Object) -> bool:
     """`status.hard` is not `spec.hard` yet, or a limited resource has no usage yet."""
-    hard = resource_list(_dict(quota.get("spec")).get("hard"))
-    status = _dict(quota.get("status"))
-    used = _dict(status.get("used"))
+    hard = resource_list(as_dict(quota.get("spec")).get("hard"))
+    status = as_dict(quota.get("status"))
+    used = as_dict(status.get("used"))
     return resource_list(status.get("hard")) != hard or any(name not in used for name in hard)
 
 
@@ -72,16 +68,8 @@ class ResourceQuotaController:
 
     async def run(self) -> None:
         self.quotas.add_handler(on_add=self._quota_added, on_update=self._quota_updated)
-        self.informers.start()
-        await self.quotas.wait_synced()
-        resync = asyncio.create_task(self._resync_forever())
-        try:
-            await run_workers(self.queue, WORKERS, self.sync)
-        finally:
-            resync.cancel()
-            self.queue.shutdown()
-            with contextlib.suppress(asyncio.CancelledError):
-                await resync
+        resync = Resync(self.resync, self._every_quota)
+        await run_controller(self.informers, [self.quotas], Loop(self.queue, self.sync, workers=WORKERS, resync=resync))
 
     # ---- what triggers a recount --------------------------------------------------------------------------------
 
@@ -89,25 +77,22 @@ class ResourceQuotaController:
         self.queue.add(object_key(quota))
 
     def _quota_updated(self, old: Object, new: Object) -> None:
-        if _dict(old.get("spec")) != _dict(new.get("spec")) or needs_sync(new):
+        if as_dict(old.get("spec")) != as_dict(new.get("spec")) or needs_sync(new):
             self.queue.add(object_key(new))
 
     def _released(self, evaluator: Evaluator, obj: Object) -> None:
         """Something in a namespace gave quota back: recount the quotas there that limit its resource."""
         namespace = obj["metadata"].get("namespace", "")
         for quota in self.quotas.store.by_index("namespace", namespace):
-            if evaluator.matching_resources(_dict(_dict(quota.get("spec")).get("hard"))):
+            if evaluator.matching_resources(as_dict(as_dict(quota.get("spec")).get("hard"))):
                 self.queue.add(object_key(quota))
 
     def _updated(self, evaluator: Evaluator, old: Object, new: Object) -> None:
         if evaluator.replenishes(old, new, time.time()):
             self._released(evaluator, new)
 
-    async def _resync_forever(self) -> None:
-        while True:
-            await asyncio.sleep(self.resync)
-            for quota in self.quotas.store.list():
-                self.queue.add(object_key(quota))
+    def _every_quota(self) -> list[str]:
+        return [object_key(quota) for quota in self.quotas.store.list()]
 
     def _counting(self, evaluator: Evaluator) -> Informer | None:
         """The informer of the objects `evaluator` counts, started (with the handlers that notice quota given
@@ -133,9 +118,9 @@ class ResourceQuotaController:
         if quota is None:
             return
         namespace = quota["metadata"]["namespace"]
-        hard = _dict(_dict(quota.get("spec")).get("hard"))
+        hard = as_dict(as_dict(quota.get("spec")).get("hard"))
         requirements = scope_requirements(quota)
-        status = _dict(quota.get("status"))
+        status = as_dict(quota.get("status"))
         used: ResourceList = resource_list(status.get("used"))
         for evaluator, names in by_evaluator(list(hard)).items():
             informer = self._counting(evaluator)

@@ -6,14 +6,14 @@ deleted. It watches only ConfigMaps of that name, not every ConfigMap of the clu
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from tinykube.api import errors
 from tinykube.api.resources import builtin
-from tinykube.client.workqueue import WorkQueue, run_workers
-from tinykube.controllers.manager import ControllerContext
+from tinykube.client.controller import Loop, run_controller
+from tinykube.client.workqueue import WorkQueue
+from tinykube.controllers.context import ControllerContext
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +43,9 @@ class RootCACertPublisher:
             return
         self.namespaces.add_handler(on_add=self._namespace, on_update=lambda _old, new: self._namespace(new))
         self.config_maps.add_handler(on_update=lambda _old, new: self._config_map(new), on_delete=self._config_map)
-        self.ctx.informers.start()
-        await asyncio.gather(self.namespaces.wait_synced(), self.config_maps.wait_synced())
-        try:
-            await run_workers(self.queue, WORKERS, self.sync)
-        finally:
-            self.queue.shutdown()
+        await run_controller(
+            self.ctx.informers, (self.namespaces, self.config_maps), Loop(self.queue, self.sync, workers=WORKERS)
+        )
 
     def _namespace(self, namespace: Object) -> None:
         self.queue.add(namespace["metadata"]["name"])

@@ -10,7 +10,6 @@ and the pod tolerates its `NoSchedule`/`NoExecute` taints. No resources, pod aff
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections import Counter
@@ -19,10 +18,11 @@ from typing import Any
 from tinykube.api import errors
 from tinykube.api.meta import now
 from tinykube.api.resources import builtin
+from tinykube.client.controller import Loop, run_controller
 from tinykube.client.events import record_event
 from tinykube.client.informer import object_key
-from tinykube.client.workqueue import WorkQueue, run_workers
-from tinykube.controllers.manager import ControllerContext
+from tinykube.client.workqueue import WorkQueue
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.pods import node_selector_term_matches, selector_matches
 from tinykube.controllers.volumebinding import VolumeBinding, claims_of
 
@@ -139,12 +139,9 @@ class Scheduler:
         self.volumes.claims_informer.add_handler(
             on_add=self._claim_changed, on_update=lambda _old, new: self._claim_changed(new)
         )
-        self.ctx.informers.start()
-        await asyncio.gather(self.pods.wait_synced(), self.nodes.wait_synced(), self.volumes.wait_synced())
-        try:
-            await run_workers(self.queue, WORKERS, self.schedule)
-        finally:
-            self.queue.shutdown()
+        await run_controller(
+            self.ctx.informers, (self.pods, self.nodes, self.volumes), Loop(self.queue, self.schedule, workers=WORKERS)
+        )
 
     def _pod_seen(self, pod: Object) -> None:
         key = object_key(pod)

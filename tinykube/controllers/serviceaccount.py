@@ -7,14 +7,14 @@ ServiceAccounts is deleted. A terminating namespace gets nothing (its creates wo
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from tinykube.api import errors
 from tinykube.api.resources import builtin
-from tinykube.client.workqueue import WorkQueue, run_workers
-from tinykube.controllers.manager import ControllerContext
+from tinykube.client.controller import Loop, run_controller
+from tinykube.client.workqueue import WorkQueue
+from tinykube.controllers.context import ControllerContext
 
 log = logging.getLogger(__name__)
 
@@ -36,12 +36,9 @@ class ServiceAccountsController:
     async def run(self) -> None:
         self.namespaces.add_handler(on_add=self._namespace, on_update=lambda _old, new: self._namespace(new))
         self.accounts.add_handler(on_delete=self._account_deleted)
-        self.ctx.informers.start()
-        await asyncio.gather(self.namespaces.wait_synced(), self.accounts.wait_synced())
-        try:
-            await run_workers(self.queue, WORKERS, self.sync)
-        finally:
-            self.queue.shutdown()
+        await run_controller(
+            self.ctx.informers, (self.namespaces, self.accounts), Loop(self.queue, self.sync, workers=WORKERS)
+        )
 
     def _namespace(self, namespace: Object) -> None:
         self.queue.add(namespace["metadata"]["name"])

@@ -11,7 +11,6 @@ the highest ordinal down to `partition`, `maxUnavailable` at a time, and `OnDele
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 import logging
@@ -21,11 +20,12 @@ from typing import Any
 
 from tinykube.api import errors
 from tinykube.api.resources import builtin
+from tinykube.client.controller import Loop, run_controller
 from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
-from tinykube.client.workqueue import WorkQueue, run_workers
+from tinykube.client.workqueue import WorkQueue
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.intstr import scaled
-from tinykube.controllers.manager import ControllerContext
 from tinykube.controllers.ownership import CONTROLLER_INDEX, claim, controller_of, controller_ref, controller_uid
 from tinykube.controllers.pods import pod_ready
 from tinykube.controllers.replicaset import available, selector_of, update_status
@@ -90,12 +90,9 @@ class StatefulSetController:
             on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new), on_delete=self._enqueue
         )
         self.pods.add_handler(on_add=self._on_pod, on_update=self._on_pod_update, on_delete=self._on_pod)
-        self.informers.start()
-        await asyncio.gather(self.sets.wait_synced(), self.pods.wait_synced(), self.revisions.wait_synced())
-        try:
-            await run_workers(self.queue, self.workers, self.sync)
-        finally:
-            self.queue.shutdown()
+        await run_controller(
+            self.informers, (self.sets, self.pods, self.revisions), Loop(self.queue, self.sync, workers=self.workers)
+        )
 
     def _enqueue(self, sts: Object) -> None:
         self.queue.add(object_key(sts))

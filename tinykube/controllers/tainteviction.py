@@ -16,7 +16,6 @@ node or tolerations change queues itself, and a pod waiting out a toleration com
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from typing import Any
@@ -24,10 +23,11 @@ from typing import Any
 from tinykube.api import errors
 from tinykube.api.meta import now, parse_time
 from tinykube.api.resources import builtin
+from tinykube.client.controller import Loop, run_controller
 from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
-from tinykube.client.workqueue import WorkQueue, run_workers
-from tinykube.controllers.manager import ControllerContext
+from tinykube.client.workqueue import WorkQueue
+from tinykube.controllers.context import ControllerContext
 
 log = logging.getLogger(__name__)
 
@@ -104,12 +104,7 @@ class TaintEvictionController:
             on_add=self._on_node_add, on_update=self._on_node_update, on_delete=self._enqueue_pods_of
         )
         self.pods.add_handler(on_add=self._enqueue, on_update=self._on_pod_update, on_delete=self._enqueue)
-        self.informers.start()
-        await asyncio.gather(self.pods.wait_synced(), self.nodes.wait_synced())
-        try:
-            await run_workers(self.queue, self.workers, self.sync)
-        finally:
-            self.queue.shutdown()
+        await run_controller(self.informers, (self.pods, self.nodes), Loop(self.queue, self.sync, workers=self.workers))
 
     def _on_node_add(self, node: Object) -> None:
         if no_execute_taints(node):

@@ -9,10 +9,11 @@ from typing import Any
 
 from tinykube.api import errors
 from tinykube.api.meta import parse_time
+from tinykube.client.controller import Loop, run_controller
 from tinykube.client.informer import Informer, object_key
-from tinykube.client.workqueue import WorkQueue, run_workers
+from tinykube.client.workqueue import WorkQueue
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.job import JOBS, finished
-from tinykube.controllers.manager import ControllerContext
 
 Object = dict[str, Any]
 WORKERS = 5  # upstream's --concurrent-ttl-after-finished-syncs
@@ -38,12 +39,7 @@ class TtlAfterFinishedController:
 
     async def run(self) -> None:
         self.jobs.add_handler(on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new))
-        self.informers.start()
-        await self.jobs.wait_synced()
-        try:
-            await run_workers(self.queue, self.workers, self.sync)
-        finally:
-            self.queue.shutdown()
+        await run_controller(self.informers, [self.jobs], Loop(self.queue, self.sync, workers=self.workers))
 
     def _enqueue(self, job: Object) -> None:
         if (job.get("spec") or {}).get("ttlSecondsAfterFinished") is not None and finished(job):

@@ -14,7 +14,7 @@ from typing import Any
 
 from tinykube.api import errors
 from tinykube.api.resources import builtin
-from tinykube.controllers.manager import ControllerContext
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.pods import node_selector_term_matches
 
 Object = dict[str, Any]

@@ -16,7 +16,6 @@ provisioner behind a default StorageClass `standard`.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import shutil
@@ -26,10 +25,11 @@ from tinykube.api import errors
 from tinykube.api.quantity import parse_quantity
 from tinykube.api.resources import builtin
 from tinykube.api.wellknown import DEFAULT_CLASS_ANNOTATION, PV_PROTECTION, PVC_PROTECTION
+from tinykube.client.controller import Loop, run_controller
 from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
-from tinykube.client.workqueue import WorkQueue, run_workers
-from tinykube.controllers.manager import ControllerContext
+from tinykube.client.workqueue import WorkQueue
+from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.volumebinding import SELECTED_NODE, claims_of
 
 log = logging.getLogger(__name__)
@@ -110,15 +110,17 @@ class VolumeController:
         self.pods.add_handler(on_update=lambda _old, new: self._pod(new), on_delete=self._pod_gone)
         self.volumes.store.add_index(CLASS_INDEX, class_of)
         self.claims.store.add_index(CLASS_INDEX, class_of)
-        self.informers.start()
-        await asyncio.gather(*(i.wait_synced() for i in (self.claims, self.volumes, self.classes, self.pods)))
+        await run_controller(
+            self.informers,
+            (self.claims, self.volumes, self.classes, self.pods),
+            Loop(self.queue, self.sync, workers=self.workers),
+            when_synced=self._ensure_standard_class,
+        )
+
+    async def _ensure_standard_class(self) -> None:
         if self.root is not None and self.classes.store.get("standard") is None:
             with contextlib.suppress(errors.AlreadyExists):
                 await self.client.create(CLASSES, "", STANDARD)
-        try:
-            await run_workers(self.queue, self.workers, self.sync)
-        finally:
-            self.queue.shutdown()
 
     def _claim(self, claim: Object) -> None:
         self.queue.add("claim:" + object_key(claim))

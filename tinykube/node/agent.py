@@ -24,10 +24,11 @@ from tinykube.api.meta import now
 from tinykube.api.resource_metrics import ContainerUsage, NodeCpu
 from tinykube.api.resource_metrics import render as render_resource_metrics
 from tinykube.api.resources import builtin
+from tinykube.client.controller import run_workers
 from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.rest import RestClient, TransportError
-from tinykube.client.workqueue import WorkQueue, run_workers
+from tinykube.client.workqueue import WorkQueue
 from tinykube.node.configsources import api_reader, token_requester
 from tinykube.node.kubelet_server import ENDPOINT_ANNOTATION, KubeletServer
 from tinykube.node.lease import LEASE_DURATION, NodeLease
