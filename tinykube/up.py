@@ -54,14 +54,14 @@ from tinykube.dns.run import DnsService
 from tinykube.gcpause import tune_gc_for_caches
 from tinykube.node.agent import NodeAgent, NodeConfig
 from tinykube.node.runtime import Runtime, SimulatedRuntime
-from tinykube.node.sandbox import LAN_GATEWAY, SandboxError, netns_prefix, node_address
+from tinykube.sandbox.topology import LAN_GATEWAY, SandboxError, netns_prefix, node_address
 from tinykube.store.launcher import EtcdCluster, EtcdProcess, process_start
 from tinykube.upetcd import LaunchedEtcd
 from tinykube.upetcd import say as _say
 
 if TYPE_CHECKING:  # the netns dataplane and the loopback proxy are imported when asked for (start-up time)
-    from tinykube.node.dataplane import NetnsDataplane
     from tinykube.ui.server import UiServer
+    from tinykube.wiring import NetnsDataplane
 
 log = logging.getLogger(__name__)
 
@@ -313,7 +313,7 @@ class Cluster:
         )
 
     async def _start_sandbox(self) -> None:
-        from tinykube.node.dataplane import NetnsDataplane
+        from tinykube.wiring import NetnsDataplane
 
         assert self.client is not None
         primary_range = self.opts.service_cluster_ip_range.split(",")[0].strip()
@@ -341,7 +341,7 @@ class Cluster:
     async def _serve_in_sandbox(self, lan: str) -> None:
         """The apiserver on the LAN address, port 6443 of the LAN namespace (a socket made there), and that address
         as `default/kubernetes`'s endpoint: pods reach the API at the kubernetes ClusterIP with their token."""
-        from tinykube.node import netns
+        from tinykube.sandbox import netns
 
         assert self._sandbox_config is not None and self.client is not None
         sock = netns.socket_in(lan, socket.AF_INET, socket.SOCK_STREAM)

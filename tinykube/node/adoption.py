@@ -22,7 +22,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from tinykube.node import netns, sandbox
+from tinykube.sandbox import netns
+from tinykube.sandbox import topology as sandbox
 
 Object = dict[str, Any]
 STATE = "state.json"  # per pod log directory: its containers, for the next agent

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tinykube.node import sandbox
 from tinykube.node.adoption import Adopted
 from tinykube.node.container_io import ContainerConsole
 from tinykube.node.status import ContainerState
+from tinykube.sandbox import topology as sandbox
 
 Object = dict[str, Any]
 DEFAULT_GRACE = 30.0

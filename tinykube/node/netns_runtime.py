@@ -45,7 +45,7 @@ from tinykube.api import errors
 from tinykube.api.meta import now, parse_time
 from tinykube.api.resource_metrics import ContainerUsage
 from tinykube.kubelet_env.envvars import ConfigError, Sources, container_environment, expand
-from tinykube.node import adoption, container_io, container_logs, images, netns, podfiles, sandbox
+from tinykube.node import adoption, container_io, container_logs, images, podfiles
 from tinykube.node.adoption import Adopted
 from tinykube.node.configsources import CONFIG_RETRY, Reader, container_sources, nothing, warner
 from tinykube.node.containers import Backoff, Container, Pod, back_off_message, pod_phase, should_restart
@@ -54,6 +54,8 @@ from tinykube.node.podvolumes import MountError, PodVolumes, TokenRequester, rem
 from tinykube.node.probes import Outcome, ProbeResults, ProbeSpec, Target, run_prober, until_started
 from tinykube.node.runtime import back_off_event, host_network, start_events
 from tinykube.node.status import ContainerState
+from tinykube.sandbox import netns
+from tinykube.sandbox import topology as sandbox
 from tinykube.streams.remotecommand import CommandError, CommandRequest, CommandStreams
 
 log = logging.getLogger(__name__)
