@@ -85,7 +85,11 @@ class NetnsDataplane:
         node's proxy."""
         node = await self.nodes.joined(name)
         self.load_balancer.nodes_changed()
-        await self._proxy(node).run()
+        try:
+            await self._proxy(node).run()
+        except Exception:  # the node's agent goes on without it; say so rather than end silently in a task
+            log.exception("proxy of node %s stopped", name)
+            raise
 
     def _proxy(self, node: NodeNet) -> ProxyAgent:
         """The node's proxy, programming its namespace and serving its ports there."""
