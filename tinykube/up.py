@@ -361,22 +361,11 @@ class Cluster:
 
     def _start_loopback_proxy(self) -> None:
         """The simulated dataplane's one proxy (userspace): NodePorts on 127.0.0.1, for every simulated node."""
-        from tinykube.proxy import model as proxy_model
-        from tinykube.proxy.agent import ProxyAgent
-        from tinykube.proxy.modes import make_proxier
+        from tinykube.wiring import loopback_proxy
 
-        assert self.client is not None
-
-        def bind(host: str, port: int) -> socket.socket:
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind(("127.0.0.1", port))  # loopback whatever was asked: the host is no node of the sandbox
-            return sock
-
+        assert self.client is not None and self.informers is not None
         ranges = [cidr.strip() for cidr in self.opts.service_cluster_ip_range.split(",")]
-        config = proxy_model.NodeConfig("", ["127.0.0.1"], self.opts.cluster_cidr, ranges)
-        proxier = make_proxier("userspace", config, None, bind)
-        agent = ProxyAgent(self.client, "", proxier, informers=self.informers)
+        agent = loopback_proxy(self.client, self.informers, self.opts.cluster_cidr, ranges)
         self.tasks.append(asyncio.create_task(agent.run(), name="proxy (userspace, loopback)"))
 
     async def _start_nodes(self, count: int) -> None:

@@ -1,13 +1,14 @@
-"""The one place where a process's components are put together: each component gets what it works with at
-construction and imports no other component (DESIGN.md "Layers").
+"""The one place where a process's components are put together with each other: a component gets its
+collaborators here, at construction, and imports no other component (DESIGN.md "Layers"); `up` runs what is made here.
 
 `NetnsDataplane` is the `netns` dataplane of `tinykube up`: the cluster's sandbox of namespaces, the nodes (a
 `NetnsRuntime` each, `tinykube/node/netns_nodes.py`), a proxy per node (nftables by default) started once its node's
 namespace is there, the sandbox's load balancer (LoadBalancer addresses routed to a node), and the cluster DNS
 server made reachable from pods (a listener on the LAN, published as `kube-system/kube-dns`'s endpoint, which the
-proxy turns the kube-dns ClusterIP into).
+proxy turns the kube-dns ClusterIP into). Everything lives in namespaces named after the cluster; nothing is
+configured in the root namespace.
 
-Everything lives in namespaces named after the cluster; nothing is configured in the root namespace.
+`loopback_proxy` is the simulated dataplane's one proxy, on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from tinykube.api.resources import builtin
 from tinykube.client.informer import SharedInformers
 from tinykube.client.rest import RestClient
 from tinykube.dns.run import DnsService
-from tinykube.node.netns_nodes import NetnsNodes
 from tinykube.node.runtime import Runtime
 from tinykube.proxy import conntrack
 from tinykube.proxy.agent import ProxyAgent
@@ -54,6 +54,8 @@ class NetnsDataplane:
         proxy_mode: str = DEFAULT_MODE,
     ) -> None:
         """`informers` are the cluster's shared ones: the runtimes and proxies read Services through them."""
+        from tinykube.node.netns_nodes import NetnsNodes  # imported when asked for: `up`'s start-up time
+
         self.client = client
         self.informers = informers
         self.cluster_cidr = cluster_cidr
@@ -151,3 +153,19 @@ class NetnsDataplane:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
         return await asyncio.to_thread(self.sandbox.destroy)
+
+
+def loopback_proxy(
+    client: RestClient, informers: SharedInformers, cluster_cidr: str, service_cidrs: list[str]
+) -> ProxyAgent:
+    """The simulated dataplane's one proxy (userspace): NodePorts on 127.0.0.1, for every simulated node."""
+
+    def bind(host: str, port: int) -> socket.socket:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))  # loopback whatever was asked: the host is no node of the sandbox
+        return sock
+
+    config = NodeConfig("", ["127.0.0.1"], cluster_cidr, service_cidrs)
+    proxier = make_proxier("userspace", config, None, bind)
+    return ProxyAgent(client, "", proxier, informers=informers)
