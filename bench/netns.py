@@ -46,7 +46,7 @@ from common import Bench, percentile, start, stop, temporary_dir
 from controllers import Connection
 from nodes import ready
 
-from tinykube.node.sandbox import short_hash
+from tinykube.sandbox.topology import short_hash
 
 NS = "bench"
 NODES = ("node-1", "node-2")

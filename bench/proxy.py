@@ -58,13 +58,13 @@ from typing import Protocol
 
 from common import percentile
 
-from tinykube.node import netns
 from tinykube.proxy.iptables import IptablesProxier, IptablesRunner
 from tinykube.proxy.model import Endpoint, NodeConfig, ServicePort
 from tinykube.proxy.nftables import NftablesProxier, NftRunner
 from tinykube.proxy.userspace import NFT as USERSPACE_NFT
 from tinykube.proxy.userspace import TABLE as USERSPACE_TABLE
 from tinykube.proxy.userspace import UserspaceProxier
+from tinykube.sandbox import netns
 
 PREFIX = f"tkbench-{os.getpid()}"
 NODE_IP, POD_IP, CLIENT_IP, CLIENT_GW = "10.244.0.1", "10.244.0.2", "10.243.0.2", "10.243.0.1"

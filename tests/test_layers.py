@@ -190,7 +190,7 @@ def test_the_allowed_private_names_are_few_and_still_used() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        pytest.param("from tinykube.node import netns\n", ["tinykube.node.netns"], id="from-package-import-module"),
+        pytest.param("from tinykube.proxy import model\n", ["tinykube.proxy.model"], id="from-package-import-module"),
         pytest.param("from tinykube.api.meta import name_of\n", ["tinykube.api.meta"], id="from-module-import-name"),
         pytest.param("import tinykube.store as etcd\n", ["tinykube.store"], id="import-as"),
         pytest.param("from . import server\n", ["tinykube.dns.server"], id="relative-module"),

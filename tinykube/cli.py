@@ -346,7 +346,7 @@ def _down(args: argparse.Namespace) -> int:
     import signal
     import time
 
-    from tinykube.node.sandbox import remove_sandbox
+    from tinykube.sandbox.topology import remove_sandbox
 
     try:
         found = locate(args.name, args.data_dir)

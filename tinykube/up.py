@@ -55,15 +55,15 @@ from tinykube.dns.run import DnsService
 from tinykube.gcpause import tune_gc_for_caches
 from tinykube.node.agent import NodeAgent, NodeConfig
 from tinykube.node.runtime import Runtime, RuntimeHost
-from tinykube.node.sandbox import LAN_GATEWAY, SandboxError, netns_prefix, node_address
 from tinykube.node.simulated import SimulatedRuntime
+from tinykube.sandbox.topology import LAN_GATEWAY, SandboxError, netns_prefix, node_address
 from tinykube.store.launcher import EtcdCluster, EtcdProcess, process_start
 from tinykube.upetcd import LaunchedEtcd
 from tinykube.upetcd import say as _say
 
 if TYPE_CHECKING:  # the netns dataplane and the loopback proxy are imported when asked for (start-up time)
-    from tinykube.node.dataplane import NetnsDataplane
     from tinykube.ui.server import UiServer
+    from tinykube.wiring import NetnsDataplane
 
 log = logging.getLogger(__name__)
 
@@ -315,7 +315,7 @@ class Cluster:
         )
 
     async def _start_sandbox(self) -> None:
-        from tinykube.node.dataplane import NetnsDataplane
+        from tinykube.wiring import NetnsDataplane
 
         assert self.client is not None
         primary_range = self.opts.service_cluster_ip_range.split(",")[0].strip()
@@ -343,7 +343,7 @@ class Cluster:
     async def _serve_in_sandbox(self, lan: str) -> None:
         """The apiserver on the LAN address, port 6443 of the LAN namespace (a socket made there), and that address
         as `default/kubernetes`'s endpoint: pods reach the API at the kubernetes ClusterIP with their token."""
-        from tinykube.node import netns
+        from tinykube.sandbox import netns
 
         assert self._sandbox_config is not None and self.client is not None
         sock = netns.socket_in(lan, socket.AF_INET, socket.SOCK_STREAM)
@@ -363,22 +363,11 @@ class Cluster:
 
     def _start_loopback_proxy(self) -> None:
         """The simulated dataplane's one proxy (userspace): NodePorts on 127.0.0.1, for every simulated node."""
-        from tinykube.proxy import model as proxy_model
-        from tinykube.proxy.agent import ProxyAgent
-        from tinykube.proxy.modes import make_proxier
+        from tinykube.wiring import loopback_proxy
 
-        assert self.client is not None
-
-        def bind(host: str, port: int) -> socket.socket:
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind(("127.0.0.1", port))  # loopback whatever was asked: the host is no node of the sandbox
-            return sock
-
+        assert self.client is not None and self.informers is not None
         ranges = [cidr.strip() for cidr in self.opts.service_cluster_ip_range.split(",")]
-        config = proxy_model.NodeConfig("", ["127.0.0.1"], self.opts.cluster_cidr, ranges)
-        proxier = make_proxier("userspace", config, None, bind)
-        agent = ProxyAgent(self.client, "", proxier, informers=self.informers)
+        agent = loopback_proxy(self.client, self.informers, self.opts.cluster_cidr, ranges)
         self.tasks.append(asyncio.create_task(agent.run(), name="proxy (userspace, loopback)"))
 
     async def _start_nodes(self, count: int) -> None:

@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import RunningCluster, eventually, start_cluster, stop_cluster
 from tests.e2e.test_netns_dataplane import create, namespaces, ready, web_pod
-from tinykube.node.sandbox import remove_sandbox
+from tinykube.sandbox.topology import remove_sandbox
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the netns dataplane needs root")
 

@@ -95,3 +95,13 @@ def test_external_etcd_is_used_and_left_running(tmp_path: Path) -> None:
         assert etcd.proc is not None and etcd.proc.poll() is None
     finally:
         etcd.stop()
+
+
+def test_the_netns_dataplane_is_imported_only_when_asked_for() -> None:
+    """`up` with simulated pods (its loopback proxy included) does without the netns runtime's imports."""
+    script = (
+        "import sys, tinykube.up, tinykube.wiring\n"
+        "print(sorted(m for m in sys.modules if m.startswith('tinykube.node.netns')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"

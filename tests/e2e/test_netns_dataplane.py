@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from tests.conftest import RunningCluster, eventually, readline, start_cluster, stop_cluster
-from tinykube.node.sandbox import short_hash
+from tinykube.sandbox.topology import short_hash
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the netns dataplane needs root")
 

@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import RunningCluster, eventually
 from tests.e2e.test_netns_dataplane import netns_cluster
-from tinykube.node.sandbox import LAN_GATEWAY
+from tinykube.sandbox.topology import LAN_GATEWAY
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the netns dataplane needs root")
 

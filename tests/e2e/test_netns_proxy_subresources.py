@@ -18,7 +18,7 @@ from kubernetes import config as k8s_config
 
 from tests.conftest import RunningCluster, eventually, readline
 from tests.e2e.test_netns_dataplane import create, netns_cluster, ready
-from tinykube.node.sandbox import LAN_GATEWAY
+from tinykube.sandbox.topology import LAN_GATEWAY
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the netns dataplane needs root")
 

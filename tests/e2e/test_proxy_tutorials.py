@@ -23,7 +23,7 @@ from tests.e2e.test_netns_dataplane import (
     service,
     web_pod,
 )
-from tinykube.node.sandbox import short_hash
+from tinykube.sandbox.topology import short_hash
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the netns dataplane needs root")
 

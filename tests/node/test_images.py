@@ -16,12 +16,13 @@ import pytest
 
 from tests.node.test_netns import eventually, in_netns, one, pod, read_logs, root_only, run, runtimes, when
 from tinykube.api import errors
-from tinykube.node import images, netns
+from tinykube.node import images
 from tinykube.node.images import agnhost, echoserver
 from tinykube.node.images.nginx import WELCOME
 from tinykube.node.netns_runtime import NetnsRuntime
-from tinykube.node.sandbox import Sandbox
 from tinykube.node.status import PodState, pod_status
+from tinykube.sandbox import netns
+from tinykube.sandbox.topology import Sandbox
 
 PY = "PY"
 ECHO = [PY, "-m", "tinykube.node.images.echoserver"]

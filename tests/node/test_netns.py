@@ -17,13 +17,13 @@ from typing import Any, TypeVar
 import pytest
 
 from tinykube.api import errors
-from tinykube.node import netns
 from tinykube.node.containers import Backoff, back_off_message, go_duration, pod_phase, should_restart
 from tinykube.node.netns_runtime import NetnsRuntime
 from tinykube.node.probes import Outcome, ProbeResults, ProbeSpec, Target, probe_once
 from tinykube.node.runtime import DetachedHost
-from tinykube.node.sandbox import Sandbox
 from tinykube.node.status import ContainerState
+from tinykube.sandbox import netns
+from tinykube.sandbox.topology import Sandbox
 
 T = TypeVar("T")
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")

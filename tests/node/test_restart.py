@@ -27,7 +27,7 @@ import httpx
 import pytest
 
 from tests.conftest import RunningCluster, eventually, start_cluster, stop_cluster
-from tinykube.node.sandbox import Sandbox, SandboxError, remove_sandbox, short_hash
+from tinykube.sandbox.topology import Sandbox, SandboxError, remove_sandbox, short_hash
 
 Object = dict[str, Any]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the netns dataplane needs root")
@@ -193,8 +193,8 @@ def netns_up(tmp_path: Path, name: str) -> Iterator[list[RunningCluster]]:
 ADOPTED = textwrap.dedent(
     """
     import subprocess, sys, time
-    from tinykube.node import netns
-    from tinykube.node.sandbox import Sandbox, attach_pod, node_address
+    from tinykube.sandbox import netns
+    from tinykube.sandbox.topology import Sandbox, attach_pod, node_address
     box = Sandbox(sys.argv[1])
     box.create(adopt=sys.argv[2] == "adopt")
     node = box.add_node("node-1", node_address(1), "10.244.1.0/24")

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 import pytest
 
 from tests.proxy.test_nftables import CONFIG, ep, node_and_pod, ns, svc  # noqa: F401 - fixtures
-from tinykube.node import netns
 from tinykube.proxy.conntrack import Flush, flush, stale_flows
 from tinykube.proxy.model import Endpoint, ServicePort
 from tinykube.proxy.nftables import NftablesProxier, NftRunner
+from tinykube.sandbox import netns
 
 
 def dns(*endpoints: Endpoint, **changes: object) -> ServicePort:

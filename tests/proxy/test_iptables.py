@@ -18,7 +18,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from tinykube.node import netns
 from tinykube.proxy import iptables
 from tinykube.proxy.iptables import (
     JUMPS,
@@ -35,6 +34,7 @@ from tinykube.proxy.iptables import (
     service_chain,
 )
 from tinykube.proxy.model import Endpoint, NodeConfig, ServicePort
+from tinykube.sandbox import netns
 
 # upstream's proxier_test fixtures: node IP 192.168.0.2, cluster CIDR 10.0.0.0/8, service IPs 172.30.0.x
 CONFIG = NodeConfig(

@@ -17,7 +17,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinykube.node import netns
 from tinykube.proxy.model import Endpoint, PortTable, ServicePort
 from tinykube.proxy.nftables import (
     NftablesProxier,
@@ -30,6 +29,7 @@ from tinykube.proxy.nftables import (
     incremental_script,
     service_base,
 )
+from tinykube.sandbox import netns
 
 M80 = 80 << 14  # the mark base of TCP port 80 (nftables.mark_base)
 CONFIG = NodeConfig(

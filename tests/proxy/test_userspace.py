@@ -24,7 +24,6 @@ from typing import Any
 import pytest
 
 from tests.conftest import eventually
-from tinykube.node import netns
 from tinykube.proxy import userspace
 from tinykube.proxy.model import Endpoint, NodeConfig, ServicePort
 from tinykube.proxy.modes import Bind
@@ -36,6 +35,7 @@ from tinykube.proxy.userspace import (
     render_changes,
     render_rules,
 )
+from tinykube.sandbox import netns
 
 CONFIG = NodeConfig(node_name="", node_ips=["127.0.0.1"], cluster_cidr="10.244.0.0/16", service_cidrs=["10.96.0.0/16"])
 A, B, C = ("127.0.0.1", 8001), ("127.0.0.1", 8002), ("127.0.0.1", 8003)
@@ -793,7 +793,7 @@ def test_a_proxier_that_cannot_enter_its_namespace_is_not_made(
     before = threading.active_count()
     with pytest.raises(OSError):
         UserspaceProxier(NODE_CONFIG, f"{node}-missing", _node_bind(node))
-    monkeypatch.setattr(userspace, "_enter", lambda name: None)  # setns "succeeds" but the thread stays in root
+    monkeypatch.setattr(userspace, "enter", lambda name: None)  # setns "succeeds" but the thread stays in root
     with pytest.raises(netns.NetnsError, match=r"the thread is in net:\[\d+\], not in"):
         UserspaceProxier(NODE_CONFIG, node, _node_bind(node))
     eventually(lambda: threading.active_count() == before, what="the proxier's thread gone")

@@ -87,7 +87,7 @@ class SandboxDialer(LoopbackDialer):
     async def dial(self, host: str, port: int, timeout: float = DIAL_TIMEOUT) -> socket.socket:
         if is_loopback(host):
             return await super().dial(host, port, timeout)
-        from tinykube.node import netns
+        from tinykube.sandbox import netns
 
         try:
             sock = await asyncio.to_thread(

@@ -25,8 +25,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from tinykube.node import netns, sandbox
 from tinykube.node.podvolumes import remove_memory
+from tinykube.sandbox import netns, topology
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ def prune_logs(log_dir: Path, keep: set[str]) -> None:
                 remove_memory({"metadata": {"name": "", "uid": uid}})
 
 
-def plumbed(node: sandbox.NodeNet, net: sandbox.PodNet) -> bool:
+def plumbed(node: topology.NodeNet, net: topology.PodNet) -> bool:
     """Whether the pod's namespace is there with its address, and its veth on the node."""
     if not netns.exists(net.netns) or not netns.exists(node.netns):
         return False

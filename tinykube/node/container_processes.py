@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from tinykube.node import adoption, container_io, container_logs, netns
+from tinykube.node import adoption, container_io, container_logs
 from tinykube.node.adoption import Adopted
 from tinykube.node.container_io import ContainerConsole
 from tinykube.node.container_logs import Pipe
+from tinykube.sandbox import netns
 from tinykube.streams.remotecommand import CommandError, CommandStreams
 
 Object = dict[str, Any]

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tinykube.node import sandbox
 from tinykube.node.container_io import ContainerConsole
 from tinykube.node.container_processes import Process
 from tinykube.node.status import ContainerState
+from tinykube.sandbox import topology
 
 Object = dict[str, Any]
 DEFAULT_GRACE = 30.0
@@ -170,7 +170,7 @@ class Container:
 class Pod:
     key: str
     pod: Object  # as started, with its IPs filled in (env vars and the downward API see them)
-    net: sandbox.PodNet
+    net: topology.PodNet
     log_dir: Path
     containers: dict[str, Container]
     supervisors: list[asyncio.Task[None]] = field(default_factory=list)
@@ -193,7 +193,7 @@ class Pod:
     def container_id(self, c: Container) -> str:
         """The current run's ID (each run is a new container upstream, so a restart gets a new one)."""
         uid = self.pod["metadata"].get("uid") or self.key
-        return f"tinykube://{sandbox.short_hash(f'{uid}/{c.name}/{c.restart_count}', 32)}"
+        return f"tinykube://{topology.short_hash(f'{uid}/{c.name}/{c.restart_count}', 32)}"
 
     def state_of(self, c: Container) -> ContainerState:
         return c.state(self.container_id(c))

@@ -38,7 +38,7 @@ from typing import Any
 
 from tinykube.api.meta import now
 from tinykube.api.resource_metrics import ContainerUsage
-from tinykube.node import adoption, container_io, netns_status, sandbox
+from tinykube.node import adoption, container_io, netns_status
 from tinykube.node.container_config import RunConfig
 from tinykube.node.container_probes import ContainerProbes
 from tinykube.node.container_processes import DEFAULT_PATH, ContainerProcesses, HostProcesses, Process
@@ -48,6 +48,7 @@ from tinykube.node.podvolumes import PodVolumes, remove_memory
 from tinykube.node.runtime import RuntimeHost
 from tinykube.node.status import ContainerState
 from tinykube.node.supervisor import Supervisor
+from tinykube.sandbox import topology
 from tinykube.streams.remotecommand import CommandError, CommandRequest, CommandStreams
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,7 @@ class NetnsRuntime:
 
     def __init__(
         self,
-        node: sandbox.NodeNet,
+        node: topology.NodeNet,
         log_dir: Path,
         services: Callable[[str], list[Object]],
         *,

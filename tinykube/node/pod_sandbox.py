@@ -1,7 +1,7 @@
 """A netns pod's sandbox, as a CRI runtime's RunPodSandbox makes it: a network namespace attached to its node's
 (a veth, the pod's address, the node's route to it) with the pod's `resolv.conf` and `hosts`. A `hostNetwork` pod
 has none of its own: it runs in its node's namespace, with the node's address. The namespaces themselves are made
-by `tinykube.node.sandbox`; this is what one node's runtime does with them.
+by `tinykube.sandbox.topology`; this is what one node's runtime does with them.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from tinykube.node import adoption, netns, podfiles, sandbox
+from tinykube.node import adoption, podfiles
 from tinykube.node.runtime import host_network
+from tinykube.sandbox import netns, topology
 
 Object = dict[str, Any]
 
@@ -22,16 +23,16 @@ Object = dict[str, Any]
 class PodSandboxes:
     """The sandboxes of one node's pods; `dns_ip` and `cluster_domain` are what their `resolv.conf` names."""
 
-    def __init__(self, node: sandbox.NodeNet, *, dns_ip: str, cluster_domain: str) -> None:
+    def __init__(self, node: topology.NodeNet, *, dns_ip: str, cluster_domain: str) -> None:
         self.node = node
         self.dns_ip = dns_ip
         self.cluster_domain = cluster_domain
 
-    def net(self, key: str, pod: Object, ip: str) -> sandbox.PodNet:
+    def net(self, key: str, pod: Object, ip: str) -> topology.PodNet:
         """The pod's network: its own namespace, or the node's for a `hostNetwork` pod."""
-        return sandbox.PodNet(self.node.netns, "", self.node.ip) if host_network(pod) else self.node.pod(key, ip)
+        return topology.PodNet(self.node.netns, "", self.node.ip) if host_network(pod) else self.node.pod(key, ip)
 
-    def own(self, net: sandbox.PodNet) -> bool:
+    def own(self, net: topology.PodNet) -> bool:
         """Whether the network is a pod's own (not its node's)."""
         return net.netns != self.node.netns
 
@@ -41,30 +42,30 @@ class PodSandboxes:
         status.update(hostIP=self.node.ip, hostIPs=[{"ip": self.node.ip}])
         return {**pod, "status": status}
 
-    async def intact(self, net: sandbox.PodNet) -> bool:
+    async def intact(self, net: topology.PodNet) -> bool:
         """Whether an earlier agent left the pod's own namespace whole (with its address, and its veth on the node)."""
         return self.own(net) and await asyncio.to_thread(adoption.plumbed, self.node, net)
 
-    async def make(self, pod: Object, net: sandbox.PodNet, ip: str) -> None:
+    async def make(self, pod: Object, net: topology.PodNet, ip: str) -> None:
         """Make the pod's namespace afresh (what an earlier agent left of it, unadoptable, removed first)."""
         if not self.own(net):
             return
         if netns.exists(net.netns) or (netns.NETNS_ETC / net.netns).exists():  # left, but not adoptable
-            await asyncio.to_thread(sandbox.detach_pod, self.node, net)
+            await asyncio.to_thread(topology.detach_pod, self.node, net)
         resolv = podfiles.resolv_conf(pod, self.dns_ip, self.cluster_domain, _host_resolv())
         hosts = podfiles.hosts_file(pod, [ip], self.cluster_domain)
         try:
-            await asyncio.to_thread(sandbox.attach_pod, self.node, net, resolv, hosts)
+            await asyncio.to_thread(topology.attach_pod, self.node, net, resolv, hosts)
         except BaseException:
-            await asyncio.to_thread(sandbox.detach_pod, self.node, net)
+            await asyncio.to_thread(topology.detach_pod, self.node, net)
             raise
 
-    async def remove(self, net: sandbox.PodNet) -> None:
+    async def remove(self, net: topology.PodNet) -> None:
         """Remove the pod's namespace and veth (a `hostNetwork` pod has none: the node's stay)."""
         if self.own(net):
-            await asyncio.to_thread(sandbox.detach_pod, self.node, net)
+            await asyncio.to_thread(topology.detach_pod, self.node, net)
 
-    async def kill_all(self, net: sandbox.PodNet, sig: signal.Signals) -> None:
+    async def kill_all(self, net: topology.PodNet, sig: signal.Signals) -> None:
         """Signal whatever still runs in the pod's own namespace (a process that left its container's group)."""
         if self.own(net):  # the node's own namespace holds more than this pod
             await asyncio.to_thread(netns.kill_all, net.netns, sig)
@@ -78,7 +79,7 @@ class PodSandboxes:
             await asyncio.to_thread(netns.delete, name)
         return left
 
-    async def dial(self, net: sandbox.PodNet, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    async def dial(self, net: topology.PodNet, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         """A connection to `localhost:port` inside the pod's network namespace, as a runtime's port-forward."""
         sock = await asyncio.to_thread(netns.socket_in, net.netns)
         try:

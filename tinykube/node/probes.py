@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tinykube.node import netns as nsutil
+from tinykube.sandbox import netns as nsutil
 
 Object = dict[str, Any]
 USER_AGENT = "kube-probe/1.32"

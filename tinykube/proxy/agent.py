@@ -22,18 +22,18 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from tinykube.api.resources import builtin
+from tinykube.client.indexes import SLICE_SERVICE_INDEX, slice_service
 from tinykube.client.informer import Object, SharedInformers, object_key
 from tinykube.client.rest import RestClient
 from tinykube.metrics import Histogram, exponential_buckets
 from tinykube.proxy.conntrack import Flush, stale_flows
-from tinykube.proxy.model import SERVICE_NAME_LABEL, PortTable, ServicePort, local_endpoints, service_ports
+from tinykube.proxy.model import PortTable, ServicePort, local_endpoints, service_ports
 from tinykube.proxy.modes import Bind
 from tinykube.web import Body, Handler, Query, serve_http
 
 log = logging.getLogger(__name__)
 
 SERVICES, SLICES = builtin("", "v1", "services"), builtin("discovery.k8s.io", "v1", "endpointslices")
-SLICE_SERVICE_INDEX = "proxy-service"  # EndpointSlices by "namespace/service"
 DEBOUNCE = 0.05  # seconds between syncs at the least: changes arriving together are programmed in one transaction
 SYNC_PERIOD = 30.0  # seconds between full syncs (upstream's --sync-period)
 FULL_SYNC_SHARE = 10  # ... or ten times the last full sync's duration, if longer
@@ -52,12 +52,6 @@ class Proxier(Protocol):
     def close(self) -> None:
         """Release what the proxier holds in this process (sessions, listeners, threads) when the agent stops.
         The kernel modes' rules stay, as upstream kube-proxy leaves them; `tinykube proxy --cleanup` removes them."""
-
-
-def slice_service(item: Object) -> list[str]:
-    meta = item["metadata"]
-    service = (meta.get("labels") or {}).get(SERVICE_NAME_LABEL)
-    return [f"{meta.get('namespace', '')}/{service}"] if service else []
 
 
 def _go_time(moment: datetime) -> str:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 
-from tinykube.node import netns
-from tinykube.node.sandbox import netns_prefix
 from tinykube.proxy.iptables import IptablesRunner
 from tinykube.proxy.nftables import NftError, NftRunner
 from tinykube.proxy.userspace import TABLE as USERSPACE_TABLE
+from tinykube.sandbox import netns
+from tinykube.sandbox.topology import netns_prefix
 
 
 def node_namespaces(cluster: str, node: str | None = None) -> list[str]:

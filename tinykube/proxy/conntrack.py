@@ -16,8 +16,8 @@ import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tinykube.node.netns import exec_argv
 from tinykube.proxy.model import ServicePort, usable
+from tinykube.sandbox.netns import exec_argv
 
 log = logging.getLogger(__name__)
 

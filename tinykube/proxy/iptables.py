@@ -60,11 +60,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from tinykube.node.netns import exec_argv
 from tinykube.proxy.model import Endpoint, NodeConfig, Policy, ServicePort
 from tinykube.proxy.model import policy as proxy_policy
 from tinykube.proxy.nftables import port_comment
 from tinykube.proxy.syncing import KernelSyncs
+from tinykube.sandbox.netns import exec_argv
 
 IPTABLES_RESTORE = shutil.which("iptables-restore") or "/usr/sbin/iptables-restore"
 IPTABLES_SAVE = shutil.which("iptables-save") or "/usr/sbin/iptables-save"

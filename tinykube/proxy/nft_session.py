@@ -56,7 +56,7 @@ class NftSession:
         return text
 
     def _start(self) -> subprocess.Popen[bytes]:
-        from tinykube.node.netns import exec_argv
+        from tinykube.sandbox.netns import exec_argv
 
         self._stop()
         argv = exec_argv(self.netns, [sys.executable, os.path.abspath(__file__)])

@@ -46,11 +46,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from tinykube.gcpause import gc_paused
-from tinykube.node.netns import exec_argv
 from tinykube.proxy.model import Endpoint, NodeConfig, Policy, PortTable, ServicePort
 from tinykube.proxy.model import policy as proxy_policy
 from tinykube.proxy.nft_session import NftError, NftSession, libnftables_path
 from tinykube.proxy.syncing import KernelSyncs
+from tinykube.sandbox.netns import exec_argv
 
 __all__ = ["NftError", "NftRunner", "NftablesProxier", "NodeConfig", "Ruleset", "plan", "render_diff", "render_full"]
 

@@ -687,7 +687,7 @@ def _delete_set(rs: Ruleset, name: str, rest: str, line: str) -> None:
         del rs.elements[element]
 
 
-def _items(rest: str, line: str) -> list[tuple[str, str]]:
+def _read_elements(rest: str, line: str) -> list[tuple[str, str]]:
     _need(rest.startswith("{ ") and rest.endswith(" }"), line, "expected `{ element, … }`")
     items = []
     for item in ITEM.findall(rest[2:-2]):
@@ -700,14 +700,14 @@ def _items(rest: str, line: str) -> list[tuple[str, str]]:
 
 def _add_element(rs: Ruleset, name: str, rest: str, line: str) -> None:
     _need(name in rs.sets, line, "no such set")
-    for key, value in _items(rest, line):
+    for key, value in _read_elements(rest, line):
         _need(all(c in rs.chains for c in CHAIN_REF.findall(value)), line, f"{key}: to a missing chain")
         _need(rs.elements.get((name, key), value) == value, line, f"{key} is there with another value (EEXIST)")
         rs.elements[name, key] = value
 
 
 def _delete_element(rs: Ruleset, name: str, rest: str, line: str) -> None:
-    for key, value in _items(rest, line):
+    for key, value in _read_elements(rest, line):
         _need((name, key) in rs.elements and not value, line, f"no element {key} (ENOENT)")
         del rs.elements[name, key]
 

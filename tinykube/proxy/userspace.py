@@ -43,11 +43,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
-from tinykube.node.netns import NETNS_RUN, NetnsError, _enter, exec_argv
 from tinykube.proxy.model import NodeConfig, ServicePort, cluster_endpoints
 from tinykube.proxy.modes import Bind
 from tinykube.proxy.nftables import NftError
 from tinykube.proxy.syncing import SyncCounters
+from tinykube.sandbox.netns import NETNS_RUN, NetnsError, enter, exec_argv
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +170,7 @@ def enter_netns(netns: str) -> None:
     """Move the calling thread (only) into `netns`, and check that it is there: its network namespace must be the
     very one pinned at /run/netns/<netns>. Raises NetnsError otherwise, after which the thread must make nothing
     (the proxier's ends at once)."""
-    _enter(netns)
+    enter(netns)
     here, there = os.stat("/proc/thread-self/ns/net"), os.stat(NETNS_RUN / netns)
     if (here.st_dev, here.st_ino) != (there.st_dev, there.st_ino):
         raise NetnsError(f"setns {netns}: the thread is in net:[{here.st_ino}], not in net:[{there.st_ino}]")

@@ -26,9 +26,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tinykube.node.netns import exec_argv
-from tinykube.node.netns import pids as netns_pids
 from tinykube.proxy.nftables import NFT
+from tinykube.sandbox.netns import exec_argv
+from tinykube.sandbox.netns import pids as netns_pids
 
 TABLE = "tinykube-trace"  # the prefix: each trace's table is `tinykube-trace-<client port>`
 FAMILY = "inet"

@@ -112,15 +112,15 @@ def parse_packet(text: str) -> Packet:
         saddr=fields.get("saddr", ""),
         daddr=fields.get("daddr", ""),
         proto=fields.get("proto", ""),
-        sport=_int(fields.get("l4sport")),
-        dport=_int(fields.get("l4dport")),
+        sport=_number(fields.get("l4sport")),
+        dport=_number(fields.get("l4dport")),
         flags=fields.get("l4flags", fields.get("l4type", "")),
         iif=fields.get("iif", ""),
         oif=fields.get("oif", ""),
     )
 
 
-def _int(text: str | None) -> int | None:
+def _number(text: str | None) -> int | None:
     return int(text) if text is not None and text.isdigit() else None
 
 

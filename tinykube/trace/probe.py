@@ -12,7 +12,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from tinykube.node.netns import exec_argv
+from tinykube.sandbox.netns import exec_argv
 
 CLIENT_ADDRESS = re.compile(r"^client_address=(\S+)", re.MULTILINE)
 PORTS = (41000, 48999)  # the fixed client port is picked at random here, so two traces rarely share a port

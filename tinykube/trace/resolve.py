@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tinykube.api.resources import builtin
-from tinykube.node.netns import exec_argv
-from tinykube.node.sandbox import EXTERNAL_IP, netns_prefix, short_hash
+from tinykube.sandbox.netns import exec_argv
+from tinykube.sandbox.topology import EXTERNAL_IP, netns_prefix, short_hash
 from tinykube.trace.model import Endpoint, Resolution, TraceError
 
 if TYPE_CHECKING:

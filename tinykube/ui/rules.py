@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tinykube.node import netns
+from tinykube.sandbox import netns
 
 _NFT_CHAIN = re.compile(r"\b((?:service|local|external|endpoint|firewall|pick)-[A-Za-z0-9]+(?:-[^\s;{}]+)?)")
 _IPT_CHAIN = re.compile(r"\b(KUBE-(?:SVC|SVL|SEP|EXT|FW|XLB)-[A-Z0-9]+)")

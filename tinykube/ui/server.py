@@ -39,7 +39,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tinykube.api.resources import builtin
 from tinykube.client.informer import Informer, SharedInformers
-from tinykube.node.sandbox import BRIDGE, EXTERNAL_IP, LAN_CIDR, LAN_GATEWAY, netns_prefix
+from tinykube.sandbox.topology import BRIDGE, EXTERNAL_IP, LAN_CIDR, LAN_GATEWAY, netns_prefix
 from tinykube.ui import details, rules, state
 
 log = logging.getLogger(__name__)

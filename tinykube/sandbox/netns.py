@@ -57,7 +57,7 @@ def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 
 
-def _enter(netns: str) -> None:
+def enter(netns: str) -> None:
     """Move the calling thread into `netns`."""
     fd = os.open(NETNS_RUN / netns, os.O_RDONLY | os.O_CLOEXEC)
     try:
@@ -74,7 +74,7 @@ def run_in(netns: str, fn: Callable[[], T]) -> T:
 
     def target() -> None:
         try:
-            _enter(netns)
+            enter(netns)
             future.set_result(fn())
         except BaseException as err:
             future.set_exception(err)

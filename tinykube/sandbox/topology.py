@@ -27,7 +27,7 @@ import re
 import socket
 from dataclasses import dataclass
 
-from tinykube.node import netns
+from tinykube.sandbox import netns
 
 LAN_CIDR = "172.20.0.0/16"
 LAN_GATEWAY = "172.20.0.1"  # the bridge's address

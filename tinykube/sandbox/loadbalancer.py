@@ -22,10 +22,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from tinykube.api.resources import builtin
+from tinykube.client.indexes import SLICE_SERVICE_INDEX, slice_service
 from tinykube.client.informer import SharedInformers, object_key
-from tinykube.node import netns
-from tinykube.node.sandbox import Sandbox
-from tinykube.proxy.agent import SLICE_SERVICE_INDEX, slice_service
+from tinykube.sandbox import netns
+from tinykube.sandbox.topology import Sandbox
 
 log = logging.getLogger(__name__)
 

@@ -1,9 +1,14 @@
-"""The `netns` dataplane of `tinykube up`: the cluster's sandbox of namespaces, a `NetnsRuntime` and a proxy
-(nftables by default) per node, the sandbox's load balancer (LoadBalancer addresses routed to a node), and the
-cluster DNS server made reachable from pods (a listener on the LAN, published as `kube-system/kube-dns`'s endpoint,
-which the proxy turns the kube-dns ClusterIP into).
+"""The one place where a process's components are put together with each other: a component gets its
+collaborators here, at construction, and imports no other component (DESIGN.md "Layers"); `up` runs what is made here.
 
-Everything lives in namespaces named after the cluster; nothing is configured in the root namespace.
+`NetnsDataplane` is the `netns` dataplane of `tinykube up`: the cluster's sandbox of namespaces, the nodes (a
+`NetnsRuntime` each, `tinykube/node/netns_nodes.py`), a proxy per node (nftables by default) started once its node's
+namespace is there, the sandbox's load balancer (LoadBalancer addresses routed to a node), and the cluster DNS
+server made reachable from pods (a listener on the LAN, published as `kube-system/kube-dns`'s endpoint, which the
+proxy turns the kube-dns ClusterIP into). Everything lives in namespaces named after the cluster; nothing is
+configured in the root namespace.
+
+`loopback_proxy` is the simulated dataplane's one proxy, on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -17,18 +22,17 @@ from typing import Any
 
 from tinykube.api import errors
 from tinykube.api.resources import builtin
-from tinykube.client.informer import Object, SharedInformers
+from tinykube.client.informer import SharedInformers
 from tinykube.client.rest import RestClient
 from tinykube.dns.run import DnsService
-from tinykube.node import netns
-from tinykube.node.loadbalancer import SandboxLoadBalancer
-from tinykube.node.netns_runtime import NetnsRuntime
-from tinykube.node.runtime import Runtime, RuntimeFactory, RuntimeHost
-from tinykube.node.sandbox import LAN_GATEWAY, NodeNet, Sandbox
+from tinykube.node.runtime import RuntimeFactory
 from tinykube.proxy import conntrack
 from tinykube.proxy.agent import ProxyAgent
 from tinykube.proxy.model import NodeConfig
 from tinykube.proxy.modes import DEFAULT_MODE, make_proxier
+from tinykube.sandbox import netns
+from tinykube.sandbox.loadbalancer import SandboxLoadBalancer
+from tinykube.sandbox.topology import LAN_GATEWAY, NodeNet, Sandbox
 
 log = logging.getLogger(__name__)
 
@@ -49,15 +53,16 @@ class NetnsDataplane:
         proxy_mode: str = DEFAULT_MODE,
     ) -> None:
         """`informers` are the cluster's shared ones: the runtimes and proxies read Services through them."""
+        from tinykube.node.netns_nodes import NetnsNodes  # imported when asked for: `up`'s start-up time
+
         self.client = client
         self.informers = informers
         self.cluster_cidr = cluster_cidr
         self.tasks: list[asyncio.Task[None]] = []  # the proxies and the load balancer
         self.sandbox = Sandbox(cluster, service_cidr)
-        self.log_dir = log_dir
-        self.domain = domain
         self.proxy_mode = proxy_mode
         self.services = informers.informer(SERVICES)
+        self.nodes = NetnsNodes(self.sandbox, self.services, log_dir, domain=domain)
         self.load_balancer = SandboxLoadBalancer(informers, self.sandbox)
         self.dns_ip = ""
 
@@ -71,33 +76,23 @@ class NetnsDataplane:
         await self.services.wait_synced()
 
     def runtime_for(self, node: str, ip: str) -> RuntimeFactory:
-        """The node agent's runtime factory: the node's namespace is made once its pod CIDR is known."""
+        """The node agent's runtime factory (`NetnsNodes.runtime_for`); the node's proxy and its load balancer
+        routes follow once the agent has made the node's namespace."""
+        self.tasks.append(asyncio.create_task(self._serve_node(node), name=f"proxy {node}"))
+        return self.nodes.runtime_for(node, ip, dns_ip=self.dns_ip)
 
-        def make(pod_cidr: str, host: RuntimeHost) -> Runtime:
-            node_net = self.sandbox.add_node(node, ip, pod_cidr)
-            self._start_proxy(node_net)
-            self.load_balancer.nodes_changed()
-            return NetnsRuntime(
-                node_net,
-                self.log_dir / node,
-                self._services_for,
-                host=host,
-                dns_ip=self.dns_ip,
-                cluster_domain=self.domain,
-            )
+    async def _serve_node(self, name: str) -> None:
+        """What the sandbox gives a node once its namespace is there: a say in the load balancer's routes, and the
+        node's proxy."""
+        node = await self.nodes.joined(name)
+        self.load_balancer.nodes_changed()
+        try:
+            await self._proxy(node).run()
+        except Exception:  # the node's agent goes on without it; say so rather than end silently in a task
+            log.exception("proxy of node %s stopped", name)
+            raise
 
-        return make
-
-    def _services_for(self, namespace: str) -> list[Object]:
-        """The Services a pod of `namespace` may get variables from: its namespace's and `default/kubernetes`
-        (looked up by index: a pod start costs its namespace's Services, not the cluster's)."""
-        found = self.services.store.by_index("namespace", namespace)
-        master = self.services.store.get("default/kubernetes")
-        if master is not None and namespace != "default":
-            found.append(master)
-        return found
-
-    def _start_proxy(self, node: NodeNet) -> None:
+    def _proxy(self, node: NodeNet) -> ProxyAgent:
         """The node's proxy, programming its namespace and serving its ports there."""
         config = NodeConfig(node.name, [node.ip], self.cluster_cidr, [self.sandbox.service_cidr])
 
@@ -109,7 +104,7 @@ class NetnsDataplane:
 
         proxier = make_proxier(self.proxy_mode, config, node.netns, bind)
         kernel = self.proxy_mode != "userspace"  # the userspace mode's flows end at its own sockets
-        agent = ProxyAgent(
+        return ProxyAgent(
             self.client,
             node.name,
             proxier,
@@ -117,7 +112,6 @@ class NetnsDataplane:
             informers=self.informers,
             flush_conntrack=functools.partial(conntrack.flush, node.netns) if kernel else None,
         )
-        self.tasks.append(asyncio.create_task(agent.run(), name=f"proxy {node.name}"))
 
     async def serve_dns(self, dns: DnsService) -> None:
         """DNS on the LAN gateway address, port 53, and that address as kube-dns's endpoint."""
@@ -158,3 +152,19 @@ class NetnsDataplane:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
         return await asyncio.to_thread(self.sandbox.destroy)
+
+
+def loopback_proxy(
+    client: RestClient, informers: SharedInformers, cluster_cidr: str, service_cidrs: list[str]
+) -> ProxyAgent:
+    """The simulated dataplane's one proxy (userspace): NodePorts on 127.0.0.1, for every simulated node."""
+
+    def bind(host: str, port: int) -> socket.socket:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))  # loopback whatever was asked: the host is no node of the sandbox
+        return sock
+
+    config = NodeConfig("", ["127.0.0.1"], cluster_cidr, service_cidrs)
+    proxier = make_proxier("userspace", config, None, bind)
+    return ProxyAgent(client, "", proxier, informers=informers)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.node.conftest import two_node_sandbox
-from tinykube.node import netns
-from tinykube.node.sandbox import (
+from tests.sandbox.conftest import two_node_sandbox
+from tinykube.sandbox import netns
+from tinykube.sandbox.topology import (
     EXTERNAL_IP,
     NodeNet,
     Sandbox,
@@ -119,8 +119,8 @@ def test_names_are_checked_and_taken_once(sandbox: Sandbox) -> None:
 CREATOR = textwrap.dedent(
     """
     import os, subprocess, sys, time
-    from tinykube.node import netns
-    from tinykube.node.sandbox import Sandbox, attach_pod, node_address
+    from tinykube.sandbox import netns
+    from tinykube.sandbox.topology import Sandbox, attach_pod, node_address
     box = Sandbox(sys.argv[1])
     box.create()
     node = box.add_node("node-1", node_address(1), "10.244.1.0/24")

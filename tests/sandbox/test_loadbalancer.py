@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from tinykube.client.informer import SharedInformers
-from tinykube.node.loadbalancer import SandboxLoadBalancer, service_routes
-from tinykube.node.sandbox import NodeNet, Sandbox
+from tinykube.sandbox.loadbalancer import SandboxLoadBalancer, service_routes
+from tinykube.sandbox.topology import NodeNet, Sandbox
 
 NODES = {"node-1": "172.20.0.2", "node-2": "172.20.0.3"}
 
