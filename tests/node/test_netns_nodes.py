@@ -15,6 +15,7 @@ from tinykube.api.resources import builtin
 from tinykube.client.informer import SharedInformers
 from tinykube.node.netns_nodes import NetnsNodes
 from tinykube.node.netns_runtime import NetnsRuntime
+from tinykube.node.runtime import DetachedHost
 from tinykube.sandbox import netns
 from tinykube.sandbox.topology import node_address
 
@@ -35,7 +36,7 @@ def test_making_a_runtime_makes_the_node_and_only_the_node(tmp_path: Path) -> No
             assert not joined.done()  # no namespace before the agent knows its pod CIDR
             assert "node-3" not in box.nodes
             tasks, threads = asyncio.all_tasks(), threading.active_count()
-            runtime = make("10.244.3.0/24")
+            runtime = make("10.244.3.0/24", DetachedHost())
             assert asyncio.all_tasks() == tasks and threading.active_count() == threads  # no proxy started
             node = await asyncio.wait_for(joined, 1)
             assert node is box.nodes["node-3"] and netns.exists(node.netns)
