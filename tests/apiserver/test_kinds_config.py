@@ -24,7 +24,8 @@ from tests.apiserver.kinds import created, strategy, updated
 from tests.conftest import RunningCluster
 from tinykube.api import errors, quantity
 from tinykube.api.resources import STORED, by_path
-from tinykube.apiserver import decodetypes, printers
+from tinykube.apiserver import printers
+from tinykube.apiserver.schema import decodetypes
 from tinykube.apiserver.tables import config as tables
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from tinykube.apiserver import openapi
-from tinykube.apiserver.openapi import RESOURCES, group_versions  # what the documents cover
+from tinykube.apiserver.schema import openapi
+from tinykube.apiserver.schema.openapi import RESOURCES, group_versions  # what the documents cover
 
 CORE = "io.k8s.api.core.v1"
 META = "io.k8s.apimachinery.pkg.apis.meta.v1"

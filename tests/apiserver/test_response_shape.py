@@ -28,7 +28,7 @@ from websocket import ABNF, WebSocket, WebSocketBadStatusException, create_conne
 
 from tests.apiserver.test_pod_subresources import FakeKubelet, make_node, make_pod
 from tests.conftest import RunningCluster
-from tinykube.apiserver import openapi
+from tinykube.apiserver.schema import openapi
 
 SERVICES = "/api/v1/namespaces/{ns}/services"
 NOT_FOUND = "the server could not find the requested resource"

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from tinykube.apiserver import componentstatus, metricsserver
+from tinykube.apiserver import componentstatus
+from tinykube.apiserver.connect import metricsserver
 from tinykube.apiserver.printers import Printer
 from tinykube.apiserver.tables import cluster, config, rbac, storage, workloads
 

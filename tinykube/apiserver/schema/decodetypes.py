@@ -59,7 +59,7 @@ import orjson
 from tinykube.api import errors, golang
 from tinykube.api.quantity import QuantityError, parse_quantity
 from tinykube.api.resources import ResourceInfo
-from tinykube.apiserver import openapi
+from tinykube.apiserver.schema import openapi
 
 
 class Source(enum.Enum):

@@ -39,9 +39,9 @@ from tinykube.api import structured as st
 from tinykube.api.fieldpath import FieldSet
 from tinykube.api.meta import now
 from tinykube.api.resources import ResourceInfo
-from tinykube.apiserver import openapi
-from tinykube.apiserver.fieldvalidation import load_schemas
-from tinykube.apiserver.limits import load_yaml
+from tinykube.apiserver.http.limits import load_yaml
+from tinykube.apiserver.schema import openapi
+from tinykube.apiserver.schema.fieldvalidation import load_schemas
 
 APPLY, UPDATE = "Apply", "Update"
 FIELDS_V1: Final = "FieldsV1"

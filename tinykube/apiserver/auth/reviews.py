@@ -15,9 +15,9 @@ from typing import Any
 from tinykube.api import errors
 from tinykube.api.errors import FieldError
 from tinykube.api.meta import now
-from tinykube.apiserver.auth import TokenResult
-from tinykube.apiserver.authorizer import Attributes, Authorizer, Decision
-from tinykube.apiserver.identity import UserInfo
+from tinykube.apiserver.auth.authentication import TokenResult
+from tinykube.apiserver.auth.authorizer import Attributes, Authorizer, Decision
+from tinykube.apiserver.auth.identity import UserInfo
 
 Object = dict[str, Any]
 AUTHORIZATION = "authorization.k8s.io"

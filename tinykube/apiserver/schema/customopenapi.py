@@ -15,7 +15,7 @@ import hashlib
 from typing import Any
 
 from tinykube.api.resources import Catalog, ResourceInfo
-from tinykube.apiserver import openapi
+from tinykube.apiserver.schema import openapi
 
 Schema = dict[str, Any]
 

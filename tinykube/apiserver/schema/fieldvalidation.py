@@ -20,8 +20,8 @@ from starlette.requests import Request
 
 from tinykube.api import errors, protobuf
 from tinykube.api.resources import ResourceInfo
-from tinykube.apiserver import decodetypes, openapi
-from tinykube.apiserver.decodetypes import Source
+from tinykube.apiserver.schema import decodetypes, openapi
+from tinykube.apiserver.schema.decodetypes import Source
 
 MODES = ("Ignore", "Warn", "Strict")
 

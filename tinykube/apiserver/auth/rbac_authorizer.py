@@ -20,8 +20,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tinykube.apiserver.authorizer import Attributes, Decision, Rules
-from tinykube.apiserver.identity import UserInfo
+from tinykube.apiserver.auth.authorizer import Attributes, Decision, Rules
+from tinykube.apiserver.auth.identity import UserInfo
 
 PRIVILEGED_GROUP = "system:masters"
 SA_PREFIX = "system:serviceaccount:"
