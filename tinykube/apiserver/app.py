@@ -55,7 +55,7 @@ from tinykube.apiserver.http.upgrade import WebSocketAsHttp
 from tinykube.apiserver.metrics import Metrics
 from tinykube.apiserver.registry import Registry, strategies
 from tinykube.apiserver.registry import Request as RegistryRequest
-from tinykube.apiserver.schema import customopenapi, fieldvalidation, openapi
+from tinykube.apiserver.schema import customopenapi, fieldvalidation, openapiv2, openapiv3
 from tinykube.apiserver.storage.watchcache import WatchCache
 from tinykube.store.etcd import EtcdStore
 
@@ -346,9 +346,9 @@ class ApiServer:
 
     async def _openapi_v2(self, request: Request) -> Response:
         # kubectl validates `kind: List` manifests client-side from the v2 document, which it reads only as protobuf.
-        if openapi.wants_v2_protobuf(request.headers.get("accept")):
+        if openapiv2.wants_v2_protobuf(request.headers.get("accept")):
             body = await asyncio.to_thread(customopenapi.v2_protobuf, self.catalog)
-            return Response(body, media_type=openapi.V2_PROTOBUF_MEDIA_TYPE)
+            return Response(body, media_type=openapiv2.V2_PROTOBUF_MEDIA_TYPE)
         return Response(await asyncio.to_thread(customopenapi.v2_json, self.catalog), media_type="application/json")
 
     async def _openapi_v3(self, _request: Request) -> Response:
@@ -360,7 +360,7 @@ class ApiServer:
         path = request.path_params["path"]
         body = await asyncio.to_thread(customopenapi.v3_document, self.catalog, path)
         if body is None:
-            body = await asyncio.to_thread(openapi.openapi_v3_group, path)
+            body = await asyncio.to_thread(openapiv3.openapi_v3_group, path)
         if body is None:
             raise errors.resource_not_found()
         return Response(body, media_type="application/json")

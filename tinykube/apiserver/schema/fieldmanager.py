@@ -40,7 +40,7 @@ from tinykube.api.fieldpath import FieldSet
 from tinykube.api.meta import now
 from tinykube.api.resources import ResourceInfo
 from tinykube.apiserver.http.limits import load_yaml
-from tinykube.apiserver.schema import openapi
+from tinykube.apiserver.schema import definitions
 from tinykube.apiserver.schema.fieldvalidation import load_schemas
 
 APPLY, UPDATE = "Apply", "Update"
@@ -346,7 +346,7 @@ class SchemaCompiler:
 def _compiler() -> SchemaCompiler:
     # The served definitions, built (or read from their cache file) on first use: the same ones the OpenAPI
     # documents and the unknown-field check are made of.
-    return SchemaCompiler(openapi._definitions().schemas)
+    return SchemaCompiler(definitions.served_definitions().schemas)
 
 
 def schema_for(resource: ResourceInfo) -> st.Node:
@@ -370,7 +370,7 @@ def _custom_schema(resource: ResourceInfo) -> st.Node:
                 **(raw.get("properties") or {}),
                 "apiVersion": {"type": "string"},
                 "kind": {"type": "string"},
-                "metadata": {"$ref": f"{openapi.META}.ObjectMeta"},
+                "metadata": {"$ref": f"{definitions.META}.ObjectMeta"},
             }
             node = _compiler()._compile({**raw, "type": "object", "properties": properties}, "")
         nodes[resource.version] = node
@@ -379,7 +379,7 @@ def _custom_schema(resource: ResourceInfo) -> st.Node:
 
 @functools.cache
 def _schema(api_version: str, kind: str) -> st.Node:
-    name = openapi._definitions().kinds.get((api_version, kind))
+    name = definitions.served_definitions().kinds.get((api_version, kind))
     return st.DEDUCED_NODE if name is None else _compiler().definition(name)
 
 
