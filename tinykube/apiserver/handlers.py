@@ -282,7 +282,7 @@ class ResourceHandler:
         check_duplicates(request, body, content_type)
         self._check_namespace(obj, target)
         warnings = await field_check(request, target.resource)(obj)
-        user = user_of(request.scope)  # RBAC's escalation check sees who writes (rbac_escalation.py)
+        user = user_of(request.scope)  # RBAC's escalation check sees who writes (auth/rbac_escalation.py)
         req = target.registry_request(_dry_run(request), user, _manager(request, "UpdateOptions"))
         updated, created = await self.registry.update(req, target.into(obj))
         return _with_warnings(json_response(target.out(updated), 201 if created else 200), warnings)

@@ -1,6 +1,6 @@
 """The authorization filter (upstream's WithAuthorization): every request, WebSocket handshakes included, is put to
-the authorizer before any handler runs, with the attributes its method and path give (`requestinfo.py`); a request
-that is not allowed gets upstream's 403 `Status`:
+the authorizer before any handler runs, with the attributes its method and path give (`http/requestinfo.py`); a
+request that is not allowed gets upstream's 403 `Status`:
 
     pods is forbidden: User "system:serviceaccount:ns:sa" cannot list resource "pods" in API group "" in the
     namespace "ns"
