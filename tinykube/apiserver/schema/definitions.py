@@ -683,6 +683,7 @@ def _build_definitions() -> Definitions:
 
 
 def refs(node: Any) -> Iterator[str]:
+    """The definition names a neutral schema refers to (`{"$ref": name}`), at any depth."""
     if isinstance(node, dict):
         if isinstance(node.get("$ref"), str):
             yield node["$ref"]
