@@ -300,8 +300,14 @@ def profile_shares(raw: Path) -> tuple[int, dict[str, int], Counter[str]]:
     frame of its file not at an `await self.app(`), and the samples in each function called by the authorization
     filter (inclusive)."""
     middlewares = {
-        "authorization": ("tinykube/apiserver/authorization.py", _await_lines("tinykube/apiserver/authorization.py")),
-        "authentication": ("tinykube/apiserver/auth.py", _await_lines("tinykube/apiserver/auth.py")),
+        "authorization": (
+            "tinykube/apiserver/auth/authorization.py",
+            _await_lines("tinykube/apiserver/auth/authorization.py"),
+        ),
+        "authentication": (
+            "tinykube/apiserver/auth/authentication.py",
+            _await_lines("tinykube/apiserver/auth/authentication.py"),
+        ),
     }
     total = 0
     own: dict[str, int] = dict.fromkeys(middlewares, 0)

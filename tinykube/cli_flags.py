@@ -10,7 +10,7 @@ from typing import Any
 
 # Only light modules here: every subcommand pays for these imports; the components load in their subcommand.
 from tinykube.api.defaults import CLUSTER_CIDR, LOAD_BALANCER_RANGE, NODE_PORT_RANGE, SERVICE_RANGE
-from tinykube.apiserver.limits import Limits
+from tinykube.apiserver.http.limits import Limits
 from tinykube.controllers.manager import known_controllers
 from tinykube.dns.options import DEFAULT_DNS_PORT, POD_MODES, DnsOptions, parse_upstream
 from tinykube.proxy.modes import MODES
@@ -497,7 +497,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _limits_arguments(up: argparse.ArgumentParser) -> None:
-    """The apiserver's limits before work (apiserver/limits.py), with upstream's defaults."""
+    """The apiserver's limits before work (apiserver/http/limits.py), with upstream's defaults."""
     up.add_argument(
         "--max-requests-inflight",
         type=int,

@@ -35,14 +35,14 @@ from tinykube.apiserver.app import (
     ApiServer,
     ApiServerConfig,
 )
+from tinykube.apiserver.bootstrap.endpointreconciler import KubernetesEndpoints
+from tinykube.apiserver.bootstrap.pki import ensure_pki, ensure_service_account_key
 from tinykube.apiserver.componentstatus import Health
-from tinykube.apiserver.dialer import SandboxDialer
-from tinykube.apiserver.endpointreconciler import KubernetesEndpoints
-from tinykube.apiserver.limits import Limits, limited_protocol, raise_fd_limit
-from tinykube.apiserver.metricsserver import DEFAULT_RESOLUTION
-from tinykube.apiserver.peercert import with_peer_certificate
-from tinykube.apiserver.pki import ensure_pki, ensure_service_account_key
-from tinykube.apiserver.upgrade import WebSocketProtocol
+from tinykube.apiserver.connect.dialer import SandboxDialer
+from tinykube.apiserver.connect.metricsserver import DEFAULT_RESOLUTION
+from tinykube.apiserver.http.limits import Limits, limited_protocol, raise_fd_limit
+from tinykube.apiserver.http.peercert import with_peer_certificate
+from tinykube.apiserver.http.upgrade import WebSocketProtocol
 from tinykube.client.informer import SharedInformers
 from tinykube.client.kubeconfig import Credentials, merge_kubeconfig, write_kubeconfig
 from tinykube.client.leaderelection import ElectionConfig
@@ -102,7 +102,7 @@ class UpOptions:
     load_balancer_ip_range: str = DEFAULT_LOAD_BALANCER_RANGE
     repair_interval: float = 180.0
     event_ttl: float = 3600.0
-    limits: Limits = field(default_factory=Limits)  # the apiserver's limits before work (apiserver/limits.py)
+    limits: Limits = field(default_factory=Limits)  # the apiserver's limits before work (apiserver/http/limits.py)
     controllers: list[str] = field(default_factory=known_controllers)  # names, as `select_controllers` returns
     leader_election: ElectionConfig | None = field(default_factory=ElectionConfig)  # None: --leader-elect=false
     dns: DnsOptions | None = field(default_factory=DnsOptions)  # None: no DNS server
@@ -223,7 +223,7 @@ class Cluster:
             access_log=False,
             loop="none",
             # httptools, quiet about SPDY upgrades (served as plain requests), with Go's http.Server limits
-            # each with the client's certificate, if it showed one (apiserver/peercert.py)
+            # each with the client's certificate, if it showed one (apiserver/http/peercert.py)
             http=with_peer_certificate(limited_protocol(opts.limits)),
             ws=with_peer_certificate(WebSocketProtocol),  # websockets-sansio, answering handshakes with a Status
             timeout_keep_alive=int(opts.limits.idle_timeout) or 1,  # upstream's IdleTimeout

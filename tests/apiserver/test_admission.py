@@ -31,7 +31,7 @@ from tinykube.apiserver.admission.priority import Priority, resolve
 from tinykube.apiserver.admission.quotacheck import QuotaState, Refused, check_request
 from tinykube.apiserver.admission.resourcequota import RESOURCE_QUOTAS, ResourceQuota
 from tinykube.apiserver.registry.generic import Request
-from tinykube.apiserver.watchcache import WatchCache
+from tinykube.apiserver.storage.watchcache import WatchCache
 from tinykube.store.etcd import WatchEvent
 
 pytestmark = pytest.mark.anyio

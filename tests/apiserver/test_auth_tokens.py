@@ -21,11 +21,11 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.conftest import RunningCluster, eventually, running_cluster
-from tinykube.apiserver import jws, satokens
-from tinykube.apiserver.auth import TokenAuthenticator, bearer_token
-from tinykube.apiserver.identity import ADMIN
-from tinykube.apiserver.pki import ensure_service_account_key, load_service_account_key
-from tinykube.apiserver.satokens import ISSUER, LEEWAY, Bound, ServiceAccountTokens, TokenInvalid, claims
+from tinykube.apiserver.auth import jws, satokens
+from tinykube.apiserver.auth.authentication import TokenAuthenticator, bearer_token
+from tinykube.apiserver.auth.identity import ADMIN
+from tinykube.apiserver.auth.satokens import ISSUER, LEEWAY, Bound, ServiceAccountTokens, TokenInvalid, claims
+from tinykube.apiserver.bootstrap.pki import ensure_service_account_key, load_service_account_key
 
 KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
 OTHER_KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)

@@ -1,7 +1,7 @@
 """A body whose fields have the wrong JSON type is refused as upstream's decoder refuses it, for every kind
-(`tinykube.apiserver.decodetypes`): 400 for a create or an update, 422 for a patch's result, nothing stored; null and
-the values Go converts are accepted. Table tests against the real apiserver, the decoder's rules without HTTP, a
-property over several kinds, and `kubectl apply`."""
+(`tinykube.apiserver.schema.decodetypes`): 400 for a create or an update, 422 for a patch's result, nothing stored;
+null and the values Go converts are accepted. Table tests against the real apiserver, the decoder's rules without
+HTTP, a property over several kinds, and `kubectl apply`."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from tests.conftest import RunningCluster
 from tinykube.api import errors
 from tinykube.api.resources import RESOURCES, ResourceInfo
-from tinykube.apiserver import decodetypes
-from tinykube.apiserver.decodetypes import Source
+from tinykube.apiserver.schema import decodetypes
+from tinykube.apiserver.schema.decodetypes import Source
 
 Object = dict[str, Any]
 JSON = {"Content-Type": "application/json"}

@@ -1,5 +1,5 @@
-"""managedFields bookkeeping and server-side apply without HTTP: `tinykube.apiserver.fieldmanager` over the served
-schemas, against what kube-apiserver 1.32 records and answers."""
+"""managedFields bookkeeping and server-side apply without HTTP: `tinykube.apiserver.schema.fieldmanager` over the
+served schemas, against what kube-apiserver 1.32 records and answers."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from hypothesis import strategies as st_
 
 from tinykube.api import errors
 from tinykube.api.resources import by_path
-from tinykube.apiserver import fieldmanager as fm
-from tinykube.apiserver.fieldmanager import Write
+from tinykube.apiserver.schema import fieldmanager as fm
+from tinykube.apiserver.schema.fieldmanager import Write
 
 DEPLOYMENTS = by_path("apps", "v1", "deployments")
 CONFIGMAPS = by_path("", "v1", "configmaps")

@@ -13,8 +13,8 @@ import pytest
 
 from tests.conftest import eventually
 from tinykube.api import errors
-from tinykube.apiserver.consistency import RevisionReader, reach
-from tinykube.apiserver.fieldvalidation import duplicate_fields
+from tinykube.apiserver.schema.fieldvalidation import duplicate_fields
+from tinykube.apiserver.storage.consistency import RevisionReader, reach
 from tinykube.store.errors import StoreUnavailable
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"

@@ -23,7 +23,7 @@ from tests.apiserver.kinds import created, strategy, updated
 from tinykube.api import errors
 from tinykube.api.meta import validate_object_meta
 from tinykube.api.resources import RESOURCES
-from tinykube.apiserver.identity import UserInfo
+from tinykube.apiserver.auth.identity import UserInfo
 from tinykube.apiserver.kinds.printers import table
 from tinykube.apiserver.registry import certificates, cluster
 

@@ -24,8 +24,8 @@ from tests.apiserver.kinds import created, strategy, updated
 from tests.conftest import RunningCluster
 from tinykube.api import errors, quantity
 from tinykube.api.resources import STORED, by_path
-from tinykube.apiserver import decodetypes
 from tinykube.apiserver.kinds.printers import PRINTERS, table
+from tinykube.apiserver.schema import decodetypes
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 CREATED = (NOW - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")

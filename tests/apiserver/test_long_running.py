@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tinykube.apiserver.limits import _long_running, _proxied
+from tinykube.apiserver.http.limits import _long_running, _proxied
 
 
 @pytest.mark.parametrize(

@@ -16,9 +16,9 @@ import pytest
 from tinykube.api import errors
 from tinykube.api.resource_metrics import ContainerUsage, render
 from tinykube.api.resources import builtin
-from tinykube.apiserver import metricsserver
-from tinykube.apiserver.metricsserver import MetricsServer
-from tinykube.apiserver.podlogs import KUBELET_ENDPOINT_ANNOTATION
+from tinykube.apiserver.connect import metricsserver
+from tinykube.apiserver.connect.metricsserver import MetricsServer
+from tinykube.apiserver.connect.podlogs import KUBELET_ENDPOINT_ANNOTATION
 
 pytestmark = pytest.mark.anyio
 

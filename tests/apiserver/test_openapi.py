@@ -14,19 +14,19 @@ from typing import Any
 
 import pytest
 
-from tinykube.apiserver import openapi
-from tinykube.apiserver.openapi import RESOURCES, group_versions  # what the documents cover
+from tinykube.apiserver.schema import definitions, openapiv2, openapiv3, unknownfields
+from tinykube.apiserver.schema.definitions import RESOURCES, group_versions  # what the documents cover
 
 CORE = "io.k8s.api.core.v1"
 META = "io.k8s.apimachinery.pkg.apis.meta.v1"
 
 
 def v2() -> dict[str, Any]:
-    return json.loads(openapi.openapi_v2())  # type: ignore[no-any-return]
+    return json.loads(openapiv2.openapi_v2())  # type: ignore[no-any-return]
 
 
 def v3(path: str) -> dict[str, Any]:
-    body = openapi.openapi_v3_group(path)
+    body = openapiv3.openapi_v3_group(path)
     assert body is not None, path
     return json.loads(body)  # type: ignore[no-any-return]
 
@@ -132,15 +132,15 @@ def test_special_types() -> None:
 
 
 def test_definition_names_follow_upstream() -> None:
-    assert openapi.definition_name("V1Service", "io.k8s.api.core") == f"{CORE}.Service"
-    assert openapi.definition_name("CoreV1Event", "io.k8s.api.core") == f"{CORE}.Event"
-    assert openapi.definition_name("V1ObjectMeta", "io.k8s.api.discovery") == f"{META}.ObjectMeta"
-    assert openapi.definition_name("DiscoveryV1EndpointPort", "x") == "io.k8s.api.discovery.v1.EndpointPort"
-    assert openapi.definition_name("V1EndpointConditions", "io.k8s.api.discovery") == (
+    assert definitions.definition_name("V1Service", "io.k8s.api.core") == f"{CORE}.Service"
+    assert definitions.definition_name("CoreV1Event", "io.k8s.api.core") == f"{CORE}.Event"
+    assert definitions.definition_name("V1ObjectMeta", "io.k8s.api.discovery") == f"{META}.ObjectMeta"
+    assert definitions.definition_name("DiscoveryV1EndpointPort", "x") == "io.k8s.api.discovery.v1.EndpointPort"
+    assert definitions.definition_name("V1EndpointConditions", "io.k8s.api.discovery") == (
         "io.k8s.api.discovery.v1.EndpointConditions"
     )
-    assert openapi.definition_name("V1ObjectReference", "io.k8s.api.discovery") == f"{CORE}.ObjectReference"
-    assert openapi.definition_name("V1PodTemplateSpec", "io.k8s.api.apps") == f"{CORE}.PodTemplateSpec"
+    assert definitions.definition_name("V1ObjectReference", "io.k8s.api.discovery") == f"{CORE}.ObjectReference"
+    assert definitions.definition_name("V1PodTemplateSpec", "io.k8s.api.apps") == f"{CORE}.PodTemplateSpec"
     schemas = v3_schemas("apis/discovery.k8s.io/v1")
     endpoint = schemas["io.k8s.api.discovery.v1.Endpoint"]["properties"]
     assert v3_ref(endpoint["targetRef"]) == f"{CORE}.ObjectReference"
@@ -164,7 +164,7 @@ def test_every_kind_and_list_carries_its_gvk(info: Any) -> None:
 
 def test_all_refs_resolve_v2() -> None:
     doc = v2()
-    assert doc["swagger"] == "2.0" and doc["info"] == {"title": "Kubernetes", "version": openapi.KUBE_VERSION}
+    assert doc["swagger"] == "2.0" and doc["info"] == {"title": "Kubernetes", "version": definitions.KUBE_VERSION}
     names = set(doc["definitions"])
     dangling = {r for r in refs(doc) if r.removeprefix("#/definitions/") not in names}
     assert not dangling
@@ -172,7 +172,7 @@ def test_all_refs_resolve_v2() -> None:
 
 
 def test_all_refs_resolve_v3() -> None:
-    for name in openapi.openapi_v3_index()["paths"]:
+    for name in openapiv3.openapi_v3_index()["paths"]:
         doc = v3(name)
         assert doc["openapi"] == "3.0.0"
         names = set(doc["components"]["schemas"])
@@ -181,22 +181,22 @@ def test_all_refs_resolve_v3() -> None:
 
 
 def test_v3_index_lists_every_document_with_its_hash() -> None:
-    paths = openapi.openapi_v3_index()["paths"]
+    paths = openapiv3.openapi_v3_index()["paths"]
     served = [(g, v) for g, v in group_versions() if g]
     assert set(paths) == {"api", "api/v1", "apis"} | {f"apis/{g}" for g, _ in served} | {
         f"apis/{g}/{v}" for g, v in served
     }
     for name, entry in paths.items():
-        body = openapi.openapi_v3_group(name)
+        body = openapiv3.openapi_v3_group(name)
         assert body is not None
         digest = hashlib.sha512(body).hexdigest().upper()
         assert entry == {"serverRelativeURL": f"/openapi/v3/{name}?hash={digest}"}
 
 
 def test_unknown_group_documents() -> None:
-    assert openapi.openapi_v3_group("apis/example.com/v1") is None
-    assert openapi.openapi_v3_group("nonsense") is None
-    assert openapi.openapi_v3_group("/api/v1/") == openapi.openapi_v3_group("api/v1")
+    assert openapiv3.openapi_v3_group("apis/example.com/v1") is None
+    assert openapiv3.openapi_v3_group("nonsense") is None
+    assert openapiv3.openapi_v3_group("/api/v1/") == openapiv3.openapi_v3_group("api/v1")
 
 
 @pytest.mark.parametrize(
@@ -236,8 +236,8 @@ def test_service_paths_and_operations() -> None:
 
 
 def test_documents_are_cached() -> None:
-    assert openapi.openapi_v2() is openapi.openapi_v2()
-    assert openapi.openapi_v3_group("api/v1") is openapi.openapi_v3_group("api/v1")
+    assert openapiv2.openapi_v2() is openapiv2.openapi_v2()
+    assert openapiv3.openapi_v3_group("api/v1") is openapiv3.openapi_v3_group("api/v1")
 
 
 # --- v2 protobuf ----------------------------------------------------------------------------------
@@ -277,7 +277,7 @@ def pb_named(data: bytes) -> tuple[str, bytes]:
 
 
 def test_v2_protobuf_is_the_gnostic_document() -> None:
-    top = list(pb_fields(openapi.openapi_v2_protobuf()))
+    top = list(pb_fields(openapiv2.openapi_v2_protobuf()))
     assert top[0] == (1, b"2.0")
     definitions = next(v for n, v in top if n == 9)
     assert isinstance(definitions, bytes)
@@ -296,10 +296,10 @@ def test_v2_protobuf_is_the_gnostic_document() -> None:
 
 
 def test_wants_v2_protobuf() -> None:
-    assert openapi.wants_v2_protobuf("application/com.github.proto-openapi.spec.v2@v1.0+protobuf")
-    assert openapi.wants_v2_protobuf(openapi.V2_PROTOBUF_MEDIA_TYPE)
-    assert not openapi.wants_v2_protobuf("application/json")
-    assert not openapi.wants_v2_protobuf(None)
+    assert openapiv2.wants_v2_protobuf("application/com.github.proto-openapi.spec.v2@v1.0+protobuf")
+    assert openapiv2.wants_v2_protobuf(openapiv2.V2_PROTOBUF_MEDIA_TYPE)
+    assert not openapiv2.wants_v2_protobuf("application/json")
+    assert not openapiv2.wants_v2_protobuf(None)
 
 
 # --- unknown fields -------------------------------------------------------------------------------
@@ -457,7 +457,7 @@ REALISTIC_POD: dict[str, Any] = {
 
 
 def test_realistic_pod_has_no_unknown_fields() -> None:
-    assert openapi.unknown_fields("v1", "Pod", REALISTIC_POD) == []
+    assert unknownfields.unknown_fields("v1", "Pod", REALISTIC_POD) == []
 
 
 def test_unknown_fields_in_a_service() -> None:
@@ -473,7 +473,7 @@ def test_unknown_fields_in_a_service() -> None:
         "status": {"loadBalancer": {"ingress": [{"ip": "1.2.3.4", "nope": 1}]}},
         "extra": None,
     }
-    assert openapi.unknown_fields("v1", "Service", svc) == [
+    assert unknownfields.unknown_fields("v1", "Service", svc) == [
         "metadata.labelz",
         "spec.foo",
         "spec.ports[1].bogus",
@@ -498,7 +498,9 @@ def test_unknown_fields_in_other_kinds() -> None:
         ],
         "ports": [{"name": "http", "port": 80, "protocol": "TCP"}],
     }
-    assert openapi.unknown_fields("discovery.k8s.io/v1", "EndpointSlice", slice_) == ["endpoints[0].conditions.fast"]
+    assert unknownfields.unknown_fields("discovery.k8s.io/v1", "EndpointSlice", slice_) == [
+        "endpoints[0].conditions.fast"
+    ]
     event = {
         "apiVersion": "v1",
         "kind": "Event",
@@ -509,7 +511,7 @@ def test_unknown_fields_in_other_kinds() -> None:
         "count": 2,
         "series": {"count": 1},
     }
-    assert openapi.unknown_fields("v1", "Event", event) == []
+    assert unknownfields.unknown_fields("v1", "Event", event) == []
     node = {
         "apiVersion": "v1",
         "kind": "Node",
@@ -520,26 +522,26 @@ def test_unknown_fields_in_other_kinds() -> None:
         },
         "spec": {"podCIDR": "10.244.0.0/24", "taints": [{"key": "k", "effect": "NoSchedule", "x": 1}]},
     }
-    assert openapi.unknown_fields("v1", "Node", node) == ["spec.taints[0].x"]
+    assert unknownfields.unknown_fields("v1", "Node", node) == ["spec.taints[0].x"]
 
 
 def test_unknown_fields_edge_cases() -> None:
-    assert openapi.unknown_fields("v1", "Nope", {"spec": {"foo": 1}}) == []
-    assert openapi.unknown_fields("apps/v1", "Service", {"spec": {"foo": 1}}) == []
-    assert openapi.unknown_fields("v1", "ServiceList", {"items": [{"spec": {"x": 1}}], "y": 2}) == [
+    assert unknownfields.unknown_fields("v1", "Nope", {"spec": {"foo": 1}}) == []
+    assert unknownfields.unknown_fields("apps/v1", "Service", {"spec": {"foo": 1}}) == []
+    assert unknownfields.unknown_fields("v1", "ServiceList", {"items": [{"spec": {"x": 1}}], "y": 2}) == [
         "items[0].spec.x",
         "y",
     ]
     # case-sensitive, as upstream's decoder
-    assert openapi.unknown_fields("v1", "Service", {"Spec": {}}) == ["Spec"]
+    assert unknownfields.unknown_fields("v1", "Service", {"Spec": {}}) == ["Spec"]
     # a value of the wrong shape is a decoding error, not an unknown field
-    assert openapi.unknown_fields("v1", "Service", {"spec": {"ports": {"port": 1}}, "metadata": []}) == []
+    assert unknownfields.unknown_fields("v1", "Service", {"spec": {"ports": {"port": 1}}, "metadata": []}) == []
     many = {"metadata": {f"f{i}": 1 for i in range(150)}}
-    assert len(openapi.unknown_fields("v1", "Service", many)) == 100
+    assert len(unknownfields.unknown_fields("v1", "Service", many)) == 100
 
 
 def test_strict_decoding_message() -> None:
-    assert openapi.strict_decoding_message(["spec.foo", "spec.ports[0].bogus"]) == (
+    assert unknownfields.strict_decoding_message(["spec.foo", "spec.ports[0].bogus"]) == (
         'strict decoding error: unknown field "spec.foo", unknown field "spec.ports[0].bogus"'
     )
-    assert openapi.unknown_field_warnings(["a.b"]) == ['unknown field "a.b"']
+    assert unknownfields.unknown_field_warnings(["a.b"]) == ['unknown field "a.b"']

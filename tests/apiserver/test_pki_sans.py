@@ -8,7 +8,7 @@ from pathlib import Path
 
 from cryptography import x509
 
-from tinykube.apiserver.pki import ensure_pki
+from tinykube.apiserver.bootstrap.pki import ensure_pki
 from tinykube.up import UpOptions, _serving_sans
 
 

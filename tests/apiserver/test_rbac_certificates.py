@@ -82,7 +82,7 @@ def test_kubelet_client_signer_wants_a_node() -> None:
 
 
 def test_signed_certificates(tmp_path: Path) -> None:
-    from tinykube.apiserver.pki import ensure_pki
+    from tinykube.apiserver.bootstrap.pki import ensure_pki
 
     pki = ensure_pki(tmp_path)
     ca = CertificateAuthority(pki.ca_cert, tmp_path / "ca.key")
@@ -208,7 +208,7 @@ def test_the_signer_fails_what_it_cannot_sign(
 
 
 def test_a_certificate_of_another_ca_fails_the_handshake(cluster: RunningCluster, tmp_path: Path) -> None:
-    from tinykube.apiserver.pki import ensure_pki
+    from tinykube.apiserver.bootstrap.pki import ensure_pki
 
     other = ensure_pki(tmp_path / "other")
     ca = CertificateAuthority(other.ca_cert, tmp_path / "other" / "ca.key")

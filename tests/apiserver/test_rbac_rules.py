@@ -14,12 +14,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tinykube.api import errors
-from tinykube.apiserver.authorization import forbidden
-from tinykube.apiserver.authorizer import Attributes, Decision
-from tinykube.apiserver.identity import UserInfo
-from tinykube.apiserver.impersonation import Wanted, impersonated, requests_of
-from tinykube.apiserver.rbac_authorizer import RbacAuthorizer, StaticCache, compile_rule, rule_allows
-from tinykube.apiserver.requestinfo import RequestInfo, resolve
+from tinykube.apiserver.auth.authorization import forbidden
+from tinykube.apiserver.auth.authorizer import Attributes, Decision
+from tinykube.apiserver.auth.identity import UserInfo
+from tinykube.apiserver.auth.impersonation import Wanted, impersonated, requests_of
+from tinykube.apiserver.auth.rbac_authorizer import RbacAuthorizer, StaticCache, compile_rule, rule_allows
+from tinykube.apiserver.http.requestinfo import RequestInfo, resolve
 
 SA = UserInfo(
     "system:serviceaccount:ns:bot",
@@ -438,7 +438,7 @@ def test_groups_without_a_user_are_refused() -> None:
 
 
 def test_coverage_and_its_description() -> None:
-    from tinykube.apiserver.rbac_escalation import compact, compact_string, uncovered
+    from tinykube.apiserver.auth.rbac_escalation import compact, compact_string, uncovered
 
     owned = [compile_rule(r) for r in [
         {"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods", "*/log"]},

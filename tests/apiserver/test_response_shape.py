@@ -28,7 +28,7 @@ from websocket import ABNF, WebSocket, WebSocketBadStatusException, create_conne
 
 from tests.apiserver.test_pod_subresources import FakeKubelet, make_node, make_pod
 from tests.conftest import RunningCluster
-from tinykube.apiserver import openapi
+from tinykube.apiserver.schema import openapiv2
 
 SERVICES = "/api/v1/namespaces/{ns}/services"
 NOT_FOUND = "the server could not find the requested resource"
@@ -180,9 +180,9 @@ def test_documents_upstream_writes_without_a_newline(api: httpx.Client) -> None:
 
 
 def test_the_protobuf_openapi_document_is_unchanged(api: httpx.Client) -> None:
-    response = api.get("/openapi/v2", headers={"Accept": openapi.V2_PROTOBUF_MEDIA_TYPE})
-    assert response.headers["content-type"] == openapi.V2_PROTOBUF_MEDIA_TYPE
-    assert response.content == openapi.openapi_v2_protobuf()
+    response = api.get("/openapi/v2", headers={"Accept": openapiv2.V2_PROTOBUF_MEDIA_TYPE})
+    assert response.headers["content-type"] == openapiv2.V2_PROTOBUF_MEDIA_TYPE
+    assert response.content == openapiv2.openapi_v2_protobuf()
     assert response.headers["content-length"] == str(len(response.content))
 
 

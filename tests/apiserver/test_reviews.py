@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import RunningCluster, eventually
 from tinykube.api.aggregation import aggregate
-from tinykube.apiserver import reviews
+from tinykube.apiserver.auth import reviews
 from tinykube.apiserver.kinds.rbac.bootstrap_policy import AGGREGATE_TO_VIEW, cluster_roles
 
 AUTHZ = "/apis/authorization.k8s.io/v1"

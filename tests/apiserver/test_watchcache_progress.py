@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from tinykube.api.resources import builtin
-from tinykube.apiserver.watchcache import WatchCache
+from tinykube.apiserver.storage.watchcache import WatchCache
 from tinykube.store.errors import StoreUnavailable
 from tinykube.store.etcd import ListResult, Progress, WatchEvent
 

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 from kubernetes import client as k8s
 
 from tests.conftest import eventually
-from tinykube.apiserver import jws
-from tinykube.apiserver.pki import load_service_account_key
+from tinykube.apiserver.auth import jws
+from tinykube.apiserver.bootstrap.pki import load_service_account_key
 
 if TYPE_CHECKING:
     from tests.conftest import RunningCluster

@@ -22,8 +22,8 @@ from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 
 from tinykube import web
-from tinykube.apiserver.rawupgrade import Hijacked, can_take_over, relay_upgrade, request_head
-from tinykube.apiserver.upgrade import HttpProtocol
+from tinykube.apiserver.http.rawupgrade import Hijacked, can_take_over, relay_upgrade, request_head
+from tinykube.apiserver.http.upgrade import HttpProtocol
 from tinykube.streams import spdy
 from tinykube.streams.remotecommand import CommandError, CommandRequest, CommandStreams
 from tinykube.streams.spdy import (

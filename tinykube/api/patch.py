@@ -1,7 +1,7 @@
 """PATCH bodies applied to stored objects: JSON patch, JSON merge patch and strategic merge patch.
 
 (The fourth patch type, server-side apply's `application/apply-patch+yaml`, is not a patch of the stored object
-but a configuration merged by schema with field ownership: `tinykube.apiserver.fieldmanager`.)
+but a configuration merged by schema with field ownership: `tinykube.apiserver.schema.fieldmanager`.)
 
 kubectl speaks all three: ``kubectl patch --type json`` sends RFC 6902 operations, ``kubectl
 label``/``annotate`` and ``--type merge`` send RFC 7386 merge patches, and ``kubectl apply``,

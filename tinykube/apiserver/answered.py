@@ -17,19 +17,19 @@ from starlette.responses import Response
 
 from tinykube.api import errors
 from tinykube.api.resources import TOKEN_REQUEST, ResourceInfo
-from tinykube.apiserver.auth import TokenAuthenticator
-from tinykube.apiserver.authorizer import Authorizer
+from tinykube.apiserver.auth.authentication import TokenAuthenticator
+from tinykube.apiserver.auth.authorizer import Authorizer
+from tinykube.apiserver.auth.identity import user_of
+from tinykube.apiserver.auth.reviews import REVIEWS, Context
+from tinykube.apiserver.auth.satokens import ServiceAccountTokens
+from tinykube.apiserver.auth.tokenrequest import create_token
 from tinykube.apiserver.componentstatus import DEPRECATION, ComponentStatuses
-from tinykube.apiserver.fieldvalidation import body_source, check_types
+from tinykube.apiserver.connect.metricsserver import MetricsServer
 from tinykube.apiserver.handlers import json_response
-from tinykube.apiserver.identity import user_of
+from tinykube.apiserver.http.negotiation import MAX_BODY, decode_object, partial_metadata, rendering
 from tinykube.apiserver.kinds.printers import table
-from tinykube.apiserver.metricsserver import MetricsServer
-from tinykube.apiserver.negotiation import MAX_BODY, decode_object, partial_metadata, rendering
 from tinykube.apiserver.registry import Registry
-from tinykube.apiserver.reviews import REVIEWS, Context
-from tinykube.apiserver.satokens import ServiceAccountTokens
-from tinykube.apiserver.tokenrequest import create_token
+from tinykube.apiserver.schema.fieldvalidation import body_source, check_types
 
 JSON = "application/json"
 

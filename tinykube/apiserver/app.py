@@ -20,7 +20,7 @@ from starlette.responses import PlainTextResponse, Response
 
 from tinykube.api import defaults, errors
 from tinykube.api.resources import STORED
-from tinykube.apiserver import admission, customopenapi, discovery, fieldvalidation, openapi
+from tinykube.apiserver import admission, discovery
 from tinykube.apiserver.allocators import report
 from tinykube.apiserver.allocators.index import AllocationIndex
 from tinykube.apiserver.allocators.pool import Pool
@@ -28,10 +28,14 @@ from tinykube.apiserver.allocators.ranges import IPRange, PortRange, parse_servi
 from tinykube.apiserver.allocators.repair import Repair
 from tinykube.apiserver.allocators.services import ServicePools
 from tinykube.apiserver.answered import Answered
-from tinykube.apiserver.auth import BearerTokenAuth, TokenAuthenticator
-from tinykube.apiserver.authorization import Authorization
-from tinykube.apiserver.authorizer import new_authorizer
-from tinykube.apiserver.bootstrap import (
+from tinykube.apiserver.auth.authentication import BearerTokenAuth, TokenAuthenticator
+from tinykube.apiserver.auth.authorization import Authorization
+from tinykube.apiserver.auth.authorizer import new_authorizer
+from tinykube.apiserver.auth.impersonation import Impersonation
+from tinykube.apiserver.auth.rbac_escalation import EscalationCheck
+from tinykube.apiserver.auth.satokens import ISSUER, ServiceAccountTokens
+from tinykube.apiserver.bootstrap.pki import load_service_account_key
+from tinykube.apiserver.bootstrap.systemobjects import (
     ensure_bootstrap_policy,
     ensure_default_service_accounts,
     ensure_namespaces,
@@ -39,23 +43,20 @@ from tinykube.apiserver.bootstrap import (
     ensure_system_services,
 )
 from tinykube.apiserver.componentstatus import ComponentStatuses, Health
+from tinykube.apiserver.connect.metricsserver import DEFAULT_RESOLUTION, MetricsServer
+from tinykube.apiserver.connect.podlogs import PodLogs
+from tinykube.apiserver.connect.proxy import METHODS as PROXY_METHODS
+from tinykube.apiserver.connect.proxy import ProxyHandler
 from tinykube.apiserver.crds import CustomResources
 from tinykube.apiserver.events import EventRecorder
 from tinykube.apiserver.handlers import ResourceHandler, json_response, raw_json_response
-from tinykube.apiserver.impersonation import Impersonation
-from tinykube.apiserver.limits import Limits, RequestLimits
+from tinykube.apiserver.http.limits import Limits, RequestLimits
+from tinykube.apiserver.http.upgrade import WebSocketAsHttp
 from tinykube.apiserver.metrics import Metrics
-from tinykube.apiserver.metricsserver import DEFAULT_RESOLUTION, MetricsServer
-from tinykube.apiserver.pki import load_service_account_key
-from tinykube.apiserver.podlogs import PodLogs
-from tinykube.apiserver.proxy import METHODS as PROXY_METHODS
-from tinykube.apiserver.proxy import ProxyHandler
-from tinykube.apiserver.rbac_escalation import EscalationCheck
 from tinykube.apiserver.registry import Registry, strategies
 from tinykube.apiserver.registry import Request as RegistryRequest
-from tinykube.apiserver.satokens import ISSUER, ServiceAccountTokens
-from tinykube.apiserver.upgrade import WebSocketAsHttp
-from tinykube.apiserver.watchcache import WatchCache
+from tinykube.apiserver.schema import customopenapi, fieldvalidation, openapiv2, openapiv3
+from tinykube.apiserver.storage.watchcache import WatchCache
 from tinykube.store.etcd import EtcdStore
 
 log = logging.getLogger(__name__)
@@ -251,7 +252,7 @@ class ApiServer:
         ]
         for path, endpoint in routes:
             app.router.add_route(path, endpoint, methods=["GET"])
-        self.proxy = ProxyHandler(self.registry)  # pods/proxy, services/proxy, nodes/proxy (apiserver/proxy.py)
+        self.proxy = ProxyHandler(self.registry)  # pods/proxy, services/proxy, nodes/proxy (apiserver/connect/proxy.py)
         for proxy_path, proxy_endpoint in self.proxy.routes():
             app.router.add_route(proxy_path, proxy_endpoint, methods=PROXY_METHODS)
         methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
@@ -345,9 +346,9 @@ class ApiServer:
 
     async def _openapi_v2(self, request: Request) -> Response:
         # kubectl validates `kind: List` manifests client-side from the v2 document, which it reads only as protobuf.
-        if openapi.wants_v2_protobuf(request.headers.get("accept")):
+        if openapiv2.wants_v2_protobuf(request.headers.get("accept")):
             body = await asyncio.to_thread(customopenapi.v2_protobuf, self.catalog)
-            return Response(body, media_type=openapi.V2_PROTOBUF_MEDIA_TYPE)
+            return Response(body, media_type=openapiv2.V2_PROTOBUF_MEDIA_TYPE)
         return Response(await asyncio.to_thread(customopenapi.v2_json, self.catalog), media_type="application/json")
 
     async def _openapi_v3(self, _request: Request) -> Response:
@@ -359,7 +360,7 @@ class ApiServer:
         path = request.path_params["path"]
         body = await asyncio.to_thread(customopenapi.v3_document, self.catalog, path)
         if body is None:
-            body = await asyncio.to_thread(openapi.openapi_v3_group, path)
+            body = await asyncio.to_thread(openapiv3.openapi_v3_group, path)
         if body is None:
             raise errors.resource_not_found()
         return Response(body, media_type="application/json")

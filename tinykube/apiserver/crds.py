@@ -25,7 +25,7 @@ from tinykube.api.resources import Catalog, builtin
 from tinykube.apiextensions.definition import CLEANUP_FINALIZER, Definition
 from tinykube.apiserver.registry import Registry, Request
 from tinykube.apiserver.registry.customresources import CustomResourceStrategy
-from tinykube.apiserver.watchcache import CachedObject, CacheEvent, WatchCache, Watcher
+from tinykube.apiserver.storage.watchcache import CachedObject, CacheEvent, WatchCache, Watcher
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from tinykube import __version__
 from tinykube.api.resources import Catalog, ResourceInfo
-from tinykube.apiserver.negotiation import accept_params
+from tinykube.apiserver.http.negotiation import accept_params
 
 KUBE_VERSION = (1, 32, 0)
 SUBRESOURCE_VERBS = {

@@ -20,13 +20,11 @@ from tinykube.api import errors
 from tinykube.api.conversion import Converted, converter
 from tinykube.api.patch import APPLY_PATCH, CUSTOM_PATCH_TYPES, PATCH_TYPES, apply_patch, unsupported_patch_type
 from tinykube.api.resources import BINDING, EVICTION, SCALE, Catalog, ResourceInfo, stored_of
-from tinykube.apiserver import consistency, fieldmanager, listing
-from tinykube.apiserver.connect import PodConnect
-from tinykube.apiserver.fieldvalidation import check_duplicates, field_check
-from tinykube.apiserver.identity import UserInfo, user_of
-from tinykube.apiserver.kinds.printers import table
-from tinykube.apiserver.metrics import RESOURCE_KEY
-from tinykube.apiserver.negotiation import (
+from tinykube.apiserver import listing
+from tinykube.apiserver.auth.identity import UserInfo, user_of
+from tinykube.apiserver.connect.podconnect import PodConnect
+from tinykube.apiserver.connect.podlogs import PodLogs
+from tinykube.apiserver.http.negotiation import (
     MAX_BODY,
     Rendering,
     decode_object,
@@ -34,13 +32,17 @@ from tinykube.apiserver.negotiation import (
     partial_metadata,
     rendering,
 )
-from tinykube.apiserver.podlogs import PodLogs
+from tinykube.apiserver.kinds.printers import table
+from tinykube.apiserver.metrics import RESOURCE_KEY
 from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.registry import Request as RegistryRequest
 from tinykube.apiserver.registry.apps import to_scale, update_scale
 from tinykube.apiserver.registry.binding import bind
 from tinykube.apiserver.registry.eviction import evict
 from tinykube.apiserver.registry.generic import INTERNAL_MANAGER
+from tinykube.apiserver.schema import fieldmanager
+from tinykube.apiserver.schema.fieldvalidation import check_duplicates, field_check
+from tinykube.apiserver.storage import consistency
 from tinykube.apiserver.watch import watch_response
 
 if TYPE_CHECKING:  # answered.py renders with this module's json_response
@@ -280,7 +282,7 @@ class ResourceHandler:
         check_duplicates(request, body, content_type)
         self._check_namespace(obj, target)
         warnings = await field_check(request, target.resource)(obj)
-        user = user_of(request.scope)  # RBAC's escalation check sees who writes (rbac_escalation.py)
+        user = user_of(request.scope)  # RBAC's escalation check sees who writes (auth/rbac_escalation.py)
         req = target.registry_request(_dry_run(request), user, _manager(request, "UpdateOptions"))
         updated, created = await self.registry.update(req, target.into(obj))
         return _with_warnings(json_response(target.out(updated), 201 if created else 200), warnings)

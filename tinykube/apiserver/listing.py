@@ -18,9 +18,9 @@ import orjson
 from tinykube.api import errors
 from tinykube.api.resources import ResourceInfo
 from tinykube.api.selectors import DEFAULT_FIELDS, parse_field_selector, parse_label_selector, supported_fields
-from tinykube.apiserver import consistency
 from tinykube.apiserver.registry import Registry
-from tinykube.apiserver.watchcache import CachedObject, decode
+from tinykube.apiserver.storage import consistency
+from tinykube.apiserver.storage.watchcache import CachedObject, decode
 from tinykube.store.errors import Compacted
 
 _EXPIRED_CONTINUE = (

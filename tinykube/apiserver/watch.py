@@ -20,11 +20,11 @@ from starlette.responses import StreamingResponse
 from tinykube.api import errors
 from tinykube.api.conversion import Converted
 from tinykube.api.resources import ResourceInfo
+from tinykube.apiserver.http.negotiation import Rendering, partial_metadata
 from tinykube.apiserver.kinds.printers import table
 from tinykube.apiserver.listing import object_filter
-from tinykube.apiserver.negotiation import Rendering, partial_metadata
 from tinykube.apiserver.registry import Registry
-from tinykube.apiserver.watchcache import CachedObject, CacheEvent, Watcher
+from tinykube.apiserver.storage.watchcache import CachedObject, CacheEvent, Watcher
 from tinykube.store.errors import Compacted
 
 BOOKMARK_INTERVAL = 10.0  # upstream sends one about every minute; sooner keeps informers' RVs fresh

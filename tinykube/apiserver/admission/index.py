@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tinykube.apiserver.watchcache import CacheEvent, WatchCache
+from tinykube.apiserver.storage.watchcache import CacheEvent, WatchCache
 
 Object = dict[str, Any]
 

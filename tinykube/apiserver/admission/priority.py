@@ -10,7 +10,7 @@ from typing import Any
 from tinykube.api.resources import ResourceInfo
 from tinykube.apiserver.admission.chain import Object, Plugin, forbidden, is_core
 from tinykube.apiserver.registry.generic import Request
-from tinykube.apiserver.watchcache import WatchCache
+from tinykube.apiserver.storage.watchcache import WatchCache
 
 DEFAULT_PRIORITY = 0  # scheduling.DefaultPriorityWhenNoDefaultClassExists
 DEFAULT_PREEMPTION = "PreemptLowerPriority"

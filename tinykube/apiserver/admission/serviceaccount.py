@@ -23,7 +23,7 @@ from tinykube.api.meta import generate_name
 from tinykube.api.resources import ResourceInfo
 from tinykube.apiserver.admission.chain import Object, Plugin, forbidden, is_core
 from tinykube.apiserver.registry.generic import Request
-from tinykube.apiserver.watchcache import WatchCache
+from tinykube.apiserver.storage.watchcache import WatchCache
 
 DEFAULT_SERVICE_ACCOUNT = "default"
 MIRROR_POD = "kubernetes.io/config.mirror"

@@ -13,7 +13,7 @@ from tinykube.api.resources import ResourceInfo
 from tinykube.api.wellknown import DEFAULT_CLASS_ANNOTATION, PV_PROTECTION, PVC_PROTECTION
 from tinykube.apiserver.admission.chain import Object, Plugin, is_core
 from tinykube.apiserver.registry.generic import Request
-from tinykube.apiserver.watchcache import WatchCache
+from tinykube.apiserver.storage.watchcache import WatchCache
 
 
 def default_class(classes: WatchCache) -> str | None:

@@ -13,7 +13,8 @@ from datetime import datetime
 from typing import Any
 
 from tinykube.api.resources import ResourceInfo
-from tinykube.apiserver import componentstatus, metricsserver
+from tinykube.apiserver import componentstatus
+from tinykube.apiserver.connect import metricsserver
 from tinykube.apiserver.kinds.admissionregistration import printers as admissionregistration
 from tinykube.apiserver.kinds.apiregistration import printers as apiregistration
 from tinykube.apiserver.kinds.apps import printers as apps

@@ -1,7 +1,7 @@
 """Zero values: what upstream's typed objects always have (structs that are not pointers, slices without
 omitempty), per kind, merged from each API group's `kinds/<group>/zeros.py`.
 
-Field management compares them as present (`tinykube.apiserver.fieldmanager`), so that a create owns `f:spec`
+Field management compares them as present (`tinykube.apiserver.schema.fieldmanager`), so that a create owns `f:spec`
 without a `.` of its own, as upstream's entries show. A kind without an entry (a custom resource's, whose zero
 value is nothing) has only its metadata's.
 """

@@ -9,8 +9,8 @@ from tinykube.api import errors
 from tinykube.api.errors import FieldError, not_supported, required
 from tinykube.api.meta import now
 from tinykube.api.resources import BINDING, builtin
-from tinykube.apiserver.fieldvalidation import check_types
 from tinykube.apiserver.registry.generic import Registry, Request
+from tinykube.apiserver.schema.fieldvalidation import check_types
 
 PODS = builtin("", "v1", "pods")
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from tinykube.api import errors
 from tinykube.api.errors import ErrorType, FieldError, duplicate, forbidden, go_value, invalid, not_supported, required
 from tinykube.api.meta import dns1123_label, dns1123_subdomain, now
-from tinykube.apiserver.identity import UserInfo
+from tinykube.apiserver.auth.identity import UserInfo
 from tinykube.apiserver.registry.generic import Strategy
 from tinykube.apiserver.registry.validation import (
     _CONDITION_STATUSES,

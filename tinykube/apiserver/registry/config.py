@@ -35,11 +35,11 @@ from tinykube.api.golang import base64_error, json_type
 from tinykube.api.meta import qualified_name, validate_labels
 from tinykube.api.quantity import MAX_MILLI_VALUE, Quantity, QuantityError, parse_quantity
 from tinykube.api.resources import ResourceInfo
-from tinykube.apiserver.decodetypes import undecodable
 from tinykube.apiserver.registry.core import default_pod_spec
 from tinykube.apiserver.registry.generic import Strategy
 from tinykube.apiserver.registry.podvalidation import validate_pod_spec
 from tinykube.apiserver.registry.service_validation import GoSyntaxError, go_slice
+from tinykube.apiserver.schema.decodetypes import undecodable
 
 MAX_SECRET_SIZE = 1024 * 1024  # core.MaxSecretSize, which bounds ConfigMaps too
 IMMUTABLE = "field is immutable"

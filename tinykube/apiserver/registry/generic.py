@@ -30,11 +30,11 @@ from tinykube.api.meta import (
 )
 from tinykube.api.patch import apply_patch
 from tinykube.api.resources import Catalog, ResourceInfo
-from tinykube.apiserver import fieldmanager
-from tinykube.apiserver.consistency import RevisionReader
-from tinykube.apiserver.identity import UserInfo
-from tinykube.apiserver.leases import LeaseReuse
-from tinykube.apiserver.watchcache import CachedObject, WatchCache
+from tinykube.apiserver.auth.identity import UserInfo
+from tinykube.apiserver.schema import fieldmanager
+from tinykube.apiserver.storage.consistency import RevisionReader
+from tinykube.apiserver.storage.leases import LeaseReuse
+from tinykube.apiserver.storage.watchcache import CachedObject, WatchCache
 from tinykube.store.errors import KeyExists, KeyNotFound, RevisionConflict, StoreUnavailable
 from tinykube.store.etcd import NO_CLAIMS, Claims, EtcdStore
 

@@ -185,7 +185,7 @@ class HttpProtocol(HttpToolsProtocol):
         cycle = self.cycle
         if cycle is None or cycle.scope is not self.scope:
             return
-        from tinykube.apiserver.rawupgrade import HIJACK_EXTENSION
+        from tinykube.apiserver.http.rawupgrade import HIJACK_EXTENSION
 
         async def take_over() -> Any:
             return await self._take_over(cycle)
@@ -209,7 +209,7 @@ class HttpProtocol(HttpToolsProtocol):
         import asyncio
         import functools
 
-        from tinykube.apiserver.rawupgrade import TakenOverProtocol
+        from tinykube.apiserver.http.rawupgrade import TakenOverProtocol
 
         if self._taken_over or cycle is not self.cycle or cycle.response_started:
             raise RuntimeError("the connection cannot be taken over: the request has been answered")

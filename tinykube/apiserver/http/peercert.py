@@ -4,8 +4,8 @@ uvicorn does not hand the peer certificate to the ASGI application. The server a
 with the cluster CA as the only trusted issuer, so a certificate that is presented has been verified by the
 handshake, and one that does not verify fails it); `with_peer_certificate` makes a subclass of a uvicorn protocol
 that, once the connection is made, gives each of its requests the ASGI TLS extension
-(`scope["extensions"]["tls"]["client_cert_chain"]`, PEM), which authentication reads (`auth.py`). Connections
-without a client certificate are left exactly as uvicorn serves them.
+(`scope["extensions"]["tls"]["client_cert_chain"]`, PEM), which authentication reads (`auth/authentication.py`).
+Connections without a client certificate are left exactly as uvicorn serves them.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from typing import Any, Protocol
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tinykube.api.meta import parse_time
-from tinykube.apiserver import jws
-from tinykube.apiserver.identity import UserInfo
+from tinykube.apiserver.auth import jws
+from tinykube.apiserver.auth.identity import UserInfo
 
 ISSUER = "https://kubernetes.default.svc.cluster.local"  # kubeadm's --service-account-issuer
 LEEWAY = 60  # go-jose's DefaultLeeway: clocks may disagree by a minute on exp, nbf and iat

@@ -1,6 +1,6 @@
 """The authorization filter (upstream's WithAuthorization): every request, WebSocket handshakes included, is put to
-the authorizer before any handler runs, with the attributes its method and path give (`requestinfo.py`); a request
-that is not allowed gets upstream's 403 `Status`:
+the authorizer before any handler runs, with the attributes its method and path give (`http/requestinfo.py`); a
+request that is not allowed gets upstream's 403 `Status`:
 
     pods is forbidden: User "system:serviceaccount:ns:sa" cannot list resource "pods" in API group "" in the
     namespace "ns"
@@ -21,10 +21,10 @@ import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tinykube.api import errors
-from tinykube.apiserver.auth import send_status
-from tinykube.apiserver.authorizer import Attributes, Authorizer
-from tinykube.apiserver.identity import UserInfo, user_of
-from tinykube.apiserver.requestinfo import RequestInfo, resolve
+from tinykube.apiserver.auth.authentication import send_status
+from tinykube.apiserver.auth.authorizer import Attributes, Authorizer
+from tinykube.apiserver.auth.identity import UserInfo, user_of
+from tinykube.apiserver.http.requestinfo import RequestInfo, resolve
 
 REQUEST_INFO_KEY = "tinykube.requestinfo"  # where the filter leaves the RequestInfo in the scope
 CONNECT_SUBRESOURCES = frozenset({"exec", "attach", "portforward"})

@@ -7,7 +7,7 @@ fork) refuses it, and the create or update answers 400
     Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal number into Go struct field
     Container.spec.containers.image of type string
 
-The OpenAPI definitions (`openapi`) know every field's type, so one walk over them decides it for every kind; each
+The OpenAPI definitions (`definitions`) know every field's type, so one walk over them decides it for every kind; each
 kind's definition is compiled once, on first use, into a small tree of typed nodes shared between kinds (a
 `Container` node serves Pods, Deployments, Jobs ...), so the cost of a check grows with the object, not with the
 number of kinds. A well-typed object (nearly every one) is checked by a fast pass that only answers yes or no; the
@@ -59,7 +59,7 @@ import orjson
 from tinykube.api import errors, golang
 from tinykube.api.quantity import QuantityError, parse_quantity
 from tinykube.api.resources import ResourceInfo
-from tinykube.apiserver import openapi
+from tinykube.apiserver.schema import definitions
 
 
 class Source(enum.Enum):
@@ -598,13 +598,13 @@ class _Compiler:
     """Definitions -> nodes, each definition once (a struct's node is registered before its fields are compiled, so
     a type that refers to itself compiles)."""
 
-    def __init__(self, schemas: dict[str, openapi.Schema]) -> None:
+    def __init__(self, schemas: dict[str, definitions.Schema]) -> None:
         self.schemas = schemas
         self.nodes: dict[str, _Node] = {
-            openapi.TIME: _Time(golang.RFC3339),
-            openapi.MICRO_TIME: _Time(golang.RFC3339_MICRO),
-            openapi.INT_OR_STRING: _IntOrString("intstr.IntOrString"),
-            openapi.QUANTITY: _Quantity("resource.Quantity"),
+            definitions.TIME: _Time(golang.RFC3339),
+            definitions.MICRO_TIME: _Time(golang.RFC3339_MICRO),
+            definitions.INT_OR_STRING: _IntOrString("intstr.IntOrString"),
+            definitions.QUANTITY: _Quantity("resource.Quantity"),
         }
 
     def definition(self, name: str) -> _Node:
@@ -622,7 +622,7 @@ class _Compiler:
         struct.fields = {field: self.field(prop, short, field) for field, prop in properties.items()}
         return struct
 
-    def field(self, schema: openapi.Schema, struct: str, field: str) -> _Node:
+    def field(self, schema: definitions.Schema, struct: str, field: str) -> _Node:
         if "$ref" in schema:
             return self.definition(schema["$ref"])
         kind = schema.get("type")
@@ -639,7 +639,7 @@ class _Compiler:
         return self.scalar(schema, struct, field)
 
     @staticmethod
-    def scalar(schema: openapi.Schema, struct: str, field: str) -> _Node:
+    def scalar(schema: definitions.Schema, struct: str, field: str) -> _Node:
         kind, fmt = schema.get("type"), schema.get("format")
         if kind == "string":
             if fmt == "byte":
@@ -666,7 +666,7 @@ def _kind_node(api_version: str, kind: str) -> _Node | None:
     global _compiler
     key = (api_version, kind)
     if key not in _KINDS:
-        kinds, schemas = openapi.schema_definitions()
+        kinds, schemas = definitions.schema_definitions()
         if _compiler is None:
             _compiler = _Compiler(schemas)
         name = kinds.get(key)

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tinykube.apiserver.identity import UserInfo
+from tinykube.apiserver.auth.identity import UserInfo
 
 ALLOW_REASON = "tinykube allows every authenticated request (--authorization-mode AlwaysAllow): RBAC is not enforced"
 MODES = ("RBAC", "AlwaysAllow")
@@ -75,7 +75,7 @@ def new_authorizer(mode: str, caches: Mapping[str, Any]) -> Authorizer:
     if mode == "AlwaysAllow":
         return AlwaysAllow()
     if mode == "RBAC":
-        from tinykube.apiserver.rbac_authorizer import RbacAuthorizer
+        from tinykube.apiserver.auth.rbac_authorizer import RbacAuthorizer
 
         return RbacAuthorizer(caches)
     raise ValueError(f"unknown authorization mode {mode!r} (known: {', '.join(MODES)})")

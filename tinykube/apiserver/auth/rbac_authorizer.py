@@ -20,8 +20,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tinykube.apiserver.authorizer import Attributes, Decision, Rules
-from tinykube.apiserver.identity import UserInfo
+from tinykube.api.jsonshape import strings
+from tinykube.apiserver.auth.authorizer import Attributes, Decision, Rules
+from tinykube.apiserver.auth.identity import UserInfo
 
 PRIVILEGED_GROUP = "system:masters"
 SA_PREFIX = "system:serviceaccount:"
@@ -36,17 +37,13 @@ class Rule:
     non_resource_urls: tuple[str, ...] = ()
 
 
-def _strings(value: Any) -> tuple[str, ...]:
-    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
-
-
 def compile_rule(rule: Mapping[str, Any]) -> Rule:
     return Rule(
-        _strings(rule.get("verbs")),
-        _strings(rule.get("apiGroups")),
-        _strings(rule.get("resources")),
-        _strings(rule.get("resourceNames")),
-        _strings(rule.get("nonResourceURLs")),
+        tuple(strings(rule.get("verbs"))),
+        tuple(strings(rule.get("apiGroups"))),
+        tuple(strings(rule.get("resources"))),
+        tuple(strings(rule.get("resourceNames"))),
+        tuple(strings(rule.get("nonResourceURLs"))),
     )
 
 

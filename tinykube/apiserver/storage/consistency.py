@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 
 from tinykube.api import errors
-from tinykube.apiserver.watchcache import WatchCache
+from tinykube.apiserver.storage.watchcache import WatchCache
 from tinykube.store.errors import StoreError, StoreUnavailable
 from tinykube.store.etcd import EtcdStore
 

@@ -36,7 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tinykube.api import errors
 from tinykube.api.depth import MAX_DEPTH, check_depth
-from tinykube.apiserver.upgrade import HttpProtocol
+from tinykube.apiserver.http.upgrade import HttpProtocol
 
 MAX_BODY = 3 * 1024 * 1024  # MaxRequestBodyBytes
 MAX_HEADER_BYTES = 1 << 20  # http.Server.MaxHeaderBytes in kube-apiserver's secure serving

@@ -1,5 +1,5 @@
 """OpenAPI for custom resources: each served CRD version's schema published as upstream's apiextensions-apiserver
-publishes it, beside the built-in documents of `openapi`.
+publishes it, beside the built-in documents of `openapiv2` and `openapiv3`.
 
 `kubectl explain` reads a kind's schema from the group-version's v3 document (found by its
 `x-kubernetes-group-version-kind`); `kubectl apply` looks for `fieldValidation` on the kind's PATCH there, and
@@ -15,7 +15,7 @@ import hashlib
 from typing import Any
 
 from tinykube.api.resources import Catalog, ResourceInfo
-from tinykube.apiserver import openapi
+from tinykube.apiserver.schema import definitions, openapiv2, openapiv3, paths, render
 
 Schema = dict[str, Any]
 
@@ -51,7 +51,7 @@ def _kind_schema(resource: ResourceInfo) -> Schema:
         "description": "Kind is a string value representing the REST resource this object represents.",
         "type": "string",
     }
-    properties["metadata"] = {"$ref": f"{openapi.META}.ObjectMeta", "description": _OBJECT_META_DESCRIPTION}
+    properties["metadata"] = {"$ref": f"{definitions.META}.ObjectMeta", "description": _OBJECT_META_DESCRIPTION}
     schema["x-kubernetes-group-version-kind"] = _gvk(resource, resource.kind)
     return schema
 
@@ -65,7 +65,7 @@ def _list_schema(resource: ResourceInfo, kind_def: str) -> Schema:
             "apiVersion": {"type": "string"},
             "items": {"type": "array", "items": {"$ref": kind_def}},
             "kind": {"type": "string"},
-            "metadata": {"$ref": f"{openapi.META}.ListMeta"},
+            "metadata": {"$ref": f"{definitions.META}.ListMeta"},
         },
         "x-kubernetes-group-version-kind": _gvk(resource, resource.list_kind),
     }
@@ -73,7 +73,7 @@ def _list_schema(resource: ResourceInfo, kind_def: str) -> Schema:
 
 def _group_version(catalog: Catalog, group: str, version: str) -> tuple[list[Any], dict[str, Schema]]:
     """The path items and custom definitions of one custom group-version."""
-    items = openapi._discovery_paths(group, version)
+    items = paths.discovery_paths(group, version)
     schemas: dict[str, Schema] = {}
     for resource in catalog.in_group_version(group, version):
         if resource.custom is None:
@@ -82,7 +82,7 @@ def _group_version(catalog: Catalog, group: str, version: str) -> tuple[list[Any
         list_def = definition_name(group, version, resource.list_kind)
         schemas[kind_def] = _kind_schema(resource)
         schemas[list_def] = _list_schema(resource, kind_def)
-        for item in openapi._resource_paths(resource, kind_def, list_def):
+        for item in paths.resource_paths(resource, kind_def, list_def):
             ops = tuple(dataclasses.replace(op, patch_types=_PATCH_TYPES) if op.patch else op for op in item.ops)
             items.append(dataclasses.replace(item, ops=ops))
     return items, schemas
@@ -93,10 +93,10 @@ def _custom_group_versions(catalog: Catalog) -> list[tuple[str, str]]:
 
 
 def _built_in_closure(items: list[Any], custom: dict[str, Schema]) -> dict[str, Schema]:
-    roots = openapi._path_roots(items) - custom.keys()
+    roots = paths.path_roots(items) - custom.keys()
     for schema in custom.values():
-        roots |= set(openapi._refs(schema)) - custom.keys()
-    return openapi._closure(roots)
+        roots |= set(definitions.refs(schema)) - custom.keys()
+    return definitions.closure(roots)
 
 
 def v3_document(catalog: Catalog, path: str) -> bytes | None:
@@ -117,28 +117,28 @@ def _split(doc_path: str) -> tuple[str, str]:
 def _v3(catalog: Catalog, group: str, version: str) -> bytes:
     items, custom = _group_version(catalog, group, version)
     schemas = {**_built_in_closure(items, custom), **custom}
-    return openapi.v3_document(items, dict(sorted(schemas.items())))
+    return openapiv3.v3_document(items, dict(sorted(schemas.items())))
 
 
 def v3_index(catalog: Catalog) -> dict[str, Any]:
     """The built-in `/openapi/v3` index with the custom group-versions' documents."""
 
     def make() -> dict[str, Any]:
-        paths = dict(openapi.openapi_v3_index()["paths"])
+        documents = dict(openapiv3.openapi_v3_index()["paths"])
         for group, version in _custom_group_versions(catalog):
             name = f"apis/{group}/{version}"
             body = v3_document(catalog, name)
             assert body is not None
             digest = hashlib.sha512(body).hexdigest().upper()
-            paths[name] = {"serverRelativeURL": f"/openapi/v3/{name}?hash={digest}"}
-        return {"paths": paths}
+            documents[name] = {"serverRelativeURL": f"/openapi/v3/{name}?hash={digest}"}
+        return {"paths": documents}
 
     found: dict[str, Any] = catalog.derived("openapi-v3-index", make)
     return found
 
 
 def _v2_document(catalog: Catalog) -> Schema:
-    base = openapi._v2_document()
+    base = openapiv2.v2_document()
     if not _custom_group_versions(catalog):
         return base
     items: list[Any] = []
@@ -147,12 +147,12 @@ def _v2_document(catalog: Catalog) -> Schema:
         found_items, found = _group_version(catalog, group, version)
         items += found_items
         custom |= {name: _v2_schema(schema) for name, schema in found.items()}
-    paths = openapi._render_refs(openapi._render_paths(items, v3=False), openapi._V2_REF, wrap=False)
-    definitions = openapi._render_refs(custom, openapi._V2_REF, wrap=False)
+    custom_paths = render.render_refs(render.render_paths(items, v3=False), render.V2_REF, wrap=False)
+    custom_definitions = render.render_refs(custom, render.V2_REF, wrap=False)
     return {
         **base,
-        "paths": {**base["paths"], **paths},
-        "definitions": dict(sorted({**base["definitions"], **definitions}.items())),
+        "paths": {**base["paths"], **custom_paths},
+        "definitions": dict(sorted({**base["definitions"], **custom_definitions}.items())),
     }
 
 
@@ -166,13 +166,13 @@ def _v2_schema(schema: Any) -> Any:
 
 def v2_json(catalog: Catalog) -> bytes:
     if not _custom_group_versions(catalog):
-        return openapi.openapi_v2()
-    found: bytes = catalog.derived("openapi-v2", lambda: openapi._dumps(_v2_document(catalog)))
+        return openapiv2.openapi_v2()
+    found: bytes = catalog.derived("openapi-v2", lambda: render.dumps(_v2_document(catalog)))
     return found
 
 
 def v2_protobuf(catalog: Catalog) -> bytes:
     if not _custom_group_versions(catalog):
-        return openapi.openapi_v2_protobuf()
-    found: bytes = catalog.derived("openapi-v2-pb", lambda: openapi._pb_document(_v2_document(catalog)))
+        return openapiv2.openapi_v2_protobuf()
+    found: bytes = catalog.derived("openapi-v2-pb", lambda: openapiv2.pb_document(_v2_document(catalog)))
     return found

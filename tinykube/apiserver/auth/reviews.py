@@ -14,10 +14,11 @@ from typing import Any
 
 from tinykube.api import errors
 from tinykube.api.errors import FieldError
+from tinykube.api.jsonshape import as_dict, strings
 from tinykube.api.meta import now
-from tinykube.apiserver.auth import TokenResult
-from tinykube.apiserver.authorizer import Attributes, Authorizer, Decision
-from tinykube.apiserver.identity import UserInfo
+from tinykube.apiserver.auth.authentication import TokenResult
+from tinykube.apiserver.auth.authorizer import Attributes, Authorizer, Decision
+from tinykube.apiserver.auth.identity import UserInfo
 
 Object = dict[str, Any]
 AUTHORIZATION = "authorization.k8s.io"
@@ -37,17 +38,9 @@ class Context:
     namespace: str = ""
 
 
-def _dict(value: Any) -> Object:
-    return value if isinstance(value, dict) else {}
-
-
-def _strings(value: Any) -> list[str]:
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-
 def _with_empty_meta(review: Object) -> Object:
     """A review answered as upstream writes it: an unset creationTimestamp shows as null."""
-    meta = {k: v for k, v in _dict(review.get("metadata")).items() if v is not None}
+    meta = {k: v for k, v in as_dict(review.get("metadata")).items() if v is not None}
     review["metadata"] = {**meta, "creationTimestamp": meta.get("creationTimestamp")}
     return review
 
@@ -67,7 +60,7 @@ def _invalid(errs: list[FieldError], group: str = AUTHORIZATION) -> errors.Inval
 def _selector_errors(selector: Any, path: str) -> list[FieldError]:
     if selector is None:
         return []
-    selector = _dict(selector)
+    selector = as_dict(selector)
     raw, requirements = selector.get("rawSelector") or "", selector.get("requirements") or []
     errs: list[FieldError] = []
     if raw and requirements:
@@ -82,7 +75,7 @@ def _resource_attributes_errors(attributes: Any) -> list[FieldError]:
     if attributes is None:
         return []
     path = "spec.resourceAttributes"
-    attributes = _dict(attributes)
+    attributes = as_dict(attributes)
     return _selector_errors(attributes.get("fieldSelector"), f"{path}.fieldSelector") + _selector_errors(
         attributes.get("labelSelector"), f"{path}.labelSelector"
     )
@@ -110,28 +103,28 @@ def subject_access_review_spec_errors(spec: Object) -> list[FieldError]:
 
 
 def self_subject_access_review_errors(review: Object) -> list[FieldError]:
-    spec = _dict(review.get("spec"))
+    spec = as_dict(review.get("spec"))
     errs = _attributes_errors(spec) + _resource_attributes_errors(spec.get("resourceAttributes"))
-    if _meta_set(_dict(review.get("metadata"))):
+    if _meta_set(as_dict(review.get("metadata"))):
         errs.append(errors.invalid("metadata", review["metadata"], "must be empty"))
     return errs
 
 
 def subject_access_review_errors(review: Object) -> list[FieldError]:
-    errs = subject_access_review_spec_errors(_dict(review.get("spec")))
-    if _meta_set(_dict(review.get("metadata"))):
+    errs = subject_access_review_spec_errors(as_dict(review.get("spec")))
+    if _meta_set(as_dict(review.get("metadata"))):
         errs.append(errors.invalid("metadata", review["metadata"], "must be empty"))
     return errs
 
 
 def local_subject_access_review_errors(review: Object) -> list[FieldError]:
-    spec, meta = _dict(review.get("spec")), _dict(review.get("metadata"))
+    spec, meta = as_dict(review.get("spec")), as_dict(review.get("metadata"))
     errs = subject_access_review_spec_errors(spec)
     if _meta_set(meta, ("namespace",)):
         errs.append(errors.invalid("metadata", meta, "must be empty except for namespace"))
     resource = spec.get("resourceAttributes")
-    if resource is not None and _dict(resource).get("namespace", "") != meta.get("namespace", ""):
-        value = _dict(resource).get("namespace", "")
+    if resource is not None and as_dict(resource).get("namespace", "") != meta.get("namespace", ""):
+        value = as_dict(resource).get("namespace", "")
         errs.append(errors.invalid("spec.resourceAttributes.namespace", value, "must match metadata.namespace"))
     if spec.get("nonResourceAttributes") is not None:
         detail = "disallowed on this kind of request"
@@ -145,9 +138,9 @@ def local_subject_access_review_errors(review: Object) -> list[FieldError]:
 def _attributes(user: UserInfo, spec: Object) -> Attributes:
     resource = spec.get("resourceAttributes")
     if resource is None:
-        non_resource = _dict(spec.get("nonResourceAttributes"))
+        non_resource = as_dict(spec.get("nonResourceAttributes"))
         return Attributes(user, str(non_resource.get("verb", "")), False, path=str(non_resource.get("path", "")))
-    resource = _dict(resource)
+    resource = as_dict(resource)
     return Attributes(
         user,
         str(resource.get("verb", "")),
@@ -173,14 +166,14 @@ def _status(decision: Decision) -> Object:
 
 
 def _spec_user(spec: Object) -> UserInfo:
-    extra: Mapping[str, tuple[str, ...]] = {k: tuple(_strings(v)) for k, v in _dict(spec.get("extra")).items()}
-    return UserInfo(str(spec.get("user", "")), str(spec.get("uid", "")), tuple(_strings(spec.get("groups"))), extra)
+    extra: Mapping[str, tuple[str, ...]] = {k: tuple(strings(v)) for k, v in as_dict(spec.get("extra")).items()}
+    return UserInfo(str(spec.get("user", "")), str(spec.get("uid", "")), tuple(strings(spec.get("groups"))), extra)
 
 
 def subject_access_review(review: Object, ctx: Context) -> Object:
     if errs := subject_access_review_errors(review):
         raise _invalid(errs)
-    spec = _dict(review.get("spec"))
+    spec = as_dict(review.get("spec"))
     review["status"] = _status(ctx.authorizer.authorize(_attributes(_spec_user(spec), spec)))
     return _with_empty_meta(review)
 
@@ -193,7 +186,7 @@ def local_subject_access_review(review: Object, ctx: Context) -> Object:
         raise _invalid(errs)
     if meta["namespace"] != ctx.namespace:
         raise errors.BadRequest(f"spec.resourceAttributes.namespace must match namespace: {ctx.namespace}")
-    spec = _dict(review.get("spec"))
+    spec = as_dict(review.get("spec"))
     review["status"] = _status(ctx.authorizer.authorize(_attributes(_spec_user(spec), spec)))
     return _with_empty_meta(review)
 
@@ -201,13 +194,13 @@ def local_subject_access_review(review: Object, ctx: Context) -> Object:
 def self_subject_access_review(review: Object, ctx: Context) -> Object:
     if errs := self_subject_access_review_errors(review):
         raise _invalid(errs)
-    review["status"] = _status(ctx.authorizer.authorize(_attributes(ctx.user, _dict(review.get("spec")))))
+    review["status"] = _status(ctx.authorizer.authorize(_attributes(ctx.user, as_dict(review.get("spec")))))
     return _with_empty_meta(review)
 
 
 def self_subject_rules_review(review: Object, ctx: Context) -> Object:
     """Only the status comes back (upstream builds a new object), so the spec is empty."""
-    namespace = _dict(review.get("spec")).get("namespace")
+    namespace = as_dict(review.get("spec")).get("namespace")
     if not namespace:
         raise errors.BadRequest("no namespace on request")
     rules = ctx.authorizer.rules_for(ctx.user, str(namespace))
@@ -254,11 +247,11 @@ def self_subject_review(review: Object, ctx: Context) -> Object:
 def token_review(review: Object, ctx: Context) -> Object:
     """Authenticates the token in spec as a request bearing it would be, for the audiences asked (by default the
     apiserver's own)."""
-    spec = _dict(review.get("spec"))
+    spec = as_dict(review.get("spec"))
     token = spec.get("token")
     if not isinstance(token, str) or not token:
         raise errors.BadRequest("token is required for TokenReview in authentication")
-    audiences = tuple(_strings(spec.get("audiences"))) or ctx.api_audiences
+    audiences = tuple(strings(spec.get("audiences"))) or ctx.api_audiences
     result = ctx.authenticate(token, audiences)
     status: Object = {}
     if result.user is not None:

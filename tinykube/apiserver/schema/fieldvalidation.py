@@ -1,7 +1,7 @@
 """`fieldValidation=Strict|Warn|Ignore`: unknown fields are an error, a warning, or silently kept.
 
 kubectl sends `Strict` by default once the OpenAPI document says the server supports it, so an unknown field in a
-manifest is reported exactly as a real cluster reports it. The schema walk lives in `openapi`.
+manifest is reported exactly as a real cluster reports it. The schema walk lives in `unknownfields`.
 
 The same check first refuses fields of the wrong JSON type (`decodetypes`), as upstream's decoder does before it
 looks for unknown fields: it sees every decoded body and every patched object, so one call covers create, update,
@@ -20,8 +20,8 @@ from starlette.requests import Request
 
 from tinykube.api import errors, protobuf
 from tinykube.api.resources import ResourceInfo
-from tinykube.apiserver import decodetypes, openapi
-from tinykube.apiserver.decodetypes import Source
+from tinykube.apiserver.schema import decodetypes, unknownfields
+from tinykube.apiserver.schema.decodetypes import Source
 
 MODES = ("Ignore", "Warn", "Strict")
 
@@ -36,7 +36,7 @@ def load_schemas() -> concurrent.futures.Future[list[str]]:
     task: it outlives event loops, as tests run several.)"""
     global _schemas
     if _schemas is None:
-        _schemas = _builder.submit(openapi.unknown_fields, "v1", "Pod", {})
+        _schemas = _builder.submit(unknownfields.unknown_fields, "v1", "Pod", {})
     return _schemas
 
 
@@ -46,9 +46,9 @@ async def _schemas_ready() -> None:
         await asyncio.wrap_future(loading)
 
 
-async def _unknown_fields(resource: ResourceInfo, obj: dict[str, Any]) -> list[tuple[str, openapi.FieldPath]]:
+async def _unknown_fields(resource: ResourceInfo, obj: dict[str, Any]) -> list[tuple[str, unknownfields.FieldPath]]:
     await _schemas_ready()
-    return openapi.unknown_field_paths(resource.api_version, resource.kind, obj)
+    return unknownfields.unknown_field_paths(resource.api_version, resource.kind, obj)
 
 
 async def check_types(
@@ -126,7 +126,7 @@ def _report_unknown(unknown: list[str], mode: str) -> list[str]:
     return [f'unknown field "{f}"' for f in unknown] if mode == "Warn" else []
 
 
-def _prune(obj: Any, steps: openapi.FieldPath) -> None:
+def _prune(obj: Any, steps: unknownfields.FieldPath) -> None:
     """Remove the field the keys and indices `steps` lead to."""
     node = obj
     for step in steps[:-1]:

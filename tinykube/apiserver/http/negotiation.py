@@ -9,9 +9,9 @@ from typing import Any
 
 from tinykube.api import errors, protobuf
 from tinykube.api.resources import ResourceInfo
-from tinykube.apiserver.decodetypes import type_error, undecodable
-from tinykube.apiserver.limits import MAX_BODY as MAX_BODY
-from tinykube.apiserver.limits import load_json, load_yaml
+from tinykube.apiserver.http.limits import MAX_BODY as MAX_BODY
+from tinykube.apiserver.http.limits import load_json, load_yaml
+from tinykube.apiserver.schema.decodetypes import type_error, undecodable
 
 INCLUDE_OBJECT_POLICIES = ("None", "Object", "Metadata")  # TableOptions.includeObject
 

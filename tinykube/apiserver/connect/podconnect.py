@@ -22,12 +22,12 @@ from starlette.types import Receive, Scope, Send
 
 from tinykube.api import errors
 from tinykube.api.resources import builtin
-from tinykube.apiserver.podlogs import kubelet_address, pod_container
-from tinykube.apiserver.rawupgrade import can_take_over, relay_upgrade
+from tinykube.apiserver.connect.podlogs import kubelet_address, pod_container
+from tinykube.apiserver.http.rawupgrade import can_take_over, relay_upgrade
+from tinykube.apiserver.http.upgrade import WEBSOCKET_EXTENSION
 from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.registry import Request as RegistryRequest
 from tinykube.apiserver.registry.binding import UnknownError
-from tinykube.apiserver.upgrade import WEBSOCKET_EXTENSION
 from tinykube.streams.websocket import HandshakeRefused, StreamWebSocket
 
 PODS, NODES = builtin("", "v1", "pods"), builtin("", "v1", "nodes")

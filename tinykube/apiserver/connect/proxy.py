@@ -39,8 +39,8 @@ from starlette.responses import RedirectResponse, Response, StreamingResponse
 
 from tinykube.api import errors
 from tinykube.api.resources import builtin
-from tinykube.apiserver.dialer import DialError, LoopbackDialer
-from tinykube.apiserver.podlogs import kubelet_address
+from tinykube.apiserver.connect.dialer import DialError, LoopbackDialer
+from tinykube.apiserver.connect.podlogs import kubelet_address
 from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.registry import Request as RegistryRequest
 

@@ -24,8 +24,8 @@ import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tinykube.api.errors import Unauthorized
-from tinykube.apiserver.identity import ADMIN, ANONYMOUS, USER_KEY, UserInfo
-from tinykube.apiserver.satokens import ServiceAccountTokens, TokenInvalid
+from tinykube.apiserver.auth.identity import ADMIN, ANONYMOUS, USER_KEY, UserInfo
+from tinykube.apiserver.auth.satokens import ServiceAccountTokens, TokenInvalid
 
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
 INVALID = "invalid bearer token"

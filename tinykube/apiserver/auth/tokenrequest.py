@@ -12,8 +12,8 @@ from typing import Any
 
 from tinykube.api import errors
 from tinykube.api.resources import builtin
+from tinykube.apiserver.auth.satokens import DEFAULT_EXPIRATION, MIN_EXPIRATION, Bound, ServiceAccountTokens
 from tinykube.apiserver.registry import Registry, Request
-from tinykube.apiserver.satokens import DEFAULT_EXPIRATION, MIN_EXPIRATION, Bound, ServiceAccountTokens
 
 MAX_EXPIRATION = 1 << 32
 _BOUND_KINDS = {"Pod": "pods", "Secret": "secrets", "Node": "nodes"}

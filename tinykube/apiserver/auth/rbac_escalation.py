@@ -20,8 +20,8 @@ from typing import Any
 
 from tinykube.api import errors
 from tinykube.api.resources import ResourceInfo
-from tinykube.apiserver.authorizer import Attributes, Authorizer
-from tinykube.apiserver.rbac_authorizer import PRIVILEGED_GROUP, RbacAuthorizer, Rule, compile_rule
+from tinykube.apiserver.auth.authorizer import Attributes, Authorizer
+from tinykube.apiserver.auth.rbac_authorizer import PRIVILEGED_GROUP, RbacAuthorizer, Rule, compile_rule
 from tinykube.apiserver.registry.generic import Admission, Request
 
 GROUP = "rbac.authorization.k8s.io"

@@ -22,10 +22,10 @@ from urllib.parse import unquote
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tinykube.api import errors
-from tinykube.apiserver.authorization import forbidden, refuse
-from tinykube.apiserver.authorizer import Attributes, Authorizer
-from tinykube.apiserver.identity import USER_KEY, UserInfo, user_of
-from tinykube.apiserver.satokens import groups as service_account_groups
+from tinykube.apiserver.auth.authorization import forbidden, refuse
+from tinykube.apiserver.auth.authorizer import Attributes, Authorizer
+from tinykube.apiserver.auth.identity import USER_KEY, UserInfo, user_of
+from tinykube.apiserver.auth.satokens import groups as service_account_groups
 
 USER_HEADER = b"impersonate-user"
 GROUP_HEADER = b"impersonate-group"

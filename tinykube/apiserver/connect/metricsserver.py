@@ -32,7 +32,7 @@ from tinykube.api.quantity import Quantity, parse_quantity
 from tinykube.api.resource_metrics import Sample, parse
 from tinykube.api.resources import ResourceInfo
 from tinykube.api.selectors import LabelSelector, parse_field_selector, parse_label_selector
-from tinykube.apiserver.podlogs import kubelet_address
+from tinykube.apiserver.connect.podlogs import kubelet_address
 from tinykube.apiserver.printing.table import NAME_COLUMN, Column, Printer
 from tinykube.apiserver.registry import Registry
 from tinykube.web import fetch

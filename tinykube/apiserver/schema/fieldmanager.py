@@ -39,10 +39,10 @@ from tinykube.api import structured as st
 from tinykube.api.fieldpath import FieldSet
 from tinykube.api.meta import now
 from tinykube.api.resources import ResourceInfo
-from tinykube.apiserver import openapi
-from tinykube.apiserver.fieldvalidation import load_schemas
+from tinykube.apiserver.http.limits import load_yaml
 from tinykube.apiserver.kinds.zeros import zero
-from tinykube.apiserver.limits import load_yaml
+from tinykube.apiserver.schema import definitions
+from tinykube.apiserver.schema.fieldvalidation import load_schemas
 
 APPLY, UPDATE = "Apply", "Update"
 FIELDS_V1: Final = "FieldsV1"
@@ -347,7 +347,7 @@ class SchemaCompiler:
 def _compiler() -> SchemaCompiler:
     # The served definitions, built (or read from their cache file) on first use: the same ones the OpenAPI
     # documents and the unknown-field check are made of.
-    return SchemaCompiler(openapi._definitions().schemas)
+    return SchemaCompiler(definitions.served_definitions().schemas)
 
 
 def schema_for(resource: ResourceInfo) -> st.Node:
@@ -371,7 +371,7 @@ def _custom_schema(resource: ResourceInfo) -> st.Node:
                 **(raw.get("properties") or {}),
                 "apiVersion": {"type": "string"},
                 "kind": {"type": "string"},
-                "metadata": {"$ref": f"{openapi.META}.ObjectMeta"},
+                "metadata": {"$ref": f"{definitions.META}.ObjectMeta"},
             }
             node = _compiler()._compile({**raw, "type": "object", "properties": properties}, "")
         nodes[resource.version] = node
@@ -380,7 +380,7 @@ def _custom_schema(resource: ResourceInfo) -> st.Node:
 
 @functools.cache
 def _schema(api_version: str, kind: str) -> st.Node:
-    name = openapi._definitions().kinds.get((api_version, kind))
+    name = definitions.served_definitions().kinds.get((api_version, kind))
     return st.DEDUCED_NODE if name is None else _compiler().definition(name)
 
 
