@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tinykube.api.errors import invalid_object
-from tinykube.apiserver.registry.service_validation import (
+from tinykube.apiserver.kinds.core.service_validation import (
     cidr_errors,
     externally_accessible,
     iana_port_name_errors,

@@ -17,7 +17,7 @@ from tests.apiserver.kinds import created, strategy, updated
 from tests.conftest import RunningCluster
 from tinykube.api.resources import by_path
 from tinykube.apiserver import printers
-from tinykube.apiserver.registry import storage
+from tinykube.apiserver.kinds.core import volumes
 from tinykube.apiserver.tables import storage as tables
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
@@ -309,7 +309,7 @@ def test_claim_status_writes_are_decoded_too() -> None:
 def test_claim_storage_class_annotation_is_immutable() -> None:
     old, _ = created("persistentvolumeclaims", claim())
     new = copy.deepcopy(old)
-    new["metadata"]["annotations"] = {storage.BETA_STORAGE_CLASS: "gold"}
+    new["metadata"]["annotations"] = {volumes.BETA_STORAGE_CLASS: "gold"}
     _, errs = updated("persistentvolumeclaims", new, old)
     assert errs == [
         'metadata.annotations.volume.beta.kubernetes.io/storage-class: Invalid value: "gold": field is immutable'
@@ -502,7 +502,7 @@ def rows(plural: str, *objects: dict[str, Any]) -> tuple[list[str], list[list[An
 def test_persistent_volume_rows() -> None:
     body, _ = created("persistentvolumes", volume(accessModes=["ReadWriteMany", "ReadWriteOnce", "ReadWriteOnce"]))
     body["spec"]["claimRef"] = {"namespace": "ns", "name": "c"}
-    body["metadata"]["annotations"] = {storage.BETA_STORAGE_CLASS: "legacy"}
+    body["metadata"]["annotations"] = {volumes.BETA_STORAGE_CLASS: "legacy"}
     assert rows("persistentvolumes", body) == (
         [
             "Name",

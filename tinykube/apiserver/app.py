@@ -43,6 +43,7 @@ from tinykube.apiserver.crds import CustomResources
 from tinykube.apiserver.events import EventRecorder
 from tinykube.apiserver.handlers import ResourceHandler, json_response, raw_json_response
 from tinykube.apiserver.impersonation import Impersonation
+from tinykube.apiserver.kinds.strategies import strategies
 from tinykube.apiserver.limits import Limits, RequestLimits
 from tinykube.apiserver.metrics import Metrics
 from tinykube.apiserver.metricsserver import DEFAULT_RESOLUTION, MetricsServer
@@ -51,7 +52,7 @@ from tinykube.apiserver.podlogs import PodLogs
 from tinykube.apiserver.proxy import METHODS as PROXY_METHODS
 from tinykube.apiserver.proxy import ProxyHandler
 from tinykube.apiserver.rbac_escalation import EscalationCheck
-from tinykube.apiserver.registry import Registry, strategies
+from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.registry import Request as RegistryRequest
 from tinykube.apiserver.satokens import ISSUER, ServiceAccountTokens
 from tinykube.apiserver.upgrade import WebSocketAsHttp

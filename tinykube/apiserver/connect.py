@@ -26,7 +26,7 @@ from tinykube.apiserver.podlogs import kubelet_address, pod_container
 from tinykube.apiserver.rawupgrade import can_take_over, relay_upgrade
 from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.registry import Request as RegistryRequest
-from tinykube.apiserver.registry.binding import UnknownError
+from tinykube.apiserver.registry.generic import UnknownError
 from tinykube.apiserver.upgrade import WEBSOCKET_EXTENSION
 from tinykube.streams.websocket import HandshakeRefused, StreamWebSocket
 

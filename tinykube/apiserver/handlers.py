@@ -24,6 +24,8 @@ from tinykube.apiserver import consistency, fieldmanager, listing
 from tinykube.apiserver.connect import PodConnect
 from tinykube.apiserver.fieldvalidation import check_duplicates, field_check
 from tinykube.apiserver.identity import UserInfo, user_of
+from tinykube.apiserver.kinds.core.binding import bind
+from tinykube.apiserver.kinds.core.eviction import evict
 from tinykube.apiserver.metrics import RESOURCE_KEY
 from tinykube.apiserver.negotiation import (
     MAX_BODY,
@@ -37,10 +39,8 @@ from tinykube.apiserver.podlogs import PodLogs
 from tinykube.apiserver.printers import table
 from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.registry import Request as RegistryRequest
-from tinykube.apiserver.registry.apps import to_scale, update_scale
-from tinykube.apiserver.registry.binding import bind
-from tinykube.apiserver.registry.eviction import evict
 from tinykube.apiserver.registry.generic import INTERNAL_MANAGER
+from tinykube.apiserver.registry.scale import to_scale, update_scale
 from tinykube.apiserver.watch import watch_response
 
 if TYPE_CHECKING:  # answered.py renders with this module's json_response

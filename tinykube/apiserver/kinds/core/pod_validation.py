@@ -9,7 +9,7 @@ from typing import Any
 
 from tinykube.api.errors import ErrorType, FieldError, duplicate, forbidden, invalid, not_supported, required
 from tinykube.api.meta import dns1123_label, regex_error
-from tinykube.apiserver.registry.service_validation import iana_port_name_errors
+from tinykube.apiserver.kinds.core.service_validation import iana_port_name_errors
 
 RESTART_POLICIES = ["Always", "Never", "OnFailure"]
 DNS_POLICIES = ["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"]

@@ -15,11 +15,11 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from tinykube.api.errors import ErrorType, FieldError, duplicate, forbidden, go_value, invalid, not_supported, required
+from tinykube.api.errors import ErrorType, FieldError, duplicate, forbidden, invalid, not_supported, required
 from tinykube.api.meta import dns1123_label, dns1123_subdomain, qualified_name, validate_labels
+from tinykube.apiserver.registry.gosyntax import GoSyntaxError, go_invalid, go_slice
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -45,27 +45,6 @@ _CLIENT_IP = "when session affinity type is ClientIP"
 _LABEL_RE = re.compile("[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _PORT_NAME_CHARS = re.compile("[-a-z0-9]+")
 _CLUSTER_IPS = "spec.clusterIPs"
-
-
-@dataclass(frozen=True, slots=True)
-class GoSyntaxError(FieldError):
-    """A field error whose value is already Go `%#v` text, for values `go_value` cannot express (nil slices,
-    `[]core.IPFamily{...}`, struct dumps)."""
-
-    @property
-    def body(self) -> str:
-        text = f"{self.type.value[1]}: {self.value}"
-        return f"{text}: {self.detail}" if self.detail else text
-
-
-def _go_invalid(field: str, go_text: str, detail: str) -> FieldError:
-    return GoSyntaxError(ErrorType.INVALID, field, go_text, detail)
-
-
-def go_slice(values: list[str] | None, elem_type: str) -> str:
-    if values is None:
-        return f"[]{elem_type}(nil)"
-    return f"[]{elem_type}{{" + ", ".join(go_value(v) for v in values) + "}"
 
 
 # --- value helpers shared with allocation code -------------------------------------------------------------------
@@ -693,7 +672,7 @@ def _fixed_list_errors(
     SingleStack."""
     if len(new) == len(old):
         changed = [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b]
-        return [_go_invalid(f"{path}[{i}]", shown, "may not change once set") for i in changed]
+        return [go_invalid(f"{path}[{i}]", shown, "may not change once set") for i in changed]
     errs = _primary_change_errors(new, old, field=f"{path}[0]", shown=shown, what=what)
     if len(new) == 1 and len(old) > 1:
         errs += _release_secondary_errors(svc, what)
@@ -703,9 +682,9 @@ def _fixed_list_errors(
 def _primary_change_errors(new: list[str], old: list[str], *, field: str, shown: str, what: str) -> list[FieldError]:
     # Called when the lengths differ: either a secondary was added or something was released.
     if len(new) < len(old) and not new:
-        return [_go_invalid(field, shown, f"primary {what} can not be unset")]
+        return [go_invalid(field, shown, f"primary {what} can not be unset")]
     if old and new and new[0] != old[0]:
-        return [_go_invalid(field, shown, "may not change once set")]
+        return [go_invalid(field, shown, "may not change once set")]
     return []
 
 

@@ -1,5 +1,7 @@
-"""Strategies for the core/v1 and discovery.k8s.io/v1 kinds: upstream v1 defaulting and the validation that keeps
-stored objects well-formed. Services have their own module (`service.py`): they allocate."""
+"""Strategies for the core/v1 kinds of the cluster's running state — Namespaces, Pods, Nodes, Endpoints and Events:
+upstream v1 defaulting and the validation that keeps stored objects well-formed. The other core/v1 kinds have
+modules of their own beside this one (Services in `services.py`: they allocate; configuration in `config.py`,
+quotas in `quotas.py`, volumes in `volumes.py`, ReplicationControllers in `replicationcontrollers.py`)."""
 
 from __future__ import annotations
 
@@ -7,10 +9,11 @@ import copy
 from typing import Any
 
 from tinykube.api import errors
-from tinykube.api.errors import FieldError, invalid, not_supported, required
+from tinykube.api.errors import FieldError, invalid
+from tinykube.api.jsonshape import dicts
 from tinykube.api.meta import dns1123_label, now
+from tinykube.apiserver.kinds.core.pod_validation import validate_ephemeral_update, validate_pod_spec
 from tinykube.apiserver.registry.generic import GC_UNSUPPORTED, Strategy
-from tinykube.apiserver.registry.podvalidation import validate_ephemeral_update, validate_pod_spec
 
 IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")  # upstream's NamespaceLifecycle admission
 
@@ -148,11 +151,6 @@ def _objects(obj: dict[str, Any], *fields: str) -> list[FieldError]:
     return [invalid(f, obj[f], "must be an object") for f in fields if f in obj and not isinstance(obj[f], dict)]
 
 
-def dicts(items: Any) -> list[dict[str, Any]]:
-    """The objects in a list (nothing, for anything but a list): what defaulting may fill in."""
-    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
-
-
 def qos_class(spec: dict[str, Any]) -> str:
     """Upstream's QoS class: Guaranteed when every container limits cpu and memory with requests equal to limits,
     BestEffort when no container requests or limits anything, Burstable otherwise."""
@@ -242,20 +240,13 @@ class NodeStrategy(Strategy):
 # The JSON shapes of what the endpoint controllers, DNS and the proxy read from Endpoints and EndpointSlices, checked
 # before anything else (upstream's decoder refuses other types; a null is no value): a map is an object with fields
 # of those shapes, [shape] a list of them, a type a scalar of it.
-_ENDPOINT_PORT = {"name": str, "port": int, "protocol": str, "appProtocol": str}
+ENDPOINT_PORT_SHAPE = {"name": str, "port": int, "protocol": str, "appProtocol": str}
 _ENDPOINT_ADDRESS = {"ip": str, "hostname": str, "nodeName": str, "targetRef": {}}
 _ENDPOINTS_SHAPE = {
-    "subsets": [{"addresses": [_ENDPOINT_ADDRESS], "notReadyAddresses": [_ENDPOINT_ADDRESS], "ports": [_ENDPOINT_PORT]}]
+    "subsets": [
+        {"addresses": [_ENDPOINT_ADDRESS], "notReadyAddresses": [_ENDPOINT_ADDRESS], "ports": [ENDPOINT_PORT_SHAPE]}
+    ]
 }
-_ENDPOINT_CONDITIONS = {"ready": bool, "serving": bool, "terminating": bool}
-_SLICE_ENDPOINT = {
-    "addresses": [str],
-    "conditions": _ENDPOINT_CONDITIONS,
-    "hostname": str,
-    "nodeName": str,
-    "zone": str,
-}
-_ENDPOINT_SLICE_SHAPE = {"addressType": str, "endpoints": [_SLICE_ENDPOINT], "ports": [_ENDPOINT_PORT]}
 _SHAPE_NAMES = {str: "a string", int: "an integer", bool: "a boolean"}
 
 
@@ -281,13 +272,13 @@ class EndpointsStrategy(Strategy):
 
     def default(self, obj: dict[str, Any]) -> None:
         for subset in dicts(obj.get("subsets")):
-            _default_protocols(subset.get("ports"))
+            default_protocols(subset.get("ports"))
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
         return shape_errors(obj, _ENDPOINTS_SHAPE)
 
 
-def _default_protocols(ports: Any) -> None:
+def default_protocols(ports: Any) -> None:
     for port in dicts(ports):
         port.setdefault("protocol", "TCP")
 
@@ -306,25 +297,10 @@ class EventStrategy(Strategy):
             obj["firstTimestamp"] = obj["lastTimestamp"] = now()
 
 
-class EndpointSliceStrategy(Strategy):
-    def default(self, obj: dict[str, Any]) -> None:
-        _default_protocols(obj.get("ports"))
-        for port in dicts(obj.get("ports")):
-            port.setdefault("name", "")
-
-    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-        families = ["FQDN", "IPv4", "IPv6"]
-        family, errs = obj.get("addressType"), shape_errors(obj, _ENDPOINT_SLICE_SHAPE)
-        if not family:
-            return [required("addressType"), *errs]
-        return errs if family in families else [not_supported("addressType", family, families), *errs]
-
-
 STRATEGIES: dict[str, type[Strategy]] = {
     "namespaces": NamespaceStrategy,
     "pods": PodStrategy,
     "nodes": NodeStrategy,
     "endpoints": EndpointsStrategy,
     "events": EventStrategy,
-    "endpointslices": EndpointSliceStrategy,
 }
