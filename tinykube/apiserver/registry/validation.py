@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Callable
 from typing import Any
 
 from tinykube.api import errors, golang
@@ -67,6 +68,49 @@ def validate_requirement(expr: dict[str, Any], field: str) -> list[FieldError]:
         errs.append(invalid(f"{field}.operator", operator, "not a valid selector operator"))
     key = str(expr.get("key", ""))
     return errs + [invalid(f"{field}.key", key, m) for m in qualified_name(key)]
+
+
+_KEY = object()  # NamedItems.repeat shows the key itself
+
+
+class NamedItems:
+    """The "list of named items" rule that upstream's validation writes out again for every list keyed by a name, a
+    type, a key or an audience: each item's key is required, valid by the list's rule and unique, with upstream's
+    messages (`Required value`, the rule's `Invalid value`s, `Duplicate value: "x"`).
+
+    One instance per list (or per set of lists that share their names, as a pod's init and app containers do).
+    `check` takes one item at a time, inside the loop that checks the rest of the item, so that errors keep
+    upstream's order (the order of `details.causes` is part of the API). A key is recorded whether it is valid or
+    not, so that a misspelt repeat is still reported as one."""
+
+    def __init__(
+        self, rule: Callable[[str], list[str]] | None = None, *, allow_empty: bool = False, required_detail: str = ""
+    ) -> None:
+        self._rule, self._allow_empty, self._required_detail = rule, allow_empty, required_detail
+        self._seen: list[Any] = []  # a list, not a set: keys are compared as decoded, hashable or not
+
+    def check(self, name: str, field: str) -> list[FieldError]:
+        """The errors of one item's key at `field`: missing (when required; an empty key is not recorded), invalid
+        by the rule, or a repeat."""
+        if not name:
+            return [] if self._allow_empty else [required(field, self._required_detail)]
+        errs = invalid_each(field, name, self._rule(name)) if self._rule else []
+        return errs + self.repeat(name, field)
+
+    def repeat(self, key: Any, field: str, *, shown: Any = _KEY) -> list[FieldError]:
+        """Only the uniqueness rule: `Duplicate value` (of `shown`, by default the key) when `key` was seen before
+        in this list; records it."""
+        if key in self._seen:
+            return [duplicate(field, key if shown is _KEY else shown)]
+        self._seen.append(key)
+        return []
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._seen
+
+    def names(self) -> set[str]:
+        """The string keys seen (for checks that refer to them, such as a mount naming a volume)."""
+        return {key for key in self._seen if isinstance(key, str)}
 
 
 def path_segment_name(name: str) -> list[str]:
@@ -159,12 +203,9 @@ def _condition_errors(condition: dict[str, Any], path: str) -> list[FieldError]:
 def conditions_errors(conditions: Any, path: str) -> list[FieldError]:
     """metav1 ValidateConditions: each condition valid, each type once."""
     errs: list[FieldError] = []
-    seen: set[str] = set()
+    types = NamedItems()
     for i, condition in indexed_dicts(conditions):
-        kind = as_str(condition.get("type"))
-        if kind in seen:
-            errs.append(duplicate(f"{path}[{i}].type", kind))
-        seen.add(kind)
+        errs += types.repeat(as_str(condition.get("type")), f"{path}[{i}].type")
         errs += _condition_errors(condition, f"{path}[{i}]")
     return errs
 

@@ -16,13 +16,14 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
-from tinykube.api.errors import FieldError, duplicate, forbidden, invalid, not_supported, required, too_many
+from tinykube.api.errors import FieldError, forbidden, invalid, not_supported, required, too_many
 from tinykube.api.jsonshape import as_dict, as_int, as_list, as_str, indexed_dicts, strings
-from tinykube.api.meta import dns1035_label, dns1123_subdomain
+from tinykube.api.meta import dns1035_label, dns1123_subdomain, qualified_name
 from tinykube.apiserver.kinds.core.service_validation import port_number_errors
 from tinykube.apiserver.registry.generic import Strategy
 from tinykube.apiserver.registry.gosyntax import go_invalid, go_slice
 from tinykube.apiserver.registry.validation import (
+    NamedItems,
     conditions_errors,
     default_if_nil,
     has_invalid_selector,
@@ -229,15 +230,11 @@ def match_conditions_errors(conditions: Any, path: str) -> list[FieldError]:
     """Each condition named (a qualified name, unique) with a non-blank CEL expression (not compiled here)."""
     entries = as_list(conditions)
     errs = [too_many(path, len(entries), 64)] if len(entries) > 64 else []
-    seen: set[str] = set()
+    names = NamedItems(qualified_name)
     for i, condition in indexed_dicts(entries):
         if not as_str(condition.get("expression")).strip():
             errs.append(required(f"{path}[{i}].expression"))
-        name = as_str(condition.get("name"))
-        errs += [required(f"{path}[{i}].name")] if not name else qualified_name_errors(name, f"{path}[{i}].name")
-        if name and name in seen:
-            errs.append(duplicate(f"{path}[{i}].name", name))
-        seen.add(name)
+        errs += names.check(as_str(condition.get("name")), f"{path}[{i}].name")
     return errs
 
 
@@ -317,7 +314,7 @@ def webhook_configuration_errors(
 ) -> list[FieldError]:
     opts = _webhook_options(obj, old)
     errs: list[FieldError] = []
-    seen: set[str] = set()
+    names = NamedItems()
     for i, hook in indexed_dicts(obj.get("webhooks")):
         path = f"webhooks[{i}]"
         errs += webhook_errors(hook, path, opts, mutating=mutating)
@@ -327,9 +324,7 @@ def webhook_configuration_errors(
         )
         name = as_str(hook.get("name"))
         if opts.require_unique_names and name:
-            if name in seen:
-                errs.append(duplicate(f"{path}.name", name))
-            seen.add(name)
+            errs += names.repeat(name, f"{path}.name")
     return errs
 
 
@@ -391,11 +386,10 @@ def param_kind_errors(param_kind: dict[str, Any], path: str) -> list[FieldError]
 
 def _named_rule_errors(rule: dict[str, Any], path: str) -> list[FieldError]:
     errs: list[FieldError] = []
-    names = strings(rule.get("resourceNames"))
-    for i, name in enumerate(names):
+    unique = NamedItems()
+    for i, name in enumerate(strings(rule.get("resourceNames"))):
         errs += invalid_each(f"{path}.resourceNames[{i}]", name, path_segment_name(name))
-        if name in names[:i]:
-            errs.append(duplicate(f"{path}.resourceNames[{i}]", name))
+        errs += unique.repeat(name, f"{path}.resourceNames[{i}]")
     return errs + _rule_errors(rule, path)
 
 
@@ -464,13 +458,10 @@ def _audit_annotation_errors(annotation: dict[str, Any], policy_name: str, path:
 def _audit_annotations_errors(annotations: Any, policy_name: str, path: str) -> list[FieldError]:
     entries = as_list(annotations)
     errs = [] if len(entries) <= 20 else [invalid(path, entries, "must not have more than 20 auditAnnotations")]
-    keys: list[str] = []
+    keys = NamedItems()
     for i, annotation in indexed_dicts(entries):
         errs += _audit_annotation_errors(annotation, policy_name, f"{path}[{i}]")
-        key = as_str(annotation.get("key"))
-        if key in keys:
-            errs.append(duplicate(f"{path}[{i}].key", key))
-        keys.append(key)
+        errs += keys.repeat(as_str(annotation.get("key")), f"{path}[{i}].key")
     return errs
 
 
@@ -569,11 +560,11 @@ def param_ref_errors(ref: Any, path: str) -> list[FieldError]:
 
 def _validation_actions_errors(actions: list[Any], path: str) -> list[FieldError]:
     errs: list[FieldError] = []
+    unique = NamedItems()
     for i, action in enumerate(actions):
         if action not in _VALIDATION_ACTIONS:
             errs.append(not_supported(f"{path}[{i}]", action, _VALIDATION_ACTIONS))
-        if action in actions[:i]:
-            errs.append(duplicate(f"{path}[{i}]", action))
+        errs += unique.repeat(action, f"{path}[{i}]")
     if "Deny" in actions and "Warn" in actions:
         detail = (
             "must not contain both Deny and Warn (repeating the same validation failure information in the API "

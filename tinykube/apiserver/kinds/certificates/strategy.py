@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tinykube.api import errors
-from tinykube.api.errors import ErrorType, FieldError, duplicate, forbidden, go_value, invalid, not_supported, required
+from tinykube.api.errors import ErrorType, FieldError, forbidden, go_value, invalid, not_supported, required
 from tinykube.api.jsonshape import as_dict, as_int, as_list, as_str, indexed_dicts
 from tinykube.api.meta import dns1123_label, dns1123_subdomain, now
 from tinykube.apiserver.identity import UserInfo
 from tinykube.apiserver.registry.generic import Strategy
 from tinykube.apiserver.registry.gosyntax import go_invalid
-from tinykube.apiserver.registry.validation import CONDITION_STATUSES, decode_bytes
+from tinykube.apiserver.registry.validation import CONDITION_STATUSES, NamedItems, decode_bytes
 
 if TYPE_CHECKING:  # cryptography is imported when a request is parsed: 50 ms less at start-up
     from cryptography import x509
@@ -204,7 +204,8 @@ def _usage_errors(usages: list[Any], opts: _CsrOptions) -> list[FieldError]:
     if not opts.unknown_usages:
         errs += [not_supported(f"spec.usages[{i}]", u, KEY_USAGES) for i, u in enumerate(usages) if u not in KEY_USAGES]
     if not opts.duplicate_usages:
-        errs += [duplicate(f"spec.usages[{i}]", u) for i, u in enumerate(usages) if u in usages[:i]]
+        unique = NamedItems()
+        errs += [err for i, usage in enumerate(usages) for err in unique.repeat(usage, f"spec.usages[{i}]")]
     return errs
 
 
@@ -228,7 +229,7 @@ def _csr_spec_errors(spec: dict[str, Any], opts: _CsrOptions) -> list[FieldError
 
 def _csr_condition_errors(conditions: list[tuple[int, dict[str, Any]]], opts: _CsrOptions) -> list[FieldError]:
     errs: list[FieldError] = []
-    seen: list[str] = []
+    types = NamedItems()
     for i, condition in conditions:
         path, kind, status = f"status.conditions[{i}]", as_str(condition.get("type")), condition.get("status", "")
         if not kind and not opts.empty_condition_type:
@@ -240,12 +241,12 @@ def _csr_condition_errors(conditions: list[tuple[int, dict[str, Any]]], opts: _C
             errs.append(not_supported(f"{path}.status", status, allowed))
         if not opts.both_approved_and_denied and kind in _APPROVAL_CONDITIONS:
             other = "Denied" if kind == "Approved" else "Approved"
-            if other in seen:
+            if other in types:
                 detail = "Approved and Denied conditions are mutually exclusive"
                 errs.append(invalid(f"{path}.type", kind, detail))
-        if not opts.duplicate_condition_types and kind in seen:
-            errs.append(duplicate(f"{path}.type", kind))
-        seen.append(kind)
+        repeated = types.repeat(kind, f"{path}.type")
+        if not opts.duplicate_condition_types:
+            errs += repeated
     return errs
 
 

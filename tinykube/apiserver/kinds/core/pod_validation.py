@@ -7,9 +7,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tinykube.api.errors import ErrorType, FieldError, duplicate, forbidden, invalid, not_supported, required
+from tinykube.api.errors import ErrorType, FieldError, forbidden, invalid, not_supported, required
 from tinykube.api.meta import dns1123_label, regex_error
 from tinykube.apiserver.kinds.core.service_validation import iana_port_name_errors
+from tinykube.apiserver.registry.validation import NamedItems
 
 RESTART_POLICIES = ["Always", "Never", "OnFailure"]
 DNS_POLICIES = ["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"]
@@ -38,7 +39,7 @@ def validate_pod_spec(spec: Any, path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     volumes, errs_volumes = _volumes(spec.get("volumes"), f"{path}.volumes")
     errs += errs_volumes
-    names: set[str] = set()
+    names = NamedItems(dns1123_label)  # init and app containers share their names
     init = spec.get("initContainers")
     if init is not None:
         errs += _containers(init, f"{path}.initContainers", names, volumes)
@@ -60,35 +61,28 @@ def validate_pod_spec(spec: Any, path: str) -> list[FieldError]:
     return errs
 
 
-def _unique_label(name: Any, path: str, seen: set[str]) -> list[FieldError]:
-    """A required DNS-1123 label not in `seen` (volumes, and containers across init and app containers); any
-    string name is added to `seen`, valid or not, so a misspelt duplicate is still reported as one."""
-    if not name:
-        return [required(path)]
-    if not isinstance(name, str):
+def _unique_label(name: Any, path: str, names: NamedItems) -> list[FieldError]:
+    """A required DNS-1123 label, unique among `names` (volumes, and containers across init and app containers)."""
+    if name and not isinstance(name, str):
         return [invalid(path, name, "must be a string")]
-    errs = [invalid(path, name, msg) for msg in dns1123_label(name)]
-    if name in seen:
-        errs.append(duplicate(path, name))
-    seen.add(name)
-    return errs
+    return names.check(name or "", path)
 
 
 def _volumes(volumes: Any, path: str) -> tuple[set[str], list[FieldError]]:
-    names: set[str] = set()
+    names = NamedItems(dns1123_label)
     errs: list[FieldError] = []
     if volumes is not None and not isinstance(volumes, list):
-        return names, [invalid(path, volumes, "must be a list")]
+        return set(), [invalid(path, volumes, "must be a list")]
     for i, volume in _dicts(volumes):
         here = f"{path}[{i}]"
         if not isinstance(volume, dict):
             errs.append(invalid(here, volume, "must be an object"))
             continue
         errs += _unique_label(volume.get("name"), f"{here}.name", names)
-    return names, errs
+    return names.names(), errs
 
 
-def _containers(containers: Any, path: str, names: set[str], volumes: set[str]) -> list[FieldError]:
+def _containers(containers: Any, path: str, names: NamedItems, volumes: set[str]) -> list[FieldError]:
     if not isinstance(containers, list):
         return [invalid(path, containers, "must be a list")]
     errs: list[FieldError] = []
@@ -119,7 +113,7 @@ def _ports(ports: Any, path: str) -> list[FieldError]:
     if ports is not None and not isinstance(ports, list):
         return [invalid(path, ports, "must be a list")]
     errs: list[FieldError] = []
-    names: set[str] = set()
+    names = NamedItems(iana_port_name_errors)
     for i, port in _dicts(ports):
         here = f"{path}[{i}]"
         if not isinstance(port, dict):
@@ -127,10 +121,7 @@ def _ports(ports: Any, path: str) -> list[FieldError]:
             continue
         name = port.get("name")
         if isinstance(name, str) and name:
-            errs += [invalid(f"{here}.name", name, msg) for msg in iana_port_name_errors(name)]
-            if name in names:
-                errs.append(duplicate(f"{here}.name", name))
-            names.add(name)
+            errs += names.check(name, f"{here}.name")
         elif name not in (None, ""):
             errs.append(invalid(f"{here}.name", name, "must be a string"))
         errs += _port_number(port.get("containerPort"), f"{here}.containerPort", required_=True)

@@ -11,7 +11,6 @@ from typing import Any
 from tinykube.api.errors import (
     ErrorType,
     FieldError,
-    duplicate,
     forbidden,
     go_value,
     invalid,
@@ -23,7 +22,7 @@ from tinykube.api.quantity import MAX_MILLI_VALUE, Quantity, QuantityError, pars
 from tinykube.apiserver.kinds.core.config import canonical_quantities
 from tinykube.apiserver.registry.generic import Strategy
 from tinykube.apiserver.registry.gosyntax import GoSyntaxError, go_slice
-from tinykube.apiserver.registry.validation import IMMUTABLE, NONNEGATIVE
+from tinykube.apiserver.registry.validation import IMMUTABLE, NONNEGATIVE, NamedItems
 
 # ---- resource names, shared by LimitRange and ResourceQuota --------------------------------------------------------
 
@@ -127,9 +126,9 @@ class LimitRangeStrategy(Strategy):
         if not isinstance(limits, list):
             return [invalid("spec.limits", limits, "must be a list")]
         errs: list[FieldError] = []
-        seen: set[str] = set()
+        types = NamedItems()
         for i, item in enumerate(limits):
-            errs += _limit_item_errors(as_dict(item), f"spec.limits[{i}]", seen)
+            errs += _limit_item_errors(as_dict(item), f"spec.limits[{i}]", types)
         return errs
 
 
@@ -150,12 +149,10 @@ def _limit_type_errors(kind: Any, field: str) -> list[FieldError]:
     return errs
 
 
-def _limit_item_errors(item: dict[str, Any], path: str, seen: set[str]) -> list[FieldError]:
+def _limit_item_errors(item: dict[str, Any], path: str, types: NamedItems) -> list[FieldError]:
     kind = str(item.get("type") or "")
     errs = _limit_type_errors(item.get("type"), f"{path}.type")
-    if kind in seen:
-        errs.append(duplicate(f"{path}.type", kind))
-    seen.add(kind)
+    errs += types.repeat(kind, f"{path}.type")
     if kind == "Pod":  # a pod has no default limits of its own: its containers do
         pod_only = "may not be specified when `type` is 'Pod'"
         errs += [forbidden(f"{path}.{field}", pod_only) for field in ("default", "defaultRequest") if item.get(field)]

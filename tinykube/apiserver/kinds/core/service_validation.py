@@ -17,9 +17,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from tinykube.api.errors import ErrorType, FieldError, duplicate, forbidden, invalid, not_supported, required
+from tinykube.api.errors import ErrorType, FieldError, forbidden, invalid, not_supported, required
 from tinykube.api.meta import dns1123_label, dns1123_subdomain, qualified_name, validate_labels
 from tinykube.apiserver.registry.gosyntax import GoSyntaxError, go_invalid, go_slice
+from tinykube.apiserver.registry.validation import NamedItems
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -328,13 +329,11 @@ def _cluster_ip_sync_errors(cluster_ip: str, ips: list[str]) -> list[FieldError]
 
 def _ip_family_errors(families: list[str]) -> list[FieldError]:
     errs: list[FieldError] = []
-    seen: set[str] = set()
+    unique = NamedItems()
     for i, family in enumerate(families):
         if family not in IP_FAMILIES:
             errs.append(not_supported(f"spec.ipFamilies[{i}]", family, IP_FAMILIES))
-        if family in seen:
-            errs.append(duplicate(f"spec.ipFamilies[{i}]", family))
-        seen.add(family)
+        errs += unique.repeat(family, f"spec.ipFamilies[{i}]")
     return errs
 
 
@@ -444,15 +443,16 @@ def _external_name_errors(spec: dict[str, Any]) -> list[FieldError]:
 
 def _ports_errors(spec: dict[str, Any]) -> list[FieldError]:
     ports = _ports(spec)
-    seen_names: set[str] = set()
+    # With several ports, names are what Endpoints and SRV records use to tell them apart.
+    names = NamedItems(_dns1123_label, allow_empty=len(ports) <= 1)
     errs: list[FieldError] = []
     for i, port in enumerate(ports):
-        errs += _port_errors(port, f"spec.ports[{i}]", require_name=len(ports) > 1, seen_names=seen_names)
+        errs += _port_errors(port, f"spec.ports[{i}]", names)
     return errs
 
 
-def _port_errors(port: dict[str, Any], path: str, *, require_name: bool, seen_names: set[str]) -> list[FieldError]:
-    errs = _port_name_errors(_str(port, "name"), f"{path}.name", require_name=require_name, seen_names=seen_names)
+def _port_errors(port: dict[str, Any], path: str, names: NamedItems) -> list[FieldError]:
+    errs = names.check(_str(port, "name"), f"{path}.name")
     number = _int(port, "port")
     errs += [invalid(f"{path}.port", number, m) for m in port_number_errors(number)]
     protocol = _str(port, "protocol")
@@ -465,17 +465,6 @@ def _port_errors(port: dict[str, Any], path: str, *, require_name: bool, seen_na
     if app_protocol is not None:
         errs += [invalid(f"{path}.appProtocol", app_protocol, m) for m in qualified_name(app_protocol)]
     # Headless services may have any targetPort: the v1 API always tolerated it.
-    return errs
-
-
-def _port_name_errors(name: str, path: str, *, require_name: bool, seen_names: set[str]) -> list[FieldError]:
-    # With several ports, names are what Endpoints and SRV records use to tell them apart.
-    if not name:
-        return [required(path)] if require_name else []
-    errs = [invalid(path, name, m) for m in _dns1123_label(name)]
-    if name in seen_names:
-        errs.append(duplicate(path, name))
-    seen_names.add(name)
     return errs
 
 
@@ -534,15 +523,12 @@ def _cluster_ip_node_port_errors(spec: dict[str, Any]) -> list[FieldError]:
 
 def _duplicate_node_port_errors(spec: dict[str, Any]) -> list[FieldError]:
     # The same nodePort may serve TCP and UDP (e.g. DNS); only a repeat within one protocol is a clash.
-    seen: set[tuple[str, int]] = set()
+    unique = NamedItems()
     errs: list[FieldError] = []
     for i, port in enumerate(_ports(spec)):
         key = (_str(port, "protocol"), _int(port, "nodePort"))
-        if not key[1]:
-            continue
-        if key in seen:
-            errs.append(duplicate(f"spec.ports[{i}].nodePort", key[1]))
-        seen.add(key)
+        if key[1]:
+            errs += unique.repeat(key, f"spec.ports[{i}].nodePort", shown=key[1])
     return errs
 
 

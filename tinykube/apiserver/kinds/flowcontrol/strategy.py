@@ -8,12 +8,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tinykube.api.errors import ErrorType, FieldError, duplicate, forbidden, go_value, invalid, not_supported, required
+from tinykube.api.errors import ErrorType, FieldError, forbidden, go_value, invalid, not_supported, required
 from tinykube.api.jsonshape import as_dict, as_int, as_list, as_str, indexed_dicts, strings
 from tinykube.api.meta import dns1123_label, dns1123_subdomain
 from tinykube.apiserver.registry.generic import Strategy
 from tinykube.apiserver.registry.gosyntax import GoSyntaxError
-from tinykube.apiserver.registry.validation import default_if_nil, has_wildcard, invalid_each
+from tinykube.apiserver.registry.validation import NamedItems, default_if_nil, has_wildcard, invalid_each
 
 _FLOW_VERBS = sorted(["get", "list", "create", "update", "delete", "deletecollection", "patch", "watch", "proxy"])
 _SUBJECT_KINDS = ["Group", "ServiceAccount", "User"]
@@ -179,12 +179,10 @@ def flow_schema_errors(obj: dict[str, Any]) -> list[FieldError]:
 
 def _flow_status_errors(status: dict[str, Any]) -> list[FieldError]:
     errs: list[FieldError] = []
-    seen: set[str] = set()
+    types = NamedItems()
     for i, condition in indexed_dicts(status.get("conditions")):
         kind = as_str(condition.get("type"))
-        if kind in seen:
-            errs.append(duplicate(f"status.conditions[{i}].type", kind))
-        seen.add(kind)
+        errs += types.repeat(kind, f"status.conditions[{i}].type")
         if not kind:
             errs.append(required(f"status.conditions[{i}].type", "must not be empty"))
     return errs

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tinykube.api.errors import ErrorType, FieldError, duplicate, forbidden, invalid, not_supported, required
+from tinykube.api.errors import ErrorType, FieldError, forbidden, invalid, not_supported, required
 from tinykube.api.jsonshape import as_dict, as_list
 from tinykube.api.meta import dns1123_subdomain, qualified_name
 from tinykube.api.quantity import parse_quantity
@@ -18,7 +18,7 @@ from tinykube.apiserver.kinds.core.config import canonical_quantities
 from tinykube.apiserver.kinds.core.volumes import csi_driver_name_errors, quantity_value, volume_label_selector_errors
 from tinykube.apiserver.registry.generic import Strategy
 from tinykube.apiserver.registry.gosyntax import GoSyntaxError, go_pointer, go_selector, go_slice, go_string
-from tinykube.apiserver.registry.validation import IMMUTABLE, NONNEGATIVE, default_if_nil, semantic
+from tinykube.apiserver.registry.validation import IMMUTABLE, NONNEGATIVE, NamedItems, default_if_nil, semantic
 
 # ---- StorageClass -------------------------------------------------------------------------------------------------
 
@@ -73,21 +73,20 @@ def _parameter_errors(parameters: Any) -> list[FieldError]:
 def _topology_errors(terms: Any, path: str) -> list[FieldError]:
     """Each term's label requirements: values required and unique, keys unique label names; terms unique."""
     errs: list[FieldError] = []
-    seen: list[dict[str, set[str]]] = []
+    unique_terms = NamedItems()
     for i, term in enumerate(as_list(terms)):
         expressions: dict[str, set[str]] = {}
+        keys = NamedItems()
         for j, req in enumerate(as_list(as_dict(term).get("matchLabelExpressions"))):
             here = f"{path}[{i}].matchLabelExpressions[{j}]"
             key, values = str(as_dict(req).get("key") or ""), [str(v) for v in as_list(as_dict(req).get("values"))]
             errs += [] if values else [required(f"{here}.values")]
-            errs += [duplicate(f"{here}.values[{k}]", v) for k, v in enumerate(values) if v in values[:k]]
+            unique_values = NamedItems()
+            errs += [err for k, v in enumerate(values) for err in unique_values.repeat(v, f"{here}.values[{k}]")]
             errs += [invalid(f"{here}.key", key, msg) for msg in qualified_name(key)]
-            if key in expressions:
-                errs.append(duplicate(f"{here}.key", key))
+            errs += keys.repeat(key, f"{here}.key")
             expressions[key] = set(values)
-        if expressions in seen:
-            errs.append(duplicate(f"{path}[{i}].matchLabelExpressions", ""))
-        seen.append(expressions)
+        errs += unique_terms.repeat(expressions, f"{path}[{i}].matchLabelExpressions", shown="")
     return errs
 
 
@@ -161,13 +160,13 @@ def _csi_driver_spec_errors(spec: dict[str, Any]) -> list[FieldError]:
 def _token_request_errors(requests: Any) -> list[FieldError]:
     """Audiences unique (one may be empty); expiry between 10 minutes and 2^32 seconds."""
     errs: list[FieldError] = []
-    audiences: set[str] = set()
+    audiences = NamedItems()
     for i, request in enumerate(as_list(requests)):
         audience, seconds = str(as_dict(request).get("audience") or ""), as_dict(request).get("expirationSeconds")
-        if audience in audiences:
-            errs.append(duplicate(f"spec.tokenRequests[{i}].audience", audience))
+        repeated = audiences.repeat(audience, f"spec.tokenRequests[{i}].audience")
+        if repeated:
+            errs += repeated
             continue
-        audiences.add(audience)
         if isinstance(seconds, int) and seconds < 600:
             errs.append(
                 invalid(
@@ -210,7 +209,7 @@ class CSINodeStrategy(Strategy):
         old_drivers = as_list(as_dict((old or {}).get("spec")).get("drivers"))
         longest = _longest_node_id(old_drivers)
         errs: list[FieldError] = []
-        names: set[str] = set()
+        names = NamedItems()
         for i, driver in enumerate(drivers):
             errs += _csi_node_driver_errors(as_dict(driver), f"spec.drivers[{i}]", names, longest)
         return errs + (_csi_node_update_errors(drivers, old_drivers) if old is not None else [])
@@ -222,9 +221,8 @@ def _longest_node_id(old_drivers: list[Any]) -> int:
     return _NODE_ID_LONG_MAX if long_ids else _NODE_ID_MAX
 
 
-def _csi_node_driver_errors(driver: dict[str, Any], path: str, names: set[str], longest: int) -> list[FieldError]:
+def _csi_node_driver_errors(driver: dict[str, Any], path: str, names: NamedItems, longest: int) -> list[FieldError]:
     name, node_id = driver.get("name"), str(driver.get("nodeID") or "")
-    seen_as = str(name)
     errs = csi_driver_name_errors(name, f"{path}.name")
     if not node_id:
         errs.append(required(f"{path}.nodeID"))
@@ -233,14 +231,11 @@ def _csi_node_driver_errors(driver: dict[str, Any], path: str, names: set[str], 
     count = as_dict(driver.get("allocatable")).get("count")
     if isinstance(count, int) and count < 0:
         errs.append(invalid(f"{path}.allocatable.count", count, NONNEGATIVE))
-    if seen_as in names:
-        errs.append(duplicate(f"{path}.name", name))
-    names.add(seen_as)
-    keys: set[str] = set()
+    errs += names.repeat(str(name), f"{path}.name", shown=name)
+    keys = NamedItems()
     for key in [str(k) for k in as_list(driver.get("topologyKeys"))]:  # errors name the driver, not the key
         errs += [required(path)] if not key else []
-        errs += [duplicate(path, key)] if key in keys else []
-        keys.add(key)
+        errs += keys.repeat(key, path)
         errs += [invalid(path, key, msg) for msg in qualified_name(key)]
     return errs
 
