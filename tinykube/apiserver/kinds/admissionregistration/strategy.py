@@ -19,9 +19,9 @@ from typing import Any
 from tinykube.api.errors import FieldError, forbidden, invalid, not_supported, required, too_many
 from tinykube.api.jsonshape import as_dict, as_int, as_list, as_str, indexed_dicts, strings
 from tinykube.api.meta import dns1035_label, dns1123_subdomain, qualified_name
-from tinykube.apiserver.kinds.core.service_validation import port_number_errors
 from tinykube.apiserver.registry.generic import Strategy
 from tinykube.apiserver.registry.gosyntax import go_invalid, go_slice
+from tinykube.apiserver.registry.netvalidation import port_number_errors
 from tinykube.apiserver.registry.validation import (
     NamedItems,
     conditions_errors,

@@ -9,8 +9,8 @@ from typing import Any
 from tinykube.api.errors import FieldError, go_value, invalid, not_supported, required
 from tinykube.api.jsonshape import as_dict, as_int, as_str, indexed_dicts
 from tinykube.api.meta import dns1035_label, dns1123_subdomain
-from tinykube.apiserver.kinds.core.service_validation import port_number_errors
 from tinykube.apiserver.registry.generic import Strategy
+from tinykube.apiserver.registry.netvalidation import port_number_errors
 from tinykube.apiserver.registry.validation import decode_bytes, default_if_nil, invalid_each, path_segment_name
 
 # =================================================================================================================

@@ -9,7 +9,7 @@ from typing import Any
 
 from tinykube.api.errors import ErrorType, FieldError, forbidden, invalid, not_supported, required
 from tinykube.api.meta import dns1123_label, regex_error
-from tinykube.apiserver.kinds.core.service_validation import iana_port_name_errors
+from tinykube.apiserver.registry.netvalidation import iana_port_name_errors
 from tinykube.apiserver.registry.validation import NamedItems
 
 RESTART_POLICIES = ["Always", "Never", "OnFailure"]
@@ -25,7 +25,7 @@ _QUANTITY_RE = re.compile(_QUANTITY)
 _PORT_RANGE = "must be between 1 and 65535, inclusive"
 
 
-def _dicts(items: Any) -> list[tuple[int, Any]]:
+def _enumerated(items: Any) -> list[tuple[int, Any]]:
     return list(enumerate(items)) if isinstance(items, list) else []
 
 
@@ -73,7 +73,7 @@ def _volumes(volumes: Any, path: str) -> tuple[set[str], list[FieldError]]:
     errs: list[FieldError] = []
     if volumes is not None and not isinstance(volumes, list):
         return set(), [invalid(path, volumes, "must be a list")]
-    for i, volume in _dicts(volumes):
+    for i, volume in _enumerated(volumes):
         here = f"{path}[{i}]"
         if not isinstance(volume, dict):
             errs.append(invalid(here, volume, "must be an object"))
@@ -114,7 +114,7 @@ def _ports(ports: Any, path: str) -> list[FieldError]:
         return [invalid(path, ports, "must be a list")]
     errs: list[FieldError] = []
     names = NamedItems(iana_port_name_errors)
-    for i, port in _dicts(ports):
+    for i, port in _enumerated(ports):
         here = f"{path}[{i}]"
         if not isinstance(port, dict):
             errs.append(invalid(here, port, "must be an object"))
@@ -138,7 +138,7 @@ def _env(env: Any, path: str) -> list[FieldError]:
     if env is not None and not isinstance(env, list):
         return [invalid(path, env, "must be a list")]
     errs: list[FieldError] = []
-    for i, var in _dicts(env):
+    for i, var in _enumerated(env):
         here = f"{path}[{i}]"
         if not isinstance(var, dict):
             errs.append(invalid(here, var, "must be an object"))
@@ -158,7 +158,7 @@ def _mounts(mounts: Any, path: str, volumes: set[str]) -> list[FieldError]:
     if mounts is not None and not isinstance(mounts, list):
         return [invalid(path, mounts, "must be a list")]
     errs: list[FieldError] = []
-    for i, mount in _dicts(mounts):
+    for i, mount in _enumerated(mounts):
         here = f"{path}[{i}]"
         if not isinstance(mount, dict):
             errs.append(invalid(here, mount, "must be an object"))
@@ -236,7 +236,7 @@ def validate_ephemeral_update(spec: Any, old_spec: dict[str, Any], path: str = "
                  for key in EPHEMERAL_FORBIDDEN if container.get(key)]  # fmt: skip
         errs += _env(container.get("env"), f"{here}.env")
         errs += _mounts(container.get("volumeMounts"), f"{here}.volumeMounts", volumes)
-        for j, mount in _dicts(container.get("volumeMounts")):
+        for j, mount in _enumerated(container.get("volumeMounts")):
             if mount.get("subPath"):
                 errs.append(forbidden(f"{here}.volumeMounts[{j}].subPath", "cannot be set for an Ephemeral Container"))
         target = container.get("targetContainerName")

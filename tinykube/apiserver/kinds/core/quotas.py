@@ -310,14 +310,14 @@ class ResourceQuotaStrategy(Strategy):
         status = as_dict(obj.get("status"))
         for field in ("hard", "used"):
             errs += _quota_list_errors(status.get(field), f"status.{field}")
-        if old is not None and set(_strings(spec.get("scopes"))) != set(
-            _strings(as_dict(old.get("spec")).get("scopes"))
+        if old is not None and set(_texts(spec.get("scopes"))) != set(
+            _texts(as_dict(old.get("spec")).get("scopes"))
         ):
             errs.append(GoSyntaxError(ErrorType.INVALID, "spec.scopes", _go_scopes(spec.get("scopes")), IMMUTABLE))
         return errs
 
 
-def _strings(value: Any) -> list[str]:
+def _texts(value: Any) -> list[str]:
     return [str(item) for item in value] if isinstance(value, list) else []
 
 
@@ -332,11 +332,11 @@ def _quota_list_errors(quantities: Any, path: str) -> list[FieldError]:
 
 
 def _go_scopes(scopes: Any) -> str:
-    return go_slice(_strings(scopes) if isinstance(scopes, list) else None, "core.ResourceQuotaScope")
+    return go_slice(_texts(scopes) if isinstance(scopes, list) else None, "core.ResourceQuotaScope")
 
 
 def _scope_errors(spec: dict[str, Any]) -> list[FieldError]:
-    scopes = _strings(spec.get("scopes"))
+    scopes = _texts(spec.get("scopes"))
     rendered = _go_scopes(spec.get("scopes"))
     errs: list[FieldError] = []
     for scope in scopes:

@@ -12,7 +12,6 @@ input yields field errors rather than exceptions.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Callable
 from typing import Any
@@ -20,9 +19,15 @@ from typing import Any
 from tinykube.api.errors import ErrorType, FieldError, forbidden, invalid, not_supported, required
 from tinykube.api.meta import dns1123_label, dns1123_subdomain, qualified_name, validate_labels
 from tinykube.apiserver.registry.gosyntax import GoSyntaxError, go_invalid, go_slice
+from tinykube.apiserver.registry.netvalidation import (
+    cidr_errors,
+    iana_port_name_errors,
+    ip_errors,
+    is_ipv6,
+    non_special_ip_errors,
+    port_number_errors,
+)
 from tinykube.apiserver.registry.validation import NamedItems
-
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 # Supported-value lists are sorted, as upstream passes sets.List(...) to NotSupported.
 SERVICE_TYPES = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
@@ -38,98 +43,10 @@ TOPOLOGY_MODE = "service.kubernetes.io/topology-mode"
 TOPOLOGY_HINTS = "service.kubernetes.io/topology-aware-hints"  # deprecated spelling of TOPOLOGY_MODE
 LB_SOURCE_RANGES = "service.beta.kubernetes.io/load-balancer-source-ranges"
 
-_IP_MSG = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
-_CIDR_MSG = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"
-_PORT_MSG = "must be between 1 and 65535, inclusive"
 _LB_ONLY = "may only be used when `type` is 'LoadBalancer'"
 _CLIENT_IP = "when session affinity type is ClientIP"
 _LABEL_RE = re.compile("[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_PORT_NAME_CHARS = re.compile("[-a-z0-9]+")
 _CLUSTER_IPS = "spec.clusterIPs"
-
-
-# --- value helpers shared with allocation code -------------------------------------------------------------------
-
-
-def _parse_ip(value: Any) -> IPAddress | None:
-    # Go's parser knows no zone suffix ("fe80::1%eth0"); Python's does. Leading zeros are rejected by both.
-    if not isinstance(value, str) or "%" in value:
-        return None
-    try:
-        return ipaddress.ip_address(value)
-    except ValueError:
-        return None
-
-
-def _unmapped(ip: IPAddress) -> IPAddress:
-    """Go treats ::ffff:a.b.c.d as the IPv4 address a.b.c.d everywhere (family, loopback, ...)."""
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped
-    return ip
-
-
-def _is_ipv6(value: str) -> bool:
-    ip = _parse_ip(value)
-    return ip is not None and _unmapped(ip).version == 6
-
-
-def ip_errors(value: str) -> list[str]:
-    return [] if _parse_ip(value) is not None else [_IP_MSG]
-
-
-def non_special_ip_errors(value: str) -> list[str]:
-    """Addresses that can never be a Service's external IP (upstream ValidateNonSpecialIP)."""
-    parsed = _parse_ip(value)
-    if parsed is None:
-        return ["must be a valid IP address"]
-    ip = _unmapped(parsed)
-    errs: list[str] = []
-    if ip.is_unspecified:
-        errs.append(f"may not be unspecified ({value})")
-    if ip.is_loopback:
-        errs.append("may not be in the loopback range (127.0.0.0/8, ::1/128)")
-    if ip.is_link_local:
-        errs.append("may not be in the link-local range (169.254.0.0/16, fe80::/10)")
-    if _is_link_local_multicast(ip):
-        errs.append("may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)")
-    return errs
-
-
-def _is_link_local_multicast(ip: IPAddress) -> bool:
-    if isinstance(ip, ipaddress.IPv4Address):
-        return ip in ipaddress.IPv4Network("224.0.0.0/24")
-    packed = ip.packed
-    return packed[0] == 0xFF and packed[1] & 0x0F == 0x02  # any ffX2:: multicast with link-local scope, as Go
-
-
-def cidr_errors(value: str) -> list[str]:
-    """Go's ParseCIDR: address '/' decimal prefix; host bits may be set."""
-    addr, slash, prefix = value.partition("/") if isinstance(value, str) else ("", "", "")
-    ip = _parse_ip(addr) if slash else None
-    if ip is None or not (prefix.isascii() and prefix.isdigit()) or len(prefix) > 3:
-        return [_CIDR_MSG]
-    return [] if int(prefix) <= ip.max_prefixlen else [_CIDR_MSG]
-
-
-def port_number_errors(n: Any) -> list[str]:
-    ok = isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= 65535
-    return [] if ok else [_PORT_MSG]
-
-
-def iana_port_name_errors(name: str) -> list[str]:
-    """IANA_SVC_NAME (RFC 6335), the rule for a named targetPort."""
-    errs: list[str] = []
-    if len(name) > 15:
-        errs.append("must be no more than 15 characters")
-    if not _PORT_NAME_CHARS.fullmatch(name):
-        errs.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
-    if not re.search("[a-z]", name):
-        errs.append("must contain at least one letter (a-z)")
-    if "--" in name:
-        errs.append("must not contain consecutive hyphens")
-    if name.startswith("-") or name.endswith("-"):
-        errs.append("must not begin or end with a hyphen")
-    return errs
 
 
 def _dns1123_label(value: str) -> list[str]:
@@ -349,7 +266,7 @@ def _cluster_ip_value_errors(ips: list[str]) -> list[FieldError]:
 
 
 def _dual_stack_errors(ips: list[str]) -> list[FieldError]:
-    if len(ips) < 2 or len({_is_ipv6(ip) for ip in ips}) == 2:
+    if len(ips) < 2 or len({is_ipv6(ip) for ip in ips}) == 2:
         return []
     return [invalid(_CLUSTER_IPS, ips, "may specify no more than one IP for each IP family")]
 
@@ -359,7 +276,7 @@ def _family_match_errors(ips: list[str], families: list[str]) -> list[FieldError
         return []
     errs: list[FieldError] = []
     for i, (ip, family) in enumerate(zip(ips, families, strict=False)):
-        if family in IP_FAMILIES and _is_ipv6(ip) != (family == "IPv6"):
+        if family in IP_FAMILIES and is_ipv6(ip) != (family == "IPv6"):
             detail = f"expected an {family} value as indicated by `ipFamilies[{i}]`"
             errs.append(invalid(f"{_CLUSTER_IPS}[{i}]", ip, detail))
     return errs

@@ -16,9 +16,9 @@ from typing import Any
 from tinykube.api.errors import ErrorType, FieldError, forbidden, invalid, not_supported, required
 from tinykube.api.jsonshape import as_dict, as_int, as_list, as_str, indexed_dicts, strings
 from tinykube.api.meta import dns1035_label, dns1123_label, dns1123_subdomain, regex_error
-from tinykube.apiserver.kinds.core.service_validation import iana_port_name_errors, ip_errors, port_number_errors
 from tinykube.apiserver.registry.generic import Strategy
 from tinykube.apiserver.registry.gosyntax import go_invalid, go_slice
+from tinykube.apiserver.registry.netvalidation import iana_port_name_errors, ip_errors, port_number_errors
 from tinykube.apiserver.registry.validation import (
     default_if_nil,
     has_invalid_selector,
