@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tinykube.api.meta import dns1123_label
+from tinykube.apiserver.kinds.core.pod_validation import validate_ephemeral_update, validate_pod_spec
 from tinykube.apiserver.registry.validation import NamedItems
 
 LABEL_MSG = (
@@ -73,3 +74,33 @@ def test_named_items_repeat(keys: list[Any], shown: Any, expected: list[str]) ->
     ]
     assert found == expected
     assert keys[0] in items
+
+
+def test_ephemeral_containers_are_named_apart_from_the_pods_containers() -> None:
+    """A pod's containers, init containers and ephemeral containers share one namespace of names."""
+    old = {"containers": [{"name": "app", "image": "i"}]}
+    new = {
+        **old,
+        "ephemeralContainers": [
+            {"name": "app", "image": "busybox"},
+            {"name": "dbg", "image": "busybox"},
+            {"name": "dbg", "image": "busybox"},
+        ],
+    }
+    assert [str(err) for err in validate_ephemeral_update(new, old)] == [
+        'spec.ephemeralContainers[0].name: Duplicate value: "app"',
+        'spec.ephemeralContainers[2].name: Duplicate value: "dbg"',
+    ]
+
+
+def test_init_and_app_containers_share_their_names() -> None:
+    spec = {
+        "initContainers": [{"name": "setup", "image": "i"}],
+        "containers": [{"name": "setup", "image": "i"}, {"name": "", "image": "i"}],
+        "restartPolicy": "Always",
+        "dnsPolicy": "ClusterFirst",
+    }
+    assert [str(err) for err in validate_pod_spec(spec, "spec")] == [
+        'spec.containers[0].name: Duplicate value: "setup"',
+        "spec.containers[1].name: Required value",
+    ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from tinykube.api import errors, golang
@@ -84,10 +84,16 @@ class NamedItems:
     not, so that a misspelt repeat is still reported as one."""
 
     def __init__(
-        self, rule: Callable[[str], list[str]] | None = None, *, allow_empty: bool = False, required_detail: str = ""
+        self,
+        rule: Callable[[str], list[str]] | None = None,
+        *,
+        allow_empty: bool = False,
+        required_detail: str = "",
+        taken: Iterable[Any] = (),
     ) -> None:
+        """`taken`: keys already in use elsewhere (a pod's containers, for its ephemeral ones)."""
         self._rule, self._allow_empty, self._required_detail = rule, allow_empty, required_detail
-        self._seen: list[Any] = []  # a list, not a set: keys are compared as decoded, hashable or not
+        self._seen: list[Any] = list(taken)  # a list, not a set: keys are compared as decoded, hashable or not
 
     def check(self, name: str, field: str) -> list[FieldError]:
         """The errors of one item's key at `field`: missing (when required; an empty key is not recorded), invalid

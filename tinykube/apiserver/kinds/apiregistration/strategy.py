@@ -13,10 +13,6 @@ from tinykube.apiserver.registry.generic import Strategy
 from tinykube.apiserver.registry.netvalidation import port_number_errors
 from tinykube.apiserver.registry.validation import decode_bytes, default_if_nil, invalid_each, path_segment_name
 
-# =================================================================================================================
-# apiregistration.k8s.io/v1 APIService
-# =================================================================================================================
-
 
 def _api_service_name_errors(name: str, spec: dict[str, Any]) -> list[FieldError]:
     """The name is the API it serves: `<version>.<group>`."""

@@ -11,10 +11,6 @@ from tinykube.api.jsonshape import as_dict, as_int, as_str
 from tinykube.apiserver.registry.generic import Strategy
 from tinykube.apiserver.registry.validation import qualified_name_errors
 
-# =================================================================================================================
-# coordination.k8s.io/v1 Lease
-# =================================================================================================================
-
 _LEASE_STRATEGIES = ["OldestEmulationVersion"]
 _GATED_LEASE_FIELDS = ("strategy", "preferredHolder")
 

@@ -220,7 +220,7 @@ def validate_ephemeral_update(spec: Any, old_spec: dict[str, Any], path: str = "
         elif by_name[name] != container:
             errs.append(forbidden(field, f'existing ephemeral containers "{name}" may not be changed'))
     targets = {c.get("name") for key in ("initContainers", "containers") for c in spec.get(key) or []}
-    names = {str(n) for n in targets if isinstance(n, str)}
+    names = NamedItems(dns1123_label, taken=sorted(str(n) for n in targets if isinstance(n, str)))
     volumes = {str(v.get("name")) for v in spec.get("volumes") or [] if isinstance(v, dict)}
     for i, container in enumerate(given):
         here = f"{field}[{i}]"

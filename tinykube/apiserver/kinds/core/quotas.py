@@ -310,9 +310,7 @@ class ResourceQuotaStrategy(Strategy):
         status = as_dict(obj.get("status"))
         for field in ("hard", "used"):
             errs += _quota_list_errors(status.get(field), f"status.{field}")
-        if old is not None and set(_texts(spec.get("scopes"))) != set(
-            _texts(as_dict(old.get("spec")).get("scopes"))
-        ):
+        if old is not None and set(_texts(spec.get("scopes"))) != set(_texts(as_dict(old.get("spec")).get("scopes"))):
             errs.append(GoSyntaxError(ErrorType.INVALID, "spec.scopes", _go_scopes(spec.get("scopes")), IMMUTABLE))
         return errs
 

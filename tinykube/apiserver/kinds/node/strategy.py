@@ -16,10 +16,6 @@ from tinykube.apiserver.registry.generic import Strategy
 from tinykube.apiserver.registry.gosyntax import go_invalid
 from tinykube.apiserver.registry.validation import immutable, invalid_each, qualified_name_errors
 
-# =================================================================================================================
-# node.k8s.io/v1 RuntimeClass
-# =================================================================================================================
-
 _TOLERATION_OPERATORS = ["Equal", "Exists"]
 _TAINT_EFFECTS = ["NoExecute", "NoSchedule", "PreferNoSchedule"]
 

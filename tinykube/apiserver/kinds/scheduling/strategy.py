@@ -11,10 +11,6 @@ from tinykube.api.jsonshape import as_int, as_str
 from tinykube.apiserver.registry.generic import Strategy
 from tinykube.apiserver.registry.validation import default_if_nil, immutable
 
-# =================================================================================================================
-# scheduling.k8s.io/v1 PriorityClass
-# =================================================================================================================
-
 HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
 SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2_000_001_000, "system-cluster-critical": 2_000_000_000}
 _PREEMPTION_POLICIES = ["PreemptLowerPriority", "Never"]
