@@ -17,7 +17,7 @@ from tinykube.apiserver.kinds.autoscaling import strategy as autoscaling
 from tinykube.apiserver.kinds.batch import strategy as batch
 from tinykube.apiserver.kinds.certificates import strategy as certificates
 from tinykube.apiserver.kinds.coordination import strategy as coordination
-from tinykube.apiserver.kinds.core import config, quotas, replicationcontrollers, volumes
+from tinykube.apiserver.kinds.core import config, pods, quotas, replicationcontrollers, volumes
 from tinykube.apiserver.kinds.core import strategy as core
 from tinykube.apiserver.kinds.core.services import ServiceStrategy
 from tinykube.apiserver.kinds.discovery import strategy as discovery
@@ -38,6 +38,7 @@ __all__ = ["KIND_STRATEGIES", "strategies"]
 # Each group's strategy classes by plural (Services aside: theirs needs the allocation pools).
 KIND_STRATEGIES: dict[str, type[Strategy]] = {
     **core.STRATEGIES,
+    **pods.STRATEGIES,
     **config.STRATEGIES,
     **quotas.STRATEGIES,
     **volumes.STRATEGIES,

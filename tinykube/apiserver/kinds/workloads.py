@@ -20,7 +20,7 @@ from tinykube.api.jsonshape import as_dict, as_int
 from tinykube.api.meta import regex_error, validate_labels
 from tinykube.api.selectors import selector_from_label_selector
 from tinykube.apiserver.kinds.core.pod_validation import validate_pod_spec
-from tinykube.apiserver.kinds.core.strategy import default_pod_spec
+from tinykube.apiserver.kinds.core.pods import default_pod_spec
 from tinykube.apiserver.registry.generic import SYSTEM_FIELDS
 from tinykube.apiserver.registry.gosyntax import go_int_or_string, go_invalid, go_selector, go_string_map
 from tinykube.apiserver.registry.validation import IMMUTABLE, nonnegative, validate_requirement

@@ -36,7 +36,7 @@ from tinykube.api.quantity import QuantityError, parse_quantity
 from tinykube.api.resources import ResourceInfo
 from tinykube.apiserver.decodetypes import undecodable
 from tinykube.apiserver.kinds.core.pod_validation import validate_pod_spec
-from tinykube.apiserver.kinds.core.strategy import default_pod_spec
+from tinykube.apiserver.kinds.core.pods import default_pod_spec
 from tinykube.apiserver.registry.generic import Strategy
 from tinykube.apiserver.registry.validation import IMMUTABLE
 
