@@ -12,17 +12,19 @@ from typing import Any
 import pytest
 
 from tinykube.api.errors import invalid_object
-from tinykube.apiserver.registry.service_validation import (
-    cidr_errors,
+from tinykube.apiserver.kinds.core.service_validation import (
     externally_accessible,
-    iana_port_name_errors,
-    ip_errors,
     is_headless,
     needs_health_check,
-    non_special_ip_errors,
-    port_number_errors,
     validate_cluster_ips_related,
     validate_service,
+)
+from tinykube.apiserver.registry.netvalidation import (
+    cidr_errors,
+    iana_port_name_errors,
+    ip_errors,
+    non_special_ip_errors,
+    port_number_errors,
 )
 
 IP_MSG = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"

@@ -7,7 +7,8 @@ import copy
 from typing import Any
 
 from tinykube.api.resources import STORED
-from tinykube.apiserver.registry import KIND_STRATEGIES, Strategy
+from tinykube.apiserver.kinds.strategies import KIND_STRATEGIES
+from tinykube.apiserver.registry import Strategy
 
 
 def strategy(plural: str) -> Strategy:

@@ -24,8 +24,10 @@ from tinykube.api import errors
 from tinykube.api.meta import validate_object_meta
 from tinykube.api.resources import RESOURCES
 from tinykube.apiserver.auth.identity import UserInfo
+from tinykube.apiserver.kinds.certificates import strategy as certificates
+from tinykube.apiserver.kinds.coordination import strategy as coordination
 from tinykube.apiserver.kinds.printers import table
-from tinykube.apiserver.registry import certificates, cluster
+from tinykube.apiserver.kinds.scheduling import strategy as scheduling
 
 # ---- helpers -----------------------------------------------------------------------------------------------------
 
@@ -97,7 +99,7 @@ def test_lease_coordinated_election_fields_are_dropped_while_the_gate_is_off() -
 
 
 def test_lease_strategy_validation_when_the_gate_is_on() -> None:
-    gated = type("GatedLease", (cluster.LeaseStrategy,), {"coordinated_leader_election": True})
+    gated = type("GatedLease", (coordination.LeaseStrategy,), {"coordinated_leader_election": True})
     s = gated(strategy("leases").resource)
     obj: dict[str, Any] = {"metadata": {"name": "x"}, "spec": {"strategy": "Nonsense"}}
     s.prepare_create(obj)
@@ -150,7 +152,7 @@ def test_priority_class_validation(obj: dict[str, Any], message: str) -> None:
 
 
 def test_priority_class_builtin_system_classes_are_allowed() -> None:
-    for name, value in cluster.SYSTEM_PRIORITY_CLASSES.items():
+    for name, value in scheduling.SYSTEM_PRIORITY_CLASSES.items():
         assert create_errors("priorityclasses", {"metadata": {"name": name}, "value": value}) == []
 
 

@@ -16,8 +16,8 @@ import pytest
 from tests.apiserver.kinds import created, strategy, updated
 from tests.conftest import RunningCluster
 from tinykube.api.resources import by_path
+from tinykube.apiserver.kinds.core import volumes
 from tinykube.apiserver.kinds.printers import PRINTERS, table
-from tinykube.apiserver.registry import storage
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 CREATED = (NOW - timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -308,7 +308,7 @@ def test_claim_status_writes_are_decoded_too() -> None:
 def test_claim_storage_class_annotation_is_immutable() -> None:
     old, _ = created("persistentvolumeclaims", claim())
     new = copy.deepcopy(old)
-    new["metadata"]["annotations"] = {storage.BETA_STORAGE_CLASS: "gold"}
+    new["metadata"]["annotations"] = {volumes.BETA_STORAGE_CLASS: "gold"}
     _, errs = updated("persistentvolumeclaims", new, old)
     assert errs == [
         'metadata.annotations.volume.beta.kubernetes.io/storage-class: Invalid value: "gold": field is immutable'
@@ -501,7 +501,7 @@ def rows(plural: str, *objects: dict[str, Any]) -> tuple[list[str], list[list[An
 def test_persistent_volume_rows() -> None:
     body, _ = created("persistentvolumes", volume(accessModes=["ReadWriteMany", "ReadWriteOnce", "ReadWriteOnce"]))
     body["spec"]["claimRef"] = {"namespace": "ns", "name": "c"}
-    body["metadata"]["annotations"] = {storage.BETA_STORAGE_CLASS: "legacy"}
+    body["metadata"]["annotations"] = {volumes.BETA_STORAGE_CLASS: "legacy"}
     assert rows("persistentvolumes", body) == (
         [
             "Name",

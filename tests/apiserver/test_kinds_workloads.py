@@ -1,5 +1,5 @@
 """The workload kinds beyond Deployments and ReplicaSets, without HTTP: each strategy's upstream defaults, field
-paths and messages (`tinykube/apiserver/registry/{workloads,batch,autoscaling}.py`), and the cells of their
+paths and messages (`tinykube/apiserver/kinds/{apps,core,policy,batch,autoscaling}/`), and the cells of their
 `kubectl get` columns (`tinykube/apiserver/kinds/<group>/printers.py`). Objects are run through a strategy the way the
 registry does it (prepare, system metadata, allocate, validate)."""
 
@@ -15,13 +15,23 @@ import pytest
 from tinykube.api.cron import ScheduleError, check_schedule
 from tinykube.api.errors import invalid_object
 from tinykube.api.resources import RESOURCES
+from tinykube.apiserver.kinds.apps import strategy as apps
+from tinykube.apiserver.kinds.autoscaling import strategy as autoscaling
 from tinykube.apiserver.kinds.autoscaling.printers import format_hpa_metrics
+from tinykube.apiserver.kinds.autoscaling.strategy import quantity_sign
+from tinykube.apiserver.kinds.batch import strategy as batch
+from tinykube.apiserver.kinds.core import replicationcontrollers
+from tinykube.apiserver.kinds.policy import strategy as policy
 from tinykube.apiserver.kinds.printers import PRINTERS
-from tinykube.apiserver.registry import autoscaling, batch, workloads
-from tinykube.apiserver.registry.autoscaling import quantity_sign
 from tinykube.apiserver.registry.generic import Strategy
 
-STRATEGIES = {**workloads.STRATEGIES, **batch.STRATEGIES, **autoscaling.STRATEGIES}
+STRATEGIES = {
+    **apps.STRATEGIES,
+    **replicationcontrollers.STRATEGIES,
+    **policy.STRATEGIES,
+    **batch.STRATEGIES,
+    **autoscaling.STRATEGIES,
+}
 UID = "6d1b8a52-0f37-4a6c-9d0f-7a0e2b3c4d5e"
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 CREATED = "2024-05-01T11:00:00Z"

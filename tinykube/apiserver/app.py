@@ -52,8 +52,9 @@ from tinykube.apiserver.events import EventRecorder
 from tinykube.apiserver.handlers import ResourceHandler, json_response, raw_json_response
 from tinykube.apiserver.http.limits import Limits, RequestLimits
 from tinykube.apiserver.http.upgrade import WebSocketAsHttp
+from tinykube.apiserver.kinds.strategies import strategies
 from tinykube.apiserver.metrics import Metrics
-from tinykube.apiserver.registry import Registry, strategies
+from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.registry import Request as RegistryRequest
 from tinykube.apiserver.schema import customopenapi, fieldvalidation, openapiv2, openapiv3
 from tinykube.apiserver.storage.watchcache import WatchCache

@@ -32,14 +32,14 @@ from tinykube.apiserver.http.negotiation import (
     partial_metadata,
     rendering,
 )
+from tinykube.apiserver.kinds.core.binding import bind
+from tinykube.apiserver.kinds.core.eviction import evict
 from tinykube.apiserver.kinds.printers import table
 from tinykube.apiserver.metrics import RESOURCE_KEY
 from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.registry import Request as RegistryRequest
-from tinykube.apiserver.registry.apps import to_scale, update_scale
-from tinykube.apiserver.registry.binding import bind
-from tinykube.apiserver.registry.eviction import evict
 from tinykube.apiserver.registry.generic import INTERNAL_MANAGER
+from tinykube.apiserver.registry.scale import to_scale, update_scale
 from tinykube.apiserver.schema import fieldmanager
 from tinykube.apiserver.schema.fieldvalidation import check_duplicates, field_check
 from tinykube.apiserver.storage import consistency

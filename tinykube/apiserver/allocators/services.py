@@ -22,13 +22,13 @@ from tinykube.api.errors import FieldError, invalid
 from tinykube.apiserver.allocators.index import AllocationIndex, Holder
 from tinykube.apiserver.allocators.pool import Pool
 from tinykube.apiserver.allocators.ranges import IPRange, RangeError, RangeFull
-from tinykube.apiserver.registry.generic import Allocation
-from tinykube.apiserver.registry.service_validation import (
+from tinykube.apiserver.kinds.core.service_validation import (
     externally_accessible,
     is_headless,
     needs_health_check,
     validate_cluster_ips_related,
 )
+from tinykube.apiserver.registry.generic import Allocation
 from tinykube.store.etcd import Claims
 
 DRY_RUN_NODE_PORT = 32769  # upstream's dry-run allocator answers with a port outside any real range

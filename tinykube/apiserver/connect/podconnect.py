@@ -27,7 +27,7 @@ from tinykube.apiserver.http.rawupgrade import can_take_over, relay_upgrade
 from tinykube.apiserver.http.upgrade import WEBSOCKET_EXTENSION
 from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.registry import Request as RegistryRequest
-from tinykube.apiserver.registry.binding import UnknownError
+from tinykube.apiserver.registry.generic import UnknownError
 from tinykube.streams.websocket import HandshakeRefused, StreamWebSocket
 
 PODS, NODES = builtin("", "v1", "pods"), builtin("", "v1", "nodes")

@@ -25,7 +25,7 @@ from tinykube.api.errors import FieldError, forbidden, invalid
 from tinykube.api.resources import builtin
 from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.registry import Request as RegistryRequest
-from tinykube.apiserver.registry.binding import UnknownError
+from tinykube.apiserver.registry.generic import UnknownError
 
 if TYPE_CHECKING:
     import httpx

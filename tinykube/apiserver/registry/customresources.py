@@ -1,5 +1,8 @@
 """Custom resources: upstream's customResourceStrategy over a CRD's structural schemas.
 
+Generic, unlike the built-in kinds' strategies in `kinds/<group>`: one strategy serves every custom resource, driven
+by its CRD (schemas, scale and status subresources), so it belongs to the registry's machinery.
+
 Each write is defaulted and validated in the version it is written in (its apiVersion: the request's version, as
 upstream validates before converting), then stored in the CRD's storage version; with `conversion: None` the two
 differ only in apiVersion.

@@ -51,6 +51,23 @@ def _nothing(*_args: Any) -> None:
     return None
 
 
+class UnknownError(errors.ApiError):
+    """What upstream answers for an error that is not a Status error: 500 with an empty (omitted) reason; also
+    any code and reason given (upstream's generic server responses)."""
+
+    code, reason = 500, ""
+
+    def __init__(self, message: str, *, code: int = 500, reason: str = "", details: dict[str, Any] | None = None):
+        super().__init__(message, details=details)
+        self.code, self.reason = code, reason
+
+    def status(self) -> dict[str, Any]:
+        body = super().status()
+        if not body["reason"]:
+            del body["reason"]
+        return body
+
+
 @dataclass
 class Allocation:
     """What a write claims and releases in its own etcd transaction (see `Claims`).

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tinykube.api.errors import FieldError, too_many
+from tinykube.api.jsonshape import dicts
 from tinykube.api.meta import dns1035_label
 from tinykube.api.resources import ResourceInfo
-from tinykube.apiserver.registry.core import dicts
+from tinykube.apiserver.kinds.core.service_validation import externally_accessible, validate_service
 from tinykube.apiserver.registry.generic import Allocation, Strategy
-from tinykube.apiserver.registry.service_validation import externally_accessible, validate_service
 
 if TYPE_CHECKING:
     from tinykube.apiserver.allocators.services import ServicePools

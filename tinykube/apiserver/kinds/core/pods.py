@@ -1,5 +1,8 @@
-"""Strategies for the core/v1 and discovery.k8s.io/v1 kinds: upstream v1 defaulting and the validation that keeps
-stored objects well-formed. Services have their own module (`service.py`): they allocate."""
+"""Strategy for core/v1 Pods: upstream's v1 defaulting of a pod spec (containers' pull policies, probes' handlers,
+requests from limits, volume sources, the service account's two spellings), the QoS class in its status, and the
+validation of creates and of `ephemeralcontainers` writes (the rules themselves are in `pod_validation.py`, shared
+with every kind that holds a pod template).
+"""
 
 from __future__ import annotations
 
@@ -7,53 +10,10 @@ import copy
 from typing import Any
 
 from tinykube.api import errors
-from tinykube.api.errors import FieldError, invalid, not_supported, required
-from tinykube.api.meta import dns1123_label, now
-from tinykube.apiserver.registry.generic import GC_UNSUPPORTED, Strategy
-from tinykube.apiserver.registry.podvalidation import validate_ephemeral_update, validate_pod_spec
-
-IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")  # upstream's NamespaceLifecycle admission
-
-
-class NamespaceStrategy(Strategy):
-    name_rule = staticmethod(dns1123_label)
-    has_status = True
-    return_deleted_object = True
-
-    def check_delete(self, obj: dict[str, Any]) -> None:
-        name = obj["metadata"].get("name", "")
-        if name in IMMORTAL_NAMESPACES:
-            raise errors.forbidden_request("namespaces", name, "this namespace may not be deleted")
-
-    def default(self, obj: dict[str, Any]) -> None:
-        spec = default_object(obj, "spec")
-        if isinstance(spec, dict):
-            spec.setdefault("finalizers", ["kubernetes"])
-        status = default_object(obj, "status")
-        if isinstance(status, dict):
-            status.setdefault("phase", "Active")
-        labels = default_object(obj["metadata"], "labels")
-        if isinstance(labels, dict):
-            labels["kubernetes.io/metadata.name"] = obj["metadata"].get("name", "")
-
-    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-        return _objects(obj, "spec", "status")
-
-    def finalizing(self, obj: dict[str, Any]) -> bool:
-        return bool(obj["metadata"].get("finalizers") or (obj.get("spec") or {}).get("finalizers"))
-
-    def mark_deleting(self, obj: dict[str, Any]) -> None:
-        super().mark_deleting(obj)
-        obj.setdefault("status", {})["phase"] = "Terminating"
-
-    def prepare_subresource_update(self, subresource: str, new: dict[str, Any], old: dict[str, Any]) -> None:
-        """`finalize` writes spec.finalizers alone."""
-        if subresource != "finalize":
-            raise errors.resource_not_found()
-        finalizers = (new.get("spec") or {}).get("finalizers") or []
-        new.clear()
-        new.update(copy.deepcopy(old))
-        new.setdefault("spec", {})["finalizers"] = finalizers
+from tinykube.api.errors import FieldError
+from tinykube.api.jsonshape import dicts
+from tinykube.apiserver.kinds.core.pod_validation import validate_ephemeral_update, validate_pod_spec
+from tinykube.apiserver.registry.generic import Strategy
 
 
 class PodStrategy(Strategy):
@@ -136,23 +96,6 @@ def _mirror_service_account(spec: dict[str, Any]) -> None:
         spec["serviceAccountName"] = spec["serviceAccount"] = name
 
 
-def default_object(obj: dict[str, Any], field: str) -> Any:
-    """`obj[field]` to default into: a missing or null field (JSON null into a Go struct is no value) as `{}`."""
-    if obj.get(field) is None:
-        obj[field] = {}
-    return obj[field]
-
-
-def _objects(obj: dict[str, Any], *fields: str) -> list[FieldError]:
-    """Those of `fields` that hold something other than a JSON object."""
-    return [invalid(f, obj[f], "must be an object") for f in fields if f in obj and not isinstance(obj[f], dict)]
-
-
-def dicts(items: Any) -> list[dict[str, Any]]:
-    """The objects in a list (nothing, for anything but a list): what defaulting may fill in."""
-    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
-
-
 def qos_class(spec: dict[str, Any]) -> str:
     """Upstream's QoS class: Guaranteed when every container limits cpu and memory with requests equal to limits,
     BestEffort when no container requests or limits anything, Burstable otherwise."""
@@ -231,100 +174,4 @@ def _default_volume(volume: dict[str, Any]) -> None:
         host_path.setdefault("type", "")
 
 
-class NodeStrategy(Strategy):
-    has_status = True
-    clears_status_on_create = False  # nodes register with their status, as upstream allows
-
-    def default(self, obj: dict[str, Any]) -> None:
-        obj.setdefault("spec", {})  # a Go struct: upstream always shows it, empty or not
-
-
-# The JSON shapes of what the endpoint controllers, DNS and the proxy read from Endpoints and EndpointSlices, checked
-# before anything else (upstream's decoder refuses other types; a null is no value): a map is an object with fields
-# of those shapes, [shape] a list of them, a type a scalar of it.
-_ENDPOINT_PORT = {"name": str, "port": int, "protocol": str, "appProtocol": str}
-_ENDPOINT_ADDRESS = {"ip": str, "hostname": str, "nodeName": str, "targetRef": {}}
-_ENDPOINTS_SHAPE = {
-    "subsets": [{"addresses": [_ENDPOINT_ADDRESS], "notReadyAddresses": [_ENDPOINT_ADDRESS], "ports": [_ENDPOINT_PORT]}]
-}
-_ENDPOINT_CONDITIONS = {"ready": bool, "serving": bool, "terminating": bool}
-_SLICE_ENDPOINT = {
-    "addresses": [str],
-    "conditions": _ENDPOINT_CONDITIONS,
-    "hostname": str,
-    "nodeName": str,
-    "zone": str,
-}
-_ENDPOINT_SLICE_SHAPE = {"addressType": str, "endpoints": [_SLICE_ENDPOINT], "ports": [_ENDPOINT_PORT]}
-_SHAPE_NAMES = {str: "a string", int: "an integer", bool: "a boolean"}
-
-
-def shape_errors(value: Any, shape: Any, path: str = "") -> list[FieldError]:
-    """Where `value` is not of `shape` (see above), as "must be a list" field errors."""
-    if value is None:
-        return []
-    if isinstance(shape, dict):
-        if not isinstance(value, dict):
-            return [invalid(path or "<root>", value, "must be an object")]
-        return [e for k, s in shape.items() for e in shape_errors(value.get(k), s, f"{path}.{k}" if path else k)]
-    if isinstance(shape, list):
-        if not isinstance(value, list):
-            return [invalid(path, value, "must be a list")]
-        return [e for i, item in enumerate(value) for e in shape_errors(item, shape[0], f"{path}[{i}]")]
-    if not isinstance(value, shape) or (shape is int and isinstance(value, bool)):
-        return [invalid(path, value, f"must be {_SHAPE_NAMES[shape]}")]
-    return []
-
-
-class EndpointsStrategy(Strategy):
-    allow_create_on_update = True
-
-    def default(self, obj: dict[str, Any]) -> None:
-        for subset in dicts(obj.get("subsets")):
-            _default_protocols(subset.get("ports"))
-
-    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-        return shape_errors(obj, _ENDPOINTS_SHAPE)
-
-
-def _default_protocols(ports: Any) -> None:
-    for port in dicts(ports):
-        port.setdefault("protocol", "TCP")
-
-
-class EventStrategy(Strategy):
-    allow_create_on_update = True
-    gc_policy = GC_UNSUPPORTED  # Events are never owners: a propagation policy adds no finalizer
-
-    def default(self, obj: dict[str, Any]) -> None:
-        obj.setdefault("firstTimestamp", None)
-        obj.setdefault("lastTimestamp", None)
-        obj.setdefault("reportingComponent", "")
-        obj.setdefault("reportingInstance", "")
-        obj.setdefault("source", {})
-        if not obj.get("eventTime") and not obj.get("firstTimestamp"):
-            obj["firstTimestamp"] = obj["lastTimestamp"] = now()
-
-
-class EndpointSliceStrategy(Strategy):
-    def default(self, obj: dict[str, Any]) -> None:
-        _default_protocols(obj.get("ports"))
-        for port in dicts(obj.get("ports")):
-            port.setdefault("name", "")
-
-    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-        families = ["FQDN", "IPv4", "IPv6"]
-        family, errs = obj.get("addressType"), shape_errors(obj, _ENDPOINT_SLICE_SHAPE)
-        if not family:
-            return [required("addressType"), *errs]
-        return errs if family in families else [not_supported("addressType", family, families), *errs]
-
-
-STRATEGIES: dict[str, type[Strategy]] = {
-    "namespaces": NamespaceStrategy,
-    "pods": PodStrategy,
-    "nodes": NodeStrategy,
-    "endpoints": EndpointsStrategy,
-    "events": EventStrategy,
-    "endpointslices": EndpointSliceStrategy,
-}
+STRATEGIES: dict[str, type[Strategy]] = {"pods": PodStrategy}

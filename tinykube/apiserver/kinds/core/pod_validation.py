@@ -7,9 +7,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tinykube.api.errors import ErrorType, FieldError, duplicate, forbidden, invalid, not_supported, required
+from tinykube.api.errors import ErrorType, FieldError, forbidden, invalid, not_supported, required
 from tinykube.api.meta import dns1123_label, regex_error
-from tinykube.apiserver.registry.service_validation import iana_port_name_errors
+from tinykube.apiserver.registry.netvalidation import iana_port_name_errors
+from tinykube.apiserver.registry.validation import NamedItems
 
 RESTART_POLICIES = ["Always", "Never", "OnFailure"]
 DNS_POLICIES = ["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"]
@@ -24,7 +25,7 @@ _QUANTITY_RE = re.compile(_QUANTITY)
 _PORT_RANGE = "must be between 1 and 65535, inclusive"
 
 
-def _dicts(items: Any) -> list[tuple[int, Any]]:
+def _enumerated(items: Any) -> list[tuple[int, Any]]:
     return list(enumerate(items)) if isinstance(items, list) else []
 
 
@@ -38,7 +39,7 @@ def validate_pod_spec(spec: Any, path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     volumes, errs_volumes = _volumes(spec.get("volumes"), f"{path}.volumes")
     errs += errs_volumes
-    names: set[str] = set()
+    names = NamedItems(dns1123_label)  # init and app containers share their names
     init = spec.get("initContainers")
     if init is not None:
         errs += _containers(init, f"{path}.initContainers", names, volumes)
@@ -60,35 +61,28 @@ def validate_pod_spec(spec: Any, path: str) -> list[FieldError]:
     return errs
 
 
-def _unique_label(name: Any, path: str, seen: set[str]) -> list[FieldError]:
-    """A required DNS-1123 label not in `seen` (volumes, and containers across init and app containers); any
-    string name is added to `seen`, valid or not, so a misspelt duplicate is still reported as one."""
-    if not name:
-        return [required(path)]
-    if not isinstance(name, str):
+def _unique_label(name: Any, path: str, names: NamedItems) -> list[FieldError]:
+    """A required DNS-1123 label, unique among `names` (volumes, and containers across init and app containers)."""
+    if name and not isinstance(name, str):
         return [invalid(path, name, "must be a string")]
-    errs = [invalid(path, name, msg) for msg in dns1123_label(name)]
-    if name in seen:
-        errs.append(duplicate(path, name))
-    seen.add(name)
-    return errs
+    return names.check(name or "", path)
 
 
 def _volumes(volumes: Any, path: str) -> tuple[set[str], list[FieldError]]:
-    names: set[str] = set()
+    names = NamedItems(dns1123_label)
     errs: list[FieldError] = []
     if volumes is not None and not isinstance(volumes, list):
-        return names, [invalid(path, volumes, "must be a list")]
-    for i, volume in _dicts(volumes):
+        return set(), [invalid(path, volumes, "must be a list")]
+    for i, volume in _enumerated(volumes):
         here = f"{path}[{i}]"
         if not isinstance(volume, dict):
             errs.append(invalid(here, volume, "must be an object"))
             continue
         errs += _unique_label(volume.get("name"), f"{here}.name", names)
-    return names, errs
+    return names.names(), errs
 
 
-def _containers(containers: Any, path: str, names: set[str], volumes: set[str]) -> list[FieldError]:
+def _containers(containers: Any, path: str, names: NamedItems, volumes: set[str]) -> list[FieldError]:
     if not isinstance(containers, list):
         return [invalid(path, containers, "must be a list")]
     errs: list[FieldError] = []
@@ -119,18 +113,15 @@ def _ports(ports: Any, path: str) -> list[FieldError]:
     if ports is not None and not isinstance(ports, list):
         return [invalid(path, ports, "must be a list")]
     errs: list[FieldError] = []
-    names: set[str] = set()
-    for i, port in _dicts(ports):
+    names = NamedItems(iana_port_name_errors)
+    for i, port in _enumerated(ports):
         here = f"{path}[{i}]"
         if not isinstance(port, dict):
             errs.append(invalid(here, port, "must be an object"))
             continue
         name = port.get("name")
         if isinstance(name, str) and name:
-            errs += [invalid(f"{here}.name", name, msg) for msg in iana_port_name_errors(name)]
-            if name in names:
-                errs.append(duplicate(f"{here}.name", name))
-            names.add(name)
+            errs += names.check(name, f"{here}.name")
         elif name not in (None, ""):
             errs.append(invalid(f"{here}.name", name, "must be a string"))
         errs += _port_number(port.get("containerPort"), f"{here}.containerPort", required_=True)
@@ -147,7 +138,7 @@ def _env(env: Any, path: str) -> list[FieldError]:
     if env is not None and not isinstance(env, list):
         return [invalid(path, env, "must be a list")]
     errs: list[FieldError] = []
-    for i, var in _dicts(env):
+    for i, var in _enumerated(env):
         here = f"{path}[{i}]"
         if not isinstance(var, dict):
             errs.append(invalid(here, var, "must be an object"))
@@ -167,7 +158,7 @@ def _mounts(mounts: Any, path: str, volumes: set[str]) -> list[FieldError]:
     if mounts is not None and not isinstance(mounts, list):
         return [invalid(path, mounts, "must be a list")]
     errs: list[FieldError] = []
-    for i, mount in _dicts(mounts):
+    for i, mount in _enumerated(mounts):
         here = f"{path}[{i}]"
         if not isinstance(mount, dict):
             errs.append(invalid(here, mount, "must be an object"))
@@ -229,7 +220,7 @@ def validate_ephemeral_update(spec: Any, old_spec: dict[str, Any], path: str = "
         elif by_name[name] != container:
             errs.append(forbidden(field, f'existing ephemeral containers "{name}" may not be changed'))
     targets = {c.get("name") for key in ("initContainers", "containers") for c in spec.get(key) or []}
-    names = {str(n) for n in targets if isinstance(n, str)}
+    names = NamedItems(dns1123_label, taken=sorted(str(n) for n in targets if isinstance(n, str)))
     volumes = {str(v.get("name")) for v in spec.get("volumes") or [] if isinstance(v, dict)}
     for i, container in enumerate(given):
         here = f"{field}[{i}]"
@@ -245,7 +236,7 @@ def validate_ephemeral_update(spec: Any, old_spec: dict[str, Any], path: str = "
                  for key in EPHEMERAL_FORBIDDEN if container.get(key)]  # fmt: skip
         errs += _env(container.get("env"), f"{here}.env")
         errs += _mounts(container.get("volumeMounts"), f"{here}.volumeMounts", volumes)
-        for j, mount in _dicts(container.get("volumeMounts")):
+        for j, mount in _enumerated(container.get("volumeMounts")):
             if mount.get("subPath"):
                 errs.append(forbidden(f"{here}.volumeMounts[{j}].subPath", "cannot be set for an Ephemeral Container"))
         target = container.get("targetContainerName")

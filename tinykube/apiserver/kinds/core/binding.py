@@ -9,27 +9,10 @@ from tinykube.api import errors
 from tinykube.api.errors import FieldError, not_supported, required
 from tinykube.api.meta import now
 from tinykube.api.resources import BINDING, builtin
-from tinykube.apiserver.registry.generic import Registry, Request
+from tinykube.apiserver.registry.generic import Registry, Request, UnknownError
 from tinykube.apiserver.schema.fieldvalidation import check_types
 
 PODS = builtin("", "v1", "pods")
-
-
-class UnknownError(errors.ApiError):
-    """What upstream answers for an error that is not a Status error: 500 with an empty (omitted) reason; also
-    any code and reason given (upstream's generic server responses)."""
-
-    code, reason = 500, ""
-
-    def __init__(self, message: str, *, code: int = 500, reason: str = "", details: dict[str, Any] | None = None):
-        super().__init__(message, details=details)
-        self.code, self.reason = code, reason
-
-    def status(self) -> dict[str, Any]:
-        body = super().status()
-        if not body["reason"]:
-            del body["reason"]
-        return body
 
 
 def validate_binding(binding: dict[str, Any]) -> list[FieldError]:

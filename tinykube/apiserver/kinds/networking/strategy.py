@@ -14,26 +14,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from tinykube.api.errors import ErrorType, FieldError, forbidden, invalid, not_supported, required
+from tinykube.api.jsonshape import as_dict, as_int, as_list, as_str, indexed_dicts, strings
 from tinykube.api.meta import dns1035_label, dns1123_label, dns1123_subdomain, regex_error
 from tinykube.apiserver.registry.generic import Strategy
-from tinykube.apiserver.registry.service_validation import (
-    go_slice,
-    iana_port_name_errors,
-    ip_errors,
-    port_number_errors,
-)
+from tinykube.apiserver.registry.gosyntax import go_invalid, go_slice
+from tinykube.apiserver.registry.netvalidation import iana_port_name_errors, ip_errors, port_number_errors
 from tinykube.apiserver.registry.validation import (
-    _default,
-    _dict,
-    _each,
-    _go_invalid,
-    _has_invalid_selector,
-    _immutable,
-    _int,
-    _items,
-    _list,
-    _str,
-    _strings,
+    default_if_nil,
+    has_invalid_selector,
+    immutable,
+    invalid_each,
     label_selector_errors,
     path_segment_name,
 )
@@ -64,7 +54,7 @@ def _is_ip(value: str) -> bool:
 
 
 def _path_segment_errors(value: str, field: str) -> list[FieldError]:
-    return [required(field)] if not value else _each(field, value, path_segment_name(value))
+    return [required(field)] if not value else invalid_each(field, value, path_segment_name(value))
 
 
 def wildcard_subdomain(value: str) -> list[str]:
@@ -76,7 +66,7 @@ def wildcard_subdomain(value: str) -> list[str]:
 
 def _host_errors(host: str, field: str) -> list[FieldError]:
     rule = wildcard_subdomain if "*" in host else dns1123_subdomain
-    return _each(field, host, rule(host))
+    return invalid_each(field, host, rule(host))
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,21 +80,23 @@ def _typed_reference_errors(ref: dict[str, Any], path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     group = ref.get("apiGroup")
     if group is not None:
-        errs += _each(f"{path}.apiGroup", _str(group), dns1123_subdomain(_str(group)))
-    errs += _path_segment_errors(_str(ref.get("kind")), f"{path}.kind")
-    return errs + _path_segment_errors(_str(ref.get("name")), f"{path}.name")
+        errs += invalid_each(f"{path}.apiGroup", as_str(group), dns1123_subdomain(as_str(group)))
+    errs += _path_segment_errors(as_str(ref.get("kind")), f"{path}.kind")
+    return errs + _path_segment_errors(as_str(ref.get("name")), f"{path}.name")
 
 
 def _service_backend_errors(service: dict[str, Any], path: str) -> list[FieldError]:
-    name = _str(service.get("name"))
+    name = as_str(service.get("name"))
     # a Service name is a DNS-1035 label
-    errs = _each(f"{path}.service.name", name, dns1035_label(name)) if name else [required(f"{path}.service.name")]
-    port = _dict(service.get("port"))
-    port_name, number = _str(port.get("name")), _int(port.get("number")) or 0
+    errs = (
+        invalid_each(f"{path}.service.name", name, dns1035_label(name)) if name else [required(f"{path}.service.name")]
+    )
+    port = as_dict(service.get("port"))
+    port_name, number = as_str(port.get("name")), as_int(port.get("number")) or 0
     if port_name and number:
         errs.append(invalid(path, "", "cannot set both port name & port number"))
     elif port_name:
-        errs += _each(f"{path}.service.port.name", port_name, iana_port_name_errors(port_name))
+        errs += invalid_each(f"{path}.service.port.name", port_name, iana_port_name_errors(port_name))
     elif number:
         errs += [invalid(f"{path}.service.port.number", number, m) for m in port_number_errors(number)]
     else:
@@ -117,14 +109,14 @@ def ingress_backend_errors(backend: dict[str, Any], path: str) -> list[FieldErro
     if resource is not None and service is not None:
         return [invalid(path, "", "cannot set both resource and service backends")]
     if resource is not None:
-        return _typed_reference_errors(_dict(resource), f"{path}.resource")
+        return _typed_reference_errors(as_dict(resource), f"{path}.resource")
     if service is not None:
-        return _service_backend_errors(_dict(service), path)
+        return _service_backend_errors(as_dict(service), path)
     return [invalid(path, "", "resource or service backend is required")]
 
 
 def _http_path_errors(entry: dict[str, Any], path: str) -> list[FieldError]:
-    path_type, value = entry.get("pathType"), _str(entry.get("path"))
+    path_type, value = entry.get("pathType"), as_str(entry.get("path"))
     if path_type is None:
         return [required(f"{path}.pathType", "pathType must be specified")]
     errs: list[FieldError] = []
@@ -144,24 +136,24 @@ def _http_path_errors(entry: dict[str, Any], path: str) -> list[FieldError]:
             errs.append(invalid(f"{path}.path", value, "must be an absolute path"))
     else:
         errs.append(not_supported(f"{path}.pathType", path_type, _PATH_TYPES))
-    return errs + ingress_backend_errors(_dict(entry.get("backend")), f"{path}.backend")
+    return errs + ingress_backend_errors(as_dict(entry.get("backend")), f"{path}.backend")
 
 
 def _rule_value_errors(rule: dict[str, Any], path: str) -> list[FieldError]:
     http = rule.get("http")
     if http is None:
         return []
-    paths = _list(_dict(http).get("paths"))
+    paths = as_list(as_dict(http).get("paths"))
     errs = [] if paths else [required(f"{path}.http.paths")]
-    for i, entry in _items(paths):
+    for i, entry in indexed_dicts(paths):
         errs += _http_path_errors(entry, f"{path}.http.paths[{i}]")
     return errs
 
 
 def _ingress_rule_errors(rules: list[Any], path: str, opts: _IngressOptions) -> list[FieldError]:
     errs: list[FieldError] = []
-    for i, rule in _items(rules):
-        host, here = _str(rule.get("host")), f"{path}[{i}]"
+    for i, rule in indexed_dicts(rules):
+        host, here = as_str(rule.get("host")), f"{path}[{i}]"
         if host and _is_ip(host):
             errs.append(invalid(f"{here}.host", host, "must be a DNS name, not an IP address"))
         if host:
@@ -173,28 +165,28 @@ def _ingress_rule_errors(rules: list[Any], path: str, opts: _IngressOptions) -> 
 
 def _ingress_tls_errors(tls: list[Any], opts: _IngressOptions) -> list[FieldError]:
     errs: list[FieldError] = []
-    for i, entry in _items(tls):
-        for j, host in enumerate(_strings(entry.get("hosts"))):
+    for i, entry in indexed_dicts(tls):
+        for j, host in enumerate(strings(entry.get("hosts"))):
             errs += _host_errors(host, f"spec.tls[{i}].hosts[{j}]")
-        secret = _str(entry.get("secretName"))
+        secret = as_str(entry.get("secretName"))
         if secret and not opts.allow_invalid_secret_name:
-            errs += _each(f"spec.tls[{i}].secretName", secret, dns1123_subdomain(secret))
+            errs += invalid_each(f"spec.tls[{i}].secretName", secret, dns1123_subdomain(secret))
     return errs
 
 
 def ingress_spec_errors(spec: dict[str, Any], opts: _IngressOptions) -> list[FieldError]:
-    rules, default_backend = _list(spec.get("rules")), spec.get("defaultBackend")
+    rules, default_backend = as_list(spec.get("rules")), spec.get("defaultBackend")
     errs: list[FieldError] = []
     if not rules and default_backend is None:
         shown = "[]networking.IngressRule(nil)" if spec.get("rules") is None else "[]networking.IngressRule{}"
-        errs.append(_go_invalid("spec", shown, "either `defaultBackend` or `rules` must be specified"))
+        errs.append(go_invalid("spec", shown, "either `defaultBackend` or `rules` must be specified"))
     if default_backend is not None:
-        errs += ingress_backend_errors(_dict(default_backend), "spec.defaultBackend")
+        errs += ingress_backend_errors(as_dict(default_backend), "spec.defaultBackend")
     errs += _ingress_rule_errors(rules, "spec.rules", opts)
-    errs += _ingress_tls_errors(_list(spec.get("tls")), opts)
+    errs += _ingress_tls_errors(as_list(spec.get("tls")), opts)
     class_name = spec.get("ingressClassName")
     if class_name is not None:
-        errs += _each("spec.ingressClassName", _str(class_name), dns1123_subdomain(_str(class_name)))
+        errs += invalid_each("spec.ingressClassName", as_str(class_name), dns1123_subdomain(as_str(class_name)))
     return errs
 
 
@@ -202,9 +194,9 @@ def _ingress_options(old: dict[str, Any] | None) -> _IngressOptions:
     """Stored Ingresses that predate a check keep being writable (upstream's allowInvalid* options)."""
     if old is None:
         return _IngressOptions()
-    spec = _dict(old.get("spec"))
-    secrets = [_str(t.get("secretName")) for _, t in _items(spec.get("tls"))]
-    wildcard_rules = [r for _, r in _items(spec.get("rules")) if "*" in _str(r.get("host"))]
+    spec = as_dict(old.get("spec"))
+    secrets = [as_str(t.get("secretName")) for _, t in indexed_dicts(spec.get("tls"))]
+    wildcard_rules = [r for _, r in indexed_dicts(spec.get("rules")) if "*" in as_str(r.get("host"))]
     return _IngressOptions(
         allow_invalid_secret_name=any(s and dns1123_subdomain(s) for s in secrets),
         allow_invalid_wildcard_host_rule=any(_rule_value_errors(r, "") for r in wildcard_rules),
@@ -213,13 +205,13 @@ def _ingress_options(old: dict[str, Any] | None) -> _IngressOptions:
 
 def _load_balancer_status_errors(status: dict[str, Any]) -> list[FieldError]:
     errs: list[FieldError] = []
-    for i, entry in _items(_dict(status.get("loadBalancer")).get("ingress")):
+    for i, entry in indexed_dicts(as_dict(status.get("loadBalancer")).get("ingress")):
         path = f"status.loadBalancer.ingress[{i}]"
-        ip, hostname = _str(entry.get("ip")), _str(entry.get("hostname"))
+        ip, hostname = as_str(entry.get("ip")), as_str(entry.get("hostname"))
         if ip:
-            errs += _each(f"{path}.ip", ip, ip_errors(ip))
+            errs += invalid_each(f"{path}.ip", ip, ip_errors(ip))
         if hostname:
-            errs += _each(f"{path}.hostname", hostname, dns1123_subdomain(hostname))
+            errs += invalid_each(f"{path}.hostname", hostname, dns1123_subdomain(hostname))
             if _is_ip(hostname):
                 errs.append(invalid(f"{path}.hostname", hostname, "must be a DNS name, not an IP address"))
     return errs
@@ -227,8 +219,8 @@ def _load_balancer_status_errors(status: dict[str, Any]) -> list[FieldError]:
 
 def _class_annotation_errors(obj: dict[str, Any]) -> list[FieldError]:
     """On create, the legacy class annotation and `ingressClassName` must agree when both are set."""
-    annotation = _dict(obj["metadata"].get("annotations")).get(_INGRESS_CLASS_ANNOTATION)
-    class_name = _dict(obj.get("spec")).get("ingressClassName")
+    annotation = as_dict(obj["metadata"].get("annotations")).get(_INGRESS_CLASS_ANNOTATION)
+    class_name = as_dict(obj.get("spec")).get("ingressClassName")
     if annotation is None or class_name is None or annotation == class_name:
         return []
     # upstream builds this path from "annotations" (not metadata.annotations) and the key as one more child
@@ -246,10 +238,10 @@ class IngressStrategy(Strategy):
     tracks_generation = True
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-        errs = ingress_spec_errors(_dict(obj.get("spec")), _ingress_options(old))
+        errs = ingress_spec_errors(as_dict(obj.get("spec")), _ingress_options(old))
         if old is None:
             errs += _class_annotation_errors(obj)
-        return errs + _load_balancer_status_errors(_dict(obj.get("status")))
+        return errs + _load_balancer_status_errors(as_dict(obj.get("status")))
 
 
 def domain_prefixed_path_errors(value: str, field: str) -> list[FieldError]:
@@ -259,7 +251,7 @@ def domain_prefixed_path_errors(value: str, field: str) -> list[FieldError]:
     host, slash, path = value.partition("/")
     if not slash or not host or not path:
         return [invalid(field, value, 'must be a domain-prefixed path (such as "acme.io/foo")')]
-    errs = _each(field, host, dns1123_subdomain(host))
+    errs = invalid_each(field, host, dns1123_subdomain(host))
     if not re.fullmatch(_HTTP_PATH_FMT, path):
         errs.append(invalid(field, path, f"Invalid path (regex used for validation is '{_HTTP_PATH_FMT}')"))
     return errs
@@ -279,7 +271,7 @@ def _parameters_errors(params: Any) -> list[FieldError]:
     elif scope == "Namespace" and namespace is None:
         errs.append(required(f"{path}.namespace", "`parameters.scope` is set to 'Namespace'"))
     elif scope == "Namespace":
-        errs += _each(f"{path}.namespace", _str(namespace), dns1123_label(_str(namespace)))
+        errs += invalid_each(f"{path}.namespace", as_str(namespace), dns1123_label(as_str(namespace)))
     elif namespace is not None:
         errs.append(forbidden(f"{path}.namespace", "`parameters.scope` is set to 'Cluster'"))
     return errs
@@ -287,16 +279,16 @@ def _parameters_errors(params: Any) -> list[FieldError]:
 
 class IngressClassStrategy(Strategy):
     def default(self, obj: dict[str, Any]) -> None:
-        params = _dict(obj.get("spec")).get("parameters")
+        params = as_dict(obj.get("spec")).get("parameters")
         if isinstance(params, dict):
-            _default(params, "scope", "Cluster")
+            default_if_nil(params, "scope", "Cluster")
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-        spec = _dict(obj.get("spec"))
-        controller = _str(spec.get("controller"))
+        spec = as_dict(obj.get("spec"))
+        controller = as_str(spec.get("controller"))
         errs: list[FieldError] = []
         if old is not None:  # upstream reports the immutable controller first
-            errs += _immutable(spec.get("controller"), _dict(old.get("spec")).get("controller"), "spec.controller")
+            errs += immutable(spec.get("controller"), as_dict(old.get("spec")).get("controller"), "spec.controller")
         if len(controller) > 250:
             errs.append(FieldError(ErrorType.TOO_LONG, "spec.controller", detail="must have at most 250 bytes"))
         errs += domain_prefixed_path_errors(controller, "spec.controller")
@@ -316,14 +308,14 @@ def _network_policy_port_errors(port: dict[str, Any], path: str) -> list[FieldEr
     protocol = port.get("protocol")
     if protocol is not None and protocol not in _NETPOL_PROTOCOLS:
         errs.append(not_supported(f"{path}.protocol", protocol, _NETPOL_PROTOCOLS))
-    number, end = port.get("port"), _int(port.get("endPort"))
+    number, end = port.get("port"), as_int(port.get("endPort"))
     if number is None:
         if end is not None:
             errs.append(invalid(f"{path}.endPort", end, "may not be specified when `port` is not specified"))
     elif isinstance(number, str):
         if end is not None:
             errs.append(invalid(f"{path}.endPort", end, "may not be specified when `port` is non-numeric"))
-        errs += _each(f"{path}.port", number, iana_port_name_errors(number))
+        errs += invalid_each(f"{path}.port", number, iana_port_name_errors(number))
     else:
         errs += [invalid(f"{path}.port", number, m) for m in port_number_errors(number)]
         if end is not None:
@@ -344,15 +336,15 @@ def _network(value: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None
 
 def ip_block_errors(block: dict[str, Any], path: str) -> list[FieldError]:
     """1.32's ValidateIPBlock: a CIDR, and `except` entries strictly inside it."""
-    cidr = _str(block.get("cidr"))
+    cidr = as_str(block.get("cidr"))
     if not cidr:
         return [required(f"{path}.cidr")]
     network = _network(cidr)
     if network is None:
         return [invalid(f"{path}.cidr", cidr, "not a valid CIDR")]
     errs: list[FieldError] = []
-    for i, value in enumerate(_list(block.get("except"))):
-        inner = _network(_str(value))
+    for i, value in enumerate(as_list(block.get("except"))):
+        inner = _network(as_str(value))
         if inner is None:
             return [*errs, invalid(f"{path}.except[{i}]", value, "not a valid CIDR")]
         inside = inner.version == network.version and inner.network_address in network
@@ -368,7 +360,7 @@ def _peer_errors(peer: dict[str, Any], path: str, *, allow_invalid_values: bool)
         if name in present:
             errs += label_selector_errors(peer[name], f"{path}.{name}", allow_invalid_values=allow_invalid_values)
     if "ipBlock" in present:
-        errs += ip_block_errors(_dict(peer["ipBlock"]), f"{path}.ipBlock")
+        errs += ip_block_errors(as_dict(peer["ipBlock"]), f"{path}.ipBlock")
     if not present:
         errs.append(required(path, "must specify a peer"))
     elif len(present) > 1 and "ipBlock" in present:
@@ -378,10 +370,10 @@ def _peer_errors(peer: dict[str, Any], path: str, *, allow_invalid_values: bool)
 
 def _policy_rule_errors(rules: Any, path: str, peers_key: str, *, allow_invalid_values: bool) -> list[FieldError]:
     errs: list[FieldError] = []
-    for i, rule in _items(rules):
-        for j, port in _items(rule.get("ports")):
+    for i, rule in indexed_dicts(rules):
+        for j, port in indexed_dicts(rule.get("ports")):
             errs += _network_policy_port_errors(port, f"{path}[{i}].ports[{j}]")
-        for j, peer in _items(rule.get(peers_key)):
+        for j, peer in indexed_dicts(rule.get(peers_key)):
             errs += _peer_errors(peer, f"{path}[{i}].{peers_key}[{j}]", allow_invalid_values=allow_invalid_values)
     return errs
 
@@ -389,7 +381,7 @@ def _policy_rule_errors(rules: Any, path: str, peers_key: str, *, allow_invalid_
 def _policy_types_errors(types: list[Any]) -> list[FieldError]:
     if len(types) > 2:
         shown = go_slice([str(t) for t in types], "networking.PolicyType")
-        return [_go_invalid("spec.policyTypes", shown, "may not specify more than two policyTypes")]
+        return [go_invalid("spec.policyTypes", shown, "may not specify more than two policyTypes")]
     return [
         not_supported(f"spec.policyTypes[{i}]", t, _POLICY_TYPES) for i, t in enumerate(types) if t not in _POLICY_TYPES
     ]
@@ -399,7 +391,7 @@ def network_policy_spec_errors(spec: dict[str, Any], *, allow_invalid_values: bo
     errs = label_selector_errors(spec.get("podSelector"), "spec.podSelector", allow_invalid_values=allow_invalid_values)
     errs += _policy_rule_errors(spec.get("ingress"), "spec.ingress", "from", allow_invalid_values=allow_invalid_values)
     errs += _policy_rule_errors(spec.get("egress"), "spec.egress", "to", allow_invalid_values=allow_invalid_values)
-    return errs + _policy_types_errors(_list(spec.get("policyTypes")))
+    return errs + _policy_types_errors(as_list(spec.get("policyTypes")))
 
 
 class NetworkPolicyStrategy(Strategy):
@@ -411,18 +403,18 @@ class NetworkPolicyStrategy(Strategy):
             return
         spec.setdefault("podSelector", {})  # a struct, always written
         for key in ("ingress", "egress"):
-            for _, rule in _items(spec.get(key)):
-                for _, port in _items(rule.get("ports")):
-                    _default(port, "protocol", "TCP")
-        if not _list(spec.get("policyTypes")):
+            for _, rule in indexed_dicts(spec.get(key)):
+                for _, port in indexed_dicts(rule.get("ports")):
+                    default_if_nil(port, "protocol", "TCP")
+        if not as_list(spec.get("policyTypes")):
             # a policy names the directions it isolates; without policyTypes, Ingress always and Egress if it
             # has egress rules
-            spec["policyTypes"] = ["Ingress", "Egress"] if _list(spec.get("egress")) else ["Ingress"]
+            spec["policyTypes"] = ["Ingress", "Egress"] if as_list(spec.get("egress")) else ["Ingress"]
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-        old_selector = _dict(old.get("spec")).get("podSelector") if old is not None else None
-        tolerate = old is not None and _has_invalid_selector([old_selector])
-        return network_policy_spec_errors(_dict(obj.get("spec")), allow_invalid_values=tolerate)
+        old_selector = as_dict(old.get("spec")).get("podSelector") if old is not None else None
+        tolerate = old is not None and has_invalid_selector([old_selector])
+        return network_policy_spec_errors(as_dict(obj.get("spec")), allow_invalid_values=tolerate)
 
 
 STRATEGIES: dict[str, type[Strategy]] = {

@@ -8,21 +8,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tinykube.api.errors import ErrorType, FieldError, duplicate, forbidden, go_value, invalid, not_supported, required
+from tinykube.api.errors import ErrorType, FieldError, forbidden, go_value, invalid, not_supported, required
+from tinykube.api.jsonshape import as_dict, as_int, as_list, as_str, indexed_dicts, strings
 from tinykube.api.meta import dns1123_label, dns1123_subdomain
 from tinykube.apiserver.registry.generic import Strategy
-from tinykube.apiserver.registry.service_validation import GoSyntaxError
-from tinykube.apiserver.registry.validation import (
-    _default,
-    _dict,
-    _each,
-    _has_wildcard,
-    _int,
-    _items,
-    _list,
-    _str,
-    _strings,
-)
+from tinykube.apiserver.registry.gosyntax import GoSyntaxError
+from tinykube.apiserver.registry.validation import NamedItems, default_if_nil, has_wildcard, invalid_each
 
 _FLOW_VERBS = sorted(["get", "list", "create", "update", "delete", "deletecollection", "patch", "watch", "proxy"])
 _SUBJECT_KINDS = ["Group", "ServiceAccount", "User"]
@@ -42,14 +33,14 @@ _OTHER_SUBJECT_MESSAGES = {
 
 
 def _service_account_subject_errors(subject: dict[str, Any], path: str) -> list[FieldError]:
-    name, namespace = _str(subject.get("name")), _str(subject.get("namespace"))
+    name, namespace = as_str(subject.get("name")), as_str(subject.get("namespace"))
     errs: list[FieldError] = []
     if not name:
         errs.append(required(f"{path}.name"))
     elif name != "*":
-        errs += _each(f"{path}.name", name, dns1123_subdomain(name))
+        errs += invalid_each(f"{path}.name", name, dns1123_subdomain(name))
     if namespace:
-        errs += _each(f"{path}.namespace", namespace, dns1123_label(namespace))
+        errs += invalid_each(f"{path}.namespace", namespace, dns1123_label(namespace))
     else:
         errs.append(required(f"{path}.namespace", "must specify namespace for service account"))
     return errs
@@ -65,8 +56,8 @@ def flow_subject_errors(subject: dict[str, Any], path: str) -> list[FieldError]:
     if detail is None:
         errs.append(required(f"{path}.{key}", f"{key} is required when subject kind is '{kind}'"))
     elif key == "serviceAccount":
-        errs += _service_account_subject_errors(_dict(detail), f"{path}.{key}")
-    elif not _str(_dict(detail).get("name")):
+        errs += _service_account_subject_errors(as_dict(detail), f"{path}.{key}")
+    elif not as_str(as_dict(detail).get("name")):
         errs.append(required(f"{path}.{key}.name"))
     errs += [
         forbidden(f"{path}.{other}", _OTHER_SUBJECT_MESSAGES[other])
@@ -79,7 +70,7 @@ def flow_subject_errors(subject: dict[str, Any], path: str) -> list[FieldError]:
 def _verbs_errors(verbs: list[str], path: str) -> list[FieldError]:
     if not verbs:
         return [required(path, "verbs must contain at least one value")]
-    if _has_wildcard(verbs):
+    if has_wildcard(verbs):
         return [invalid(path, verbs, "if '*' is present, must not specify other verbs")] if len(verbs) > 1 else []
     return [] if set(verbs) <= set(_FLOW_VERBS) else [not_supported(path, verbs, _FLOW_VERBS)]
 
@@ -87,16 +78,16 @@ def _verbs_errors(verbs: list[str], path: str) -> list[FieldError]:
 def _listed_errors(values: list[str], path: str, what: str, wildcard_what: str) -> list[FieldError]:
     if not values:
         return [required(path, f"resource rules must supply at least one {what}")]
-    if len(values) > 1 and _has_wildcard(values):
+    if len(values) > 1 and has_wildcard(values):
         return [invalid(path, values, f"if '*' is present, must not specify other {wildcard_what}")]
     return []
 
 
 def _flow_namespaces_errors(rule: dict[str, Any], path: str) -> list[FieldError]:
-    namespaces = _strings(rule.get("namespaces"))
+    namespaces = strings(rule.get("namespaces"))
     if not namespaces and not rule.get("clusterScope"):
         return [required(path, "resource rules that are not cluster scoped must supply at least one namespace")]
-    if _has_wildcard(namespaces):
+    if has_wildcard(namespaces):
         detail = "if '*' is present, must not specify other namespaces"
         return [invalid(path, namespaces, detail)] if len(namespaces) > 1 else []
     return [
@@ -105,9 +96,9 @@ def _flow_namespaces_errors(rule: dict[str, Any], path: str) -> list[FieldError]
 
 
 def _resource_rule_errors(rule: dict[str, Any], path: str) -> list[FieldError]:
-    errs = _verbs_errors(_strings(rule.get("verbs")), f"{path}.verbs")
-    errs += _listed_errors(_strings(rule.get("apiGroups")), f"{path}.apiGroups", "api group", "api groups")
-    errs += _listed_errors(_strings(rule.get("resources")), f"{path}.resources", "resource", "resources")
+    errs = _verbs_errors(strings(rule.get("verbs")), f"{path}.verbs")
+    errs += _listed_errors(strings(rule.get("apiGroups")), f"{path}.apiGroups", "api group", "api groups")
+    errs += _listed_errors(strings(rule.get("resources")), f"{path}.resources", "resource", "resources")
     return errs + _flow_namespaces_errors(rule, f"{path}.namespaces")
 
 
@@ -130,28 +121,28 @@ def non_resource_url_problem(url: str) -> str:
 
 
 def _non_resource_rule_errors(rule: dict[str, Any], path: str) -> list[FieldError]:
-    errs = _verbs_errors(_strings(rule.get("verbs")), f"{path}.verbs")
-    urls = _strings(rule.get("nonResourceURLs"))
+    errs = _verbs_errors(strings(rule.get("verbs")), f"{path}.verbs")
+    urls = strings(rule.get("nonResourceURLs"))
     here = f"{path}.nonResourceURLs"
     if not urls:
         return [*errs, required(here, "nonResourceURLs must contain at least one value")]
-    if _has_wildcard(urls):
+    if has_wildcard(urls):
         detail = "if '*' is present, must not specify other non-resource URLs"
         return errs + ([invalid(here, urls, detail)] if len(urls) > 1 else [])
     return errs + [invalid(f"{here}[{i}]", u, p) for i, u in enumerate(urls) if (p := non_resource_url_problem(u))]
 
 
 def _policy_rules_with_subjects_errors(rule: dict[str, Any], path: str) -> list[FieldError]:
-    subjects = _list(rule.get("subjects"))
+    subjects = as_list(rule.get("subjects"))
     errs = [] if subjects else [required(f"{path}.subjects", "subjects must contain at least one value")]
-    for i, subject in _items(subjects):
+    for i, subject in indexed_dicts(subjects):
         errs += flow_subject_errors(subject, f"{path}.subjects[{i}]")
-    resource_rules, non_resource_rules = _list(rule.get("resourceRules")), _list(rule.get("nonResourceRules"))
+    resource_rules, non_resource_rules = as_list(rule.get("resourceRules")), as_list(rule.get("nonResourceRules"))
     if not resource_rules and not non_resource_rules:
         errs.append(required(path, "at least one of resourceRules and nonResourceRules has to be non-empty"))
-    for i, entry in _items(resource_rules):
+    for i, entry in indexed_dicts(resource_rules):
         errs += _resource_rule_errors(entry, f"{path}.resourceRules[{i}]")
-    for i, entry in _items(non_resource_rules):
+    for i, entry in indexed_dicts(non_resource_rules):
         errs += _non_resource_rule_errors(entry, f"{path}.nonResourceRules[{i}]")
     return errs
 
@@ -169,31 +160,29 @@ def _precedence_errors(name: str, precedence: int) -> list[FieldError]:
 def flow_schema_errors(obj: dict[str, Any]) -> list[FieldError]:
     """The spec of a FlowSchema. (Upstream also pins the specs of its mandatory `exempt` and `catch-all`
     schemas to their built-in values; tinykube does not create those.)"""
-    spec = _dict(obj.get("spec"))
-    errs = _precedence_errors(_str(obj["metadata"].get("name")), _int(spec.get("matchingPrecedence")) or 0)
+    spec = as_dict(obj.get("spec"))
+    errs = _precedence_errors(as_str(obj["metadata"].get("name")), as_int(spec.get("matchingPrecedence")) or 0)
     method = spec.get("distinguisherMethod")
     if isinstance(method, dict) and method.get("type") not in _DISTINGUISHERS:
-        shown = f"flowcontrol.FlowDistinguisherMethod{{Type:{go_value(_str(method.get('type')))}}}"
+        shown = f"flowcontrol.FlowDistinguisherMethod{{Type:{go_value(as_str(method.get('type')))}}}"
         detail = "supported values: " + ", ".join(go_value(d) for d in _DISTINGUISHERS)
         errs.append(GoSyntaxError(ErrorType.NOT_SUPPORTED, "spec.distinguisherMethod.type", shown, detail))
-    level = _str(_dict(spec.get("priorityLevelConfiguration")).get("name"))
+    level = as_str(as_dict(spec.get("priorityLevelConfiguration")).get("name"))
     if level:
-        errs += _each("spec.priorityLevelConfiguration.name", level, dns1123_subdomain(level))
+        errs += invalid_each("spec.priorityLevelConfiguration.name", level, dns1123_subdomain(level))
     else:
         errs.append(required("spec.priorityLevelConfiguration.name", "must reference a priority level"))
-    for i, rule in _items(spec.get("rules")):
+    for i, rule in indexed_dicts(spec.get("rules")):
         errs += _policy_rules_with_subjects_errors(rule, f"spec.rules[{i}]")
     return errs
 
 
 def _flow_status_errors(status: dict[str, Any]) -> list[FieldError]:
     errs: list[FieldError] = []
-    seen: set[str] = set()
-    for i, condition in _items(status.get("conditions")):
-        kind = _str(condition.get("type"))
-        if kind in seen:
-            errs.append(duplicate(f"status.conditions[{i}].type", kind))
-        seen.add(kind)
+    types = NamedItems()
+    for i, condition in indexed_dicts(status.get("conditions")):
+        kind = as_str(condition.get("type"))
+        errs += types.repeat(kind, f"status.conditions[{i}].type")
         if not kind:
             errs.append(required(f"status.conditions[{i}].type", "must not be empty"))
     return errs
@@ -209,7 +198,7 @@ class FlowSchemaStrategy(Strategy):
             spec["matchingPrecedence"] = 1000
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-        return flow_schema_errors(obj) + _flow_status_errors(_dict(obj.get("status")))
+        return flow_schema_errors(obj) + _flow_status_errors(as_dict(obj.get("status")))
 
 
 def _required_entropy_bits(deck: int, hand: int) -> int:
@@ -218,7 +207,7 @@ def _required_entropy_bits(deck: int, hand: int) -> int:
 
 def queuing_errors(queuing: dict[str, Any], path: str) -> list[FieldError]:
     """Queue lengths, and shuffle sharding's deck and hand sizes."""
-    limit, queues, hand = (_int(queuing.get(k)) or 0 for k in ("queueLengthLimit", "queues", "handSize"))
+    limit, queues, hand = (as_int(queuing.get(k)) or 0 for k in ("queueLengthLimit", "queues", "handSize"))
     errs = [invalid(f"{path}.queueLengthLimit", limit, "must be positive")] if limit <= 0 else []
     if queues <= 0:
         errs.append(invalid(f"{path}.queues", queues, "must be positive"))
@@ -248,25 +237,25 @@ def _limit_response_errors(response: dict[str, Any], path: str) -> list[FieldErr
     if kind == "Queue":
         if queuing is None:
             return [required(f"{path}.queuing", "must not be empty if limited.limitResponse.type is Limited")]
-        return queuing_errors(_dict(queuing), f"{path}.queuing")
+        return queuing_errors(as_dict(queuing), f"{path}.queuing")
     return [not_supported(f"{path}.type", kind, _LIMIT_RESPONSES)]
 
 
 def _lendable_errors(config: dict[str, Any], path: str) -> list[FieldError]:
-    lendable = _int(config.get("lendablePercent"))
+    lendable = as_int(config.get("lendablePercent"))
     if lendable is not None and not 0 <= lendable <= 100:
         return [invalid(f"{path}.lendablePercent", lendable, "must be between 0 and 100, inclusive")]
     return []
 
 
 def _limited_errors(limited: dict[str, Any], path: str) -> list[FieldError]:
-    shares = _int(limited.get("nominalConcurrencyShares"))
+    shares = as_int(limited.get("nominalConcurrencyShares"))
     errs: list[FieldError] = []
     if shares is not None and shares < 0:  # v1 allows zero
         errs.append(invalid(f"{path}.nominalConcurrencyShares", shares, "must be a non-negative integer"))
-    errs += _limit_response_errors(_dict(limited.get("limitResponse")), f"{path}.limitResponse")
+    errs += _limit_response_errors(as_dict(limited.get("limitResponse")), f"{path}.limitResponse")
     errs += _lendable_errors(limited, path)
-    borrowing = _int(limited.get("borrowingLimitPercent"))
+    borrowing = as_int(limited.get("borrowingLimitPercent"))
     if borrowing is not None and borrowing < 0:
         detail = "if specified, must be a non-negative integer"
         errs.append(invalid(f"{path}.borrowingLimitPercent", borrowing, detail))
@@ -274,7 +263,7 @@ def _limited_errors(limited: dict[str, Any], path: str) -> list[FieldError]:
 
 
 def _exempt_errors(exempt: dict[str, Any], path: str) -> list[FieldError]:
-    shares = _int(exempt.get("nominalConcurrencyShares"))
+    shares = as_int(exempt.get("nominalConcurrencyShares"))
     errs: list[FieldError] = []
     if shares is not None and shares < 0:
         errs.append(invalid(f"{path}.nominalConcurrencyShares", shares, "must be a non-negative integer"))
@@ -283,23 +272,23 @@ def _exempt_errors(exempt: dict[str, Any], path: str) -> list[FieldError]:
 
 def priority_level_errors(obj: dict[str, Any]) -> list[FieldError]:
     """The spec of a PriorityLevelConfiguration (the mandatory `exempt` and `catch-all` levels are not pinned)."""
-    spec = _dict(obj.get("spec"))
+    spec = as_dict(obj.get("spec"))
     kind, limited, exempt = spec.get("type", ""), spec.get("limited"), spec.get("exempt")
     errs: list[FieldError] = []
-    if (_str(obj["metadata"].get("name")) == "exempt") != (kind == "Exempt"):
+    if (as_str(obj["metadata"].get("name")) == "exempt") != (kind == "Exempt"):
         errs.append(invalid("spec.type", kind, "type must be 'Exempt' if and only if name is 'exempt'"))
     if kind == "Exempt":
         if limited is not None:
             errs.append(forbidden("spec.limited", "must be nil if the type is not Limited"))
         if exempt is not None:
-            errs += _exempt_errors(_dict(exempt), "spec.exempt")
+            errs += _exempt_errors(as_dict(exempt), "spec.exempt")
     elif kind == "Limited":
         if exempt is not None:
             errs.append(forbidden("spec.exempt", "must be nil if the type is Limited"))
         if limited is None:
             errs.append(required("spec.limited", "must not be empty when type is Limited"))
         else:
-            errs += _limited_errors(_dict(limited), "spec.limited")
+            errs += _limited_errors(as_dict(limited), "spec.limited")
     else:
         errs.append(not_supported("spec.type", kind, _PRIORITY_LEVEL_TYPES))
     return errs
@@ -308,13 +297,13 @@ def priority_level_errors(obj: dict[str, Any]) -> list[FieldError]:
 def _default_priority_level(spec: dict[str, Any]) -> None:
     limited, exempt = spec.get("limited"), spec.get("exempt")
     if isinstance(exempt, dict):
-        _default(exempt, "nominalConcurrencyShares", 0)
-        _default(exempt, "lendablePercent", 0)
+        default_if_nil(exempt, "nominalConcurrencyShares", 0)
+        default_if_nil(exempt, "lendablePercent", 0)
     if not isinstance(limited, dict):
         return
-    _default(limited, "nominalConcurrencyShares", 30)
-    _default(limited, "lendablePercent", 0)
-    queuing = _dict(limited.get("limitResponse")).get("queuing")
+    default_if_nil(limited, "nominalConcurrencyShares", 30)
+    default_if_nil(limited, "lendablePercent", 0)
+    queuing = as_dict(limited.get("limitResponse")).get("queuing")
     if isinstance(queuing, dict):
         for key, value in (("handSize", 8), ("queues", 64), ("queueLengthLimit", 50)):
             if not queuing.get(key):
@@ -331,7 +320,7 @@ class PriorityLevelConfigurationStrategy(Strategy):
             _default_priority_level(spec)
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-        return priority_level_errors(obj) + _flow_status_errors(_dict(obj.get("status")))
+        return priority_level_errors(obj) + _flow_status_errors(as_dict(obj.get("status")))
 
 
 STRATEGIES: dict[str, type[Strategy]] = {

@@ -16,26 +16,22 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
-from tinykube.api.errors import FieldError, duplicate, forbidden, invalid, not_supported, required, too_many
-from tinykube.api.meta import dns1035_label, dns1123_subdomain
+from tinykube.api.errors import FieldError, forbidden, invalid, not_supported, required, too_many
+from tinykube.api.jsonshape import as_dict, as_int, as_list, as_str, indexed_dicts, strings
+from tinykube.api.meta import dns1035_label, dns1123_subdomain, qualified_name
 from tinykube.apiserver.registry.generic import Strategy
-from tinykube.apiserver.registry.service_validation import go_slice, port_number_errors
+from tinykube.apiserver.registry.gosyntax import go_invalid, go_slice
+from tinykube.apiserver.registry.netvalidation import port_number_errors
 from tinykube.apiserver.registry.validation import (
-    _default,
-    _dict,
-    _each,
-    _go_invalid,
-    _has_invalid_selector,
-    _has_wildcard,
-    _int,
-    _items,
-    _list,
-    _qualified_name_errors,
-    _str,
-    _strings,
+    NamedItems,
     conditions_errors,
+    default_if_nil,
+    has_invalid_selector,
+    has_wildcard,
+    invalid_each,
     label_selector_errors,
     path_segment_name,
+    qualified_name_errors,
 )
 
 _FAILURE_POLICIES = ["Fail", "Ignore"]
@@ -58,30 +54,30 @@ _CEL_RESERVED = frozenset(
 
 
 def _default_rules(rules: Any) -> None:
-    for _, rule in _items(rules):
-        _default(rule, "scope", "*")
+    for _, rule in indexed_dicts(rules):
+        default_if_nil(rule, "scope", "*")
 
 
 def _default_webhook(hook: dict[str, Any], *, mutating: bool) -> None:
-    _default(hook, "failurePolicy", "Fail")
-    _default(hook, "matchPolicy", "Equivalent")
-    _default(hook, "namespaceSelector", {})
-    _default(hook, "objectSelector", {})
-    _default(hook, "timeoutSeconds", 10)
+    default_if_nil(hook, "failurePolicy", "Fail")
+    default_if_nil(hook, "matchPolicy", "Equivalent")
+    default_if_nil(hook, "namespaceSelector", {})
+    default_if_nil(hook, "objectSelector", {})
+    default_if_nil(hook, "timeoutSeconds", 10)
     if mutating:
-        _default(hook, "reinvocationPolicy", "Never")
-    service = _dict(hook.get("clientConfig")).get("service")
+        default_if_nil(hook, "reinvocationPolicy", "Never")
+    service = as_dict(hook.get("clientConfig")).get("service")
     if isinstance(service, dict):
-        _default(service, "port", 443)
+        default_if_nil(service, "port", 443)
     _default_rules(hook.get("rules"))
 
 
 def _default_match_resources(match: Any) -> None:
     if not isinstance(match, dict):
         return
-    _default(match, "matchPolicy", "Equivalent")
-    _default(match, "namespaceSelector", {})
-    _default(match, "objectSelector", {})
+    default_if_nil(match, "matchPolicy", "Equivalent")
+    default_if_nil(match, "namespaceSelector", {})
+    default_if_nil(match, "objectSelector", {})
     for key in ("resourceRules", "excludeResourceRules"):
         _default_rules(match.get(key))
 
@@ -129,27 +125,27 @@ def _resources_errors(resources: list[str], path: str) -> list[FieldError]:
 
 def _rule_errors(rule: dict[str, Any], path: str) -> list[FieldError]:
     """A RuleWithOperations: operations, API groups, versions, resources and scope."""
-    operations = _strings(rule.get("operations"))
+    operations = strings(rule.get("operations"))
     errs = [] if operations else [required(f"{path}.operations")]
-    if len(operations) > 1 and _has_wildcard(operations):
+    if len(operations) > 1 and has_wildcard(operations):
         shown = go_slice(operations, "admissionregistration.OperationType")
-        errs.append(_go_invalid(f"{path}.operations", shown, "if '*' is present, must not specify other operations"))
+        errs.append(go_invalid(f"{path}.operations", shown, "if '*' is present, must not specify other operations"))
     errs += [
         not_supported(f"{path}.operations[{i}]", op, _OPERATIONS)
         for i, op in enumerate(operations)
         if op not in _OPERATIONS
     ]
-    groups, versions = _strings(rule.get("apiGroups")), _strings(rule.get("apiVersions"))
+    groups, versions = strings(rule.get("apiGroups")), strings(rule.get("apiVersions"))
     if not groups:
         errs.append(required(f"{path}.apiGroups"))
-    if len(groups) > 1 and _has_wildcard(groups):
+    if len(groups) > 1 and has_wildcard(groups):
         errs.append(invalid(f"{path}.apiGroups", groups, "if '*' is present, must not specify other API groups"))
     if not versions:
         errs.append(required(f"{path}.apiVersions"))
-    if len(versions) > 1 and _has_wildcard(versions):
+    if len(versions) > 1 and has_wildcard(versions):
         errs.append(invalid(f"{path}.apiVersions", versions, "if '*' is present, must not specify other API versions"))
     errs += [required(f"{path}.apiVersions[{i}]") for i, version in enumerate(versions) if not version]
-    errs += _resources_errors(_strings(rule.get("resources")), f"{path}.resources")
+    errs += _resources_errors(strings(rule.get("resources")), f"{path}.resources")
     scope = rule.get("scope")
     if scope is not None and scope not in _SCOPES:
         errs.append(not_supported(f"{path}.scope", scope, _SCOPES))
@@ -164,7 +160,7 @@ def _review_versions_errors(versions: list[str], path: str, *, require_recognize
         if version in versions[:i]:
             errs.append(invalid(f"{path}[{i}]", version, "duplicate version"))
             continue
-        errs += _each(f"{path}[{i}]", version, dns1035_label(version))
+        errs += invalid_each(f"{path}[{i}]", version, dns1035_label(version))
     if require_recognized and not any(v in _REVIEW_VERSIONS for v in versions):
         errs.append(invalid(path, versions, "must include at least one of v1, v1beta1"))
     return errs
@@ -208,16 +204,16 @@ def webhook_service_errors(service: dict[str, Any], path: str) -> list[FieldErro
     # Upstream passes the service's name and namespace to a function that takes them the other way round, so an
     # empty namespace is reported at `name` and an empty name at `namespace`; kept, as users see it.
     errs: list[FieldError] = []
-    if not _str(service.get("namespace")):
+    if not as_str(service.get("namespace")):
         errs.append(required(f"{path}.name"))
-    if not _str(service.get("name")):
+    if not as_str(service.get("name")):
         errs.append(required(f"{path}.namespace"))
     port = service.get("port", 443)
     messages = port_number_errors(port)
     if messages:
         errs.append(invalid(f"{path}.port", port, "port is not valid: " + ", ".join(messages)))
     if service.get("path") is not None:
-        errs += _service_path_errors(_str(service.get("path")), f"{path}.path")
+        errs += _service_path_errors(as_str(service.get("path")), f"{path}.path")
     return errs
 
 
@@ -226,23 +222,19 @@ def _client_config_errors(config: dict[str, Any], path: str) -> list[FieldError]
     if (url is None) == (service is None):
         return [required(f"{path}.clientConfig", "exactly one of url or service is required")]
     if url is not None:
-        return webhook_url_errors(_str(url), f"{path}.clientConfig.url")
-    return webhook_service_errors(_dict(service), f"{path}.clientConfig.service")
+        return webhook_url_errors(as_str(url), f"{path}.clientConfig.url")
+    return webhook_service_errors(as_dict(service), f"{path}.clientConfig.service")
 
 
 def match_conditions_errors(conditions: Any, path: str) -> list[FieldError]:
     """Each condition named (a qualified name, unique) with a non-blank CEL expression (not compiled here)."""
-    entries = _list(conditions)
+    entries = as_list(conditions)
     errs = [too_many(path, len(entries), 64)] if len(entries) > 64 else []
-    seen: set[str] = set()
-    for i, condition in _items(entries):
-        if not _str(condition.get("expression")).strip():
+    names = NamedItems(qualified_name)
+    for i, condition in indexed_dicts(entries):
+        if not as_str(condition.get("expression")).strip():
             errs.append(required(f"{path}[{i}].expression"))
-        name = _str(condition.get("name"))
-        errs += [required(f"{path}[{i}].name")] if not name else _qualified_name_errors(name, f"{path}[{i}].name")
-        if name and name in seen:
-            errs.append(duplicate(f"{path}[{i}].name", name))
-        seen.add(name)
+        errs += names.check(as_str(condition.get("name")), f"{path}[{i}].name")
     return errs
 
 
@@ -260,19 +252,22 @@ class _WebhookOptions:
 def _webhook_options(new: dict[str, Any], old: dict[str, Any] | None) -> _WebhookOptions:
     if old is None:
         return _WebhookOptions()
-    hooks, old_hooks = [h for _, h in _items(new.get("webhooks"))], [h for _, h in _items(old.get("webhooks"))]
+    hooks, old_hooks = (
+        [h for _, h in indexed_dicts(new.get("webhooks"))],
+        [h for _, h in indexed_dicts(old.get("webhooks"))],
+    )
     names = [h.get("name") for h in old_hooks]
     return _WebhookOptions(
         ignore_match_conditions=len(hooks) == len(old_hooks)
         and all(a.get("matchConditions") == b.get("matchConditions") for a, b in zip(hooks, old_hooks, strict=True)),
         require_no_side_effects=all(h.get("sideEffects") in _NO_SIDE_EFFECTS for h in old_hooks),
         require_recognized_versions=all(
-            not _list(h.get("admissionReviewVersions"))
-            or any(v in _REVIEW_VERSIONS for v in _list(h.get("admissionReviewVersions")))
+            not as_list(h.get("admissionReviewVersions"))
+            or any(v in _REVIEW_VERSIONS for v in as_list(h.get("admissionReviewVersions")))
             for h in old_hooks
         ),
         require_unique_names=len(set(map(str, names))) == len(names),
-        allow_invalid_label_values=_has_invalid_selector(
+        allow_invalid_label_values=has_invalid_selector(
             [h.get(key) for h in old_hooks for key in ("namespaceSelector", "objectSelector")]
         ),
     )
@@ -296,19 +291,19 @@ def _webhook_policy_errors(hook: dict[str, Any], path: str, *, mutating: bool) -
 
 
 def webhook_errors(hook: dict[str, Any], path: str, opts: _WebhookOptions, *, mutating: bool) -> list[FieldError]:
-    errs = fully_qualified_name_errors(_str(hook.get("name")), f"{path}.name")
-    for i, rule in _items(hook.get("rules")):
+    errs = fully_qualified_name_errors(as_str(hook.get("name")), f"{path}.name")
+    for i, rule in indexed_dicts(hook.get("rules")):
         errs += _rule_errors(rule, f"{path}.rules[{i}]")
     errs += _webhook_policy_errors(hook, path, mutating=mutating)
     errs += _side_effects_errors(hook.get("sideEffects"), path, opts)
-    timeout = _int(hook.get("timeoutSeconds"))
+    timeout = as_int(hook.get("timeoutSeconds"))
     if timeout is not None and not 1 <= timeout <= 30:
         errs.append(invalid(f"{path}.timeoutSeconds", timeout, "the timeout value must be between 1 and 30 seconds"))
     for key in ("namespaceSelector", "objectSelector"):
         errs += label_selector_errors(
             hook.get(key), f"{path}.{key}", allow_invalid_values=opts.allow_invalid_label_values
         )
-    errs += _client_config_errors(_dict(hook.get("clientConfig")), path)
+    errs += _client_config_errors(as_dict(hook.get("clientConfig")), path)
     if not opts.ignore_match_conditions:
         errs += match_conditions_errors(hook.get("matchConditions"), f"{path}.matchConditions")
     return errs
@@ -319,19 +314,17 @@ def webhook_configuration_errors(
 ) -> list[FieldError]:
     opts = _webhook_options(obj, old)
     errs: list[FieldError] = []
-    seen: set[str] = set()
-    for i, hook in _items(obj.get("webhooks")):
+    names = NamedItems()
+    for i, hook in indexed_dicts(obj.get("webhooks")):
         path = f"webhooks[{i}]"
         errs += webhook_errors(hook, path, opts, mutating=mutating)
-        versions = _strings(hook.get("admissionReviewVersions"))
+        versions = strings(hook.get("admissionReviewVersions"))
         errs += _review_versions_errors(
             versions, f"{path}.admissionReviewVersions", require_recognized=opts.require_recognized_versions
         )
-        name = _str(hook.get("name"))
+        name = as_str(hook.get("name"))
         if opts.require_unique_names and name:
-            if name in seen:
-                errs.append(duplicate(f"{path}.name", name))
-            seen.add(name)
+            errs += names.repeat(name, f"{path}.name")
     return errs
 
 
@@ -340,7 +333,7 @@ class _WebhookConfigurationStrategy(Strategy):
     mutating = False
 
     def default(self, obj: dict[str, Any]) -> None:
-        for _, hook in _items(obj.get("webhooks")):
+        for _, hook in indexed_dicts(obj.get("webhooks")):
             _default_webhook(hook, mutating=self.mutating)
 
     def bumps_generation(self, new: dict[str, Any], old: dict[str, Any]) -> bool:
@@ -368,7 +361,7 @@ def _group_version(text: str) -> tuple[str, str] | None:
 
 
 def param_kind_errors(param_kind: dict[str, Any], path: str) -> list[FieldError]:
-    api_version, kind = _str(param_kind.get("apiVersion")), _str(param_kind.get("kind"))
+    api_version, kind = as_str(param_kind.get("apiVersion")), as_str(param_kind.get("kind"))
     errs: list[FieldError] = []
     parsed = _group_version(api_version)
     if not api_version:
@@ -393,11 +386,10 @@ def param_kind_errors(param_kind: dict[str, Any], path: str) -> list[FieldError]
 
 def _named_rule_errors(rule: dict[str, Any], path: str) -> list[FieldError]:
     errs: list[FieldError] = []
-    names = _strings(rule.get("resourceNames"))
-    for i, name in enumerate(names):
-        errs += _each(f"{path}.resourceNames[{i}]", name, path_segment_name(name))
-        if name in names[:i]:
-            errs.append(duplicate(f"{path}.resourceNames[{i}]", name))
+    unique = NamedItems()
+    for i, name in enumerate(strings(rule.get("resourceNames"))):
+        errs += invalid_each(f"{path}.resourceNames[{i}]", name, path_segment_name(name))
+        errs += unique.repeat(name, f"{path}.resourceNames[{i}]")
     return errs + _rule_errors(rule, path)
 
 
@@ -414,13 +406,13 @@ def match_resources_errors(match: Any, path: str) -> list[FieldError]:
         selector = match.get(key)
         errs += [required(f"{path}.{key}")] if selector is None else label_selector_errors(selector, f"{path}.{key}")
     for key in ("resourceRules", "excludeResourceRules"):
-        for i, rule in _items(match.get(key)):
+        for i, rule in indexed_dicts(match.get(key)):
             errs += _named_rule_errors(rule, f"{path}.{key}[{i}]")
     return errs
 
 
 def _variable_errors(variable: dict[str, Any], path: str) -> list[FieldError]:
-    name, expression = _str(variable.get("name")), _str(variable.get("expression"))
+    name, expression = as_str(variable.get("name")), as_str(variable.get("expression"))
     errs: list[FieldError] = []
     if not name.strip():
         errs.append(required(f"{path}.name", "name is not specified"))
@@ -433,12 +425,12 @@ def _variable_errors(variable: dict[str, Any], path: str) -> list[FieldError]:
 
 def _validation_errors(validation: dict[str, Any], path: str) -> list[FieldError]:
     errs: list[FieldError] = []
-    if not _str(validation.get("expression")).strip():
+    if not as_str(validation.get("expression")).strip():
         errs.append(required(f"{path}.expression", "expression is not specified"))
-    message_expression = _str(validation.get("messageExpression"))
+    message_expression = as_str(validation.get("messageExpression"))
     if message_expression and not message_expression.strip():
         errs.append(invalid(f"{path}.messageExpression", message_expression, "must be non-empty if specified"))
-    message = _str(validation.get("message"))
+    message = as_str(validation.get("message"))
     if message and not message.strip():
         errs.append(invalid(f"{path}.message", message, "message must be non-empty if specified"))
     elif re.search(r"[\n\r]", message.strip()):
@@ -450,12 +442,12 @@ def _validation_errors(validation: dict[str, Any], path: str) -> list[FieldError
 
 
 def _audit_annotation_errors(annotation: dict[str, Any], policy_name: str, path: str) -> list[FieldError]:
-    key = _str(annotation.get("key"))
+    key = as_str(annotation.get("key"))
     if policy_name:
-        errs = _qualified_name_errors(f"{policy_name}/{key}", f"{path}.key")
+        errs = qualified_name_errors(f"{policy_name}/{key}", f"{path}.key")
     else:
         errs = [invalid(f"{path}.key", key, "requires metadata.name be non-empty")]
-    value = _str(annotation.get("valueExpression")).strip()
+    value = as_str(annotation.get("valueExpression")).strip()
     if not value:
         errs.append(required(f"{path}.valueExpression", "valueExpression is not specified"))
     elif len(value) > 5 * 1024:
@@ -464,15 +456,12 @@ def _audit_annotation_errors(annotation: dict[str, Any], policy_name: str, path:
 
 
 def _audit_annotations_errors(annotations: Any, policy_name: str, path: str) -> list[FieldError]:
-    entries = _list(annotations)
+    entries = as_list(annotations)
     errs = [] if len(entries) <= 20 else [invalid(path, entries, "must not have more than 20 auditAnnotations")]
-    keys: list[str] = []
-    for i, annotation in _items(entries):
+    keys = NamedItems()
+    for i, annotation in indexed_dicts(entries):
         errs += _audit_annotation_errors(annotation, policy_name, f"{path}[{i}]")
-        key = _str(annotation.get("key"))
-        if key in keys:
-            errs.append(duplicate(f"{path}[{i}].key", key))
-        keys.append(key)
+        errs += keys.repeat(as_str(annotation.get("key")), f"{path}[{i}].key")
     return errs
 
 
@@ -481,25 +470,25 @@ def _policy_match_errors(spec: dict[str, Any]) -> list[FieldError]:
     if constraints is None:
         return [required("spec.matchConstraints")]
     errs = match_resources_errors(constraints, "spec.matchConstraints")
-    if not _list(_dict(constraints).get("resourceRules")):  # the rules give the policy its types
+    if not as_list(as_dict(constraints).get("resourceRules")):  # the rules give the policy its types
         errs.append(required("spec.matchConstraints.resourceRules"))
     return errs
 
 
 def _policy_checks_errors(spec: dict[str, Any], policy_name: str) -> list[FieldError]:
-    validations, annotations = _list(spec.get("validations")), _list(spec.get("auditAnnotations"))
+    validations, annotations = as_list(spec.get("validations")), as_list(spec.get("auditAnnotations"))
     if not validations and not annotations:
         detail = "validations or auditAnnotations must contain at least one item"
         return [required("spec.validations", detail), required("spec.auditAnnotations", detail)]
     errs: list[FieldError] = []
-    for i, validation in _items(validations):
+    for i, validation in indexed_dicts(validations):
         errs += _validation_errors(validation, f"spec.validations[{i}]")
     return errs + _audit_annotations_errors(annotations, policy_name, "spec.auditAnnotations")
 
 
 def validating_admission_policy_errors(obj: dict[str, Any], *, ignore_match_conditions: bool) -> list[FieldError]:
     """The structure of a ValidatingAdmissionPolicy; its CEL expressions are required but not compiled."""
-    spec = _dict(obj.get("spec"))
+    spec = as_dict(obj.get("spec"))
     failure_policy = spec.get("failurePolicy")
     errs: list[FieldError] = []
     if failure_policy is None:
@@ -507,23 +496,23 @@ def validating_admission_policy_errors(obj: dict[str, Any], *, ignore_match_cond
     elif failure_policy not in _FAILURE_POLICIES:
         errs.append(not_supported("spec.failurePolicy", failure_policy, _FAILURE_POLICIES))
     if spec.get("paramKind") is not None:
-        errs += param_kind_errors(_dict(spec["paramKind"]), "spec.paramKind")
+        errs += param_kind_errors(as_dict(spec["paramKind"]), "spec.paramKind")
     errs += _policy_match_errors(spec)
     if not ignore_match_conditions:
         errs += match_conditions_errors(spec.get("matchConditions"), "spec.matchConditions")
-    for i, variable in _items(spec.get("variables")):
+    for i, variable in indexed_dicts(spec.get("variables")):
         errs += _variable_errors(variable, f"spec.variables[{i}]")
-    return errs + _policy_checks_errors(spec, _str(obj["metadata"].get("name")))
+    return errs + _policy_checks_errors(spec, as_str(obj["metadata"].get("name")))
 
 
 def _type_checking_errors(status: dict[str, Any]) -> list[FieldError]:
     errs: list[FieldError] = []
-    warnings = _dict(status.get("typeChecking")).get("expressionWarnings")
-    for i, warning in _items(warnings):
+    warnings = as_dict(status.get("typeChecking")).get("expressionWarnings")
+    for i, warning in indexed_dicts(warnings):
         path = f"status.typeChecking.expressionWarnings[{i}]"
         if not warning.get("warning"):
             errs.append(required(f"{path}.warning"))
-        if not _str(warning.get("fieldRef")).strip():
+        if not as_str(warning.get("fieldRef")).strip():
             errs.append(required(f"{path}.fieldRef"))
     return errs
 
@@ -535,24 +524,24 @@ class ValidatingAdmissionPolicyStrategy(Strategy):
     def default(self, obj: dict[str, Any]) -> None:
         spec = obj.get("spec")
         if isinstance(spec, dict):
-            _default(spec, "failurePolicy", "Fail")
+            default_if_nil(spec, "failurePolicy", "Fail")
             _default_match_resources(spec.get("matchConstraints"))
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-        spec, old_spec = _dict(obj.get("spec")), _dict((old or {}).get("spec"))
+        spec, old_spec = as_dict(obj.get("spec")), as_dict((old or {}).get("spec"))
         unchanged = old is not None and all(spec.get(k) == old_spec.get(k) for k in ("paramKind", "matchConditions"))
         errs = validating_admission_policy_errors(obj, ignore_match_conditions=unchanged)
-        status = _dict(obj.get("status"))
+        status = as_dict(obj.get("status"))
         return errs + _type_checking_errors(status) + conditions_errors(status.get("conditions"), "status.conditions")
 
 
 def param_ref_errors(ref: Any, path: str) -> list[FieldError]:
     if not isinstance(ref, dict):
         return []
-    name, selector = _str(ref.get("name")), ref.get("selector")
+    name, selector = as_str(ref.get("name")), ref.get("selector")
     errs: list[FieldError] = []
     if name:
-        errs += _each(f"{path}.name", name, path_segment_name(name))
+        errs += invalid_each(f"{path}.name", name, path_segment_name(name))
         if selector is not None:
             errs.append(forbidden(f"{path}.name", "name and selector are mutually exclusive"))
     if selector is not None:
@@ -571,18 +560,18 @@ def param_ref_errors(ref: Any, path: str) -> list[FieldError]:
 
 def _validation_actions_errors(actions: list[Any], path: str) -> list[FieldError]:
     errs: list[FieldError] = []
+    unique = NamedItems()
     for i, action in enumerate(actions):
         if action not in _VALIDATION_ACTIONS:
             errs.append(not_supported(f"{path}[{i}]", action, _VALIDATION_ACTIONS))
-        if action in actions[:i]:
-            errs.append(duplicate(f"{path}[{i}]", action))
+        errs += unique.repeat(action, f"{path}[{i}]")
     if "Deny" in actions and "Warn" in actions:
         detail = (
             "must not contain both Deny and Warn (repeating the same validation failure information in the API "
             "response and headers serves no purpose)"
         )
         errs.append(
-            _go_invalid(path, go_slice([str(a) for a in actions], "admissionregistration.ValidationAction"), detail)
+            go_invalid(path, go_slice([str(a) for a in actions], "admissionregistration.ValidationAction"), detail)
         )
     if not actions:
         errs.append(required(path, "at least one validation action is required"))
@@ -590,21 +579,25 @@ def _validation_actions_errors(actions: list[Any], path: str) -> list[FieldError
 
 
 def policy_binding_errors(spec: dict[str, Any]) -> list[FieldError]:
-    policy = _str(spec.get("policyName"))
-    errs = [required("spec.policyName")] if not policy else _each("spec.policyName", policy, dns1123_subdomain(policy))
+    policy = as_str(spec.get("policyName"))
+    errs = (
+        [required("spec.policyName")]
+        if not policy
+        else invalid_each("spec.policyName", policy, dns1123_subdomain(policy))
+    )
     errs += param_ref_errors(spec.get("paramRef"), "spec.paramRef")
     errs += match_resources_errors(spec.get("matchResources"), "spec.matchResouces")  # sic: upstream's path
-    return errs + _validation_actions_errors(_list(spec.get("validationActions")), "spec.validationActions")
+    return errs + _validation_actions_errors(as_list(spec.get("validationActions")), "spec.validationActions")
 
 
 class ValidatingAdmissionPolicyBindingStrategy(Strategy):
     tracks_generation = True
 
     def default(self, obj: dict[str, Any]) -> None:
-        _default_match_resources(_dict(obj.get("spec")).get("matchResources"))
+        _default_match_resources(as_dict(obj.get("spec")).get("matchResources"))
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-        return policy_binding_errors(_dict(obj.get("spec")))
+        return policy_binding_errors(as_dict(obj.get("spec")))
 
 
 STRATEGIES: dict[str, type[Strategy]] = {

@@ -1,6 +1,6 @@
-"""Strategies for the storage kinds — PersistentVolumes and PersistentVolumeClaims (core/v1), StorageClasses,
-CSIDrivers, CSINodes, CSIStorageCapacities and VolumeAttachments (storage.k8s.io/v1) — with upstream's v1 defaulting
-and validation (`pkg/apis/core/validation`, `pkg/apis/storage/validation`) and the strategies' preparation of writes.
+"""Strategies for the core/v1 storage kinds — PersistentVolumes and PersistentVolumeClaims — with upstream's v1
+defaulting and validation (`pkg/apis/core/validation`) and the strategies' preparation of writes. The storage.k8s.io
+kinds are in `kinds/storage/strategy.py`; they reuse a few checks from here (a CSI driver's name, selectors).
 
 Feature gates are as a default kube-apiserver 1.32 has them: VolumeAttributesClass is off (so
 `volumeAttributesClassName` is dropped from volumes and claims that do not already carry one, as upstream drops
@@ -17,54 +17,25 @@ import posixpath
 from fractions import Fraction
 from typing import Any
 
-from tinykube.api.errors import ErrorType, FieldError, duplicate, forbidden, go_value, invalid, not_supported, required
+from tinykube.api.errors import ErrorType, FieldError, forbidden, invalid, not_supported, required
+from tinykube.api.jsonshape import as_dict, as_list
 from tinykube.api.meta import dns1123_label, dns1123_subdomain, label_value, now, qualified_name, validate_labels
 from tinykube.api.quantity import QuantityError, parse_quantity
-from tinykube.apiserver.registry.apps import _go_selector, _validate_requirement
-from tinykube.apiserver.registry.config import IMMUTABLE, NONNEGATIVE, canonical_quantities, go_resource_list
+from tinykube.apiserver.kinds.core.config import canonical_quantities, go_resource_list
 from tinykube.apiserver.registry.generic import Strategy
-from tinykube.apiserver.registry.service_validation import GoSyntaxError, go_slice
+from tinykube.apiserver.registry.gosyntax import GoSyntaxError, go_pointer
+from tinykube.apiserver.registry.validation import IMMUTABLE, default_if_nil, semantic, validate_requirement
 
 ACCESS_MODES = ["ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"]
 VOLUME_MODES = ["Block", "Filesystem"]
 BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
-_POINTER = "0xc000000000"  # Go prints a pointer's address; any will do
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _set_default(obj: dict[str, Any], field: str, value: Any) -> None:
-    """Defaulting of a Go pointer field: absent and null are both nil."""
-    if obj.get(field) is None:
-        obj[field] = value
-
-
-def _semantic(value: Any) -> Any:
-    """A value as `apiequality.Semantic.DeepEqual` compares it: nil and empty maps and lists are the same."""
-    if isinstance(value, dict):
-        items = ((key, _semantic(item)) for key, item in value.items())
-        return {key: item for key, item in items if item is not None and item != [] and item != {}}
-    if isinstance(value, list):
-        return [_semantic(item) for item in value]
-    return value
-
-
-def _quantity(raw: Any) -> Fraction | None:
+def quantity_value(raw: Any) -> Fraction | None:
     try:
         return parse_quantity(raw).value
     except QuantityError:
         return None
-
-
-def _go_pointer(value: Any, type_name: str) -> str:
-    """Go's `%#v` of a pointer field inside a struct."""
-    return f"(*{type_name})(nil)" if value is None else f"(*{type_name})({_POINTER})"
 
 
 # ---- pieces shared by volumes and claims -------------------------------------------------------------------------
@@ -73,8 +44,8 @@ def _go_pointer(value: Any, type_name: str) -> str:
 def _access_mode_errors(modes: Any, path: str, missing: str) -> list[FieldError]:
     """At least one supported access mode; ReadWriteOncePod only alone."""
     errs = [] if modes else [required(path, missing)]
-    strings = [mode for mode in _list(modes) if isinstance(mode, str)]
-    errs += [not_supported(path, mode, ACCESS_MODES) for mode in _list(modes) if mode not in ACCESS_MODES]
+    strings = [mode for mode in as_list(modes) if isinstance(mode, str)]
+    errs += [not_supported(path, mode, ACCESS_MODES) for mode in as_list(modes) if mode not in ACCESS_MODES]
     if "ReadWriteOncePod" in strings and any(m in ACCESS_MODES and m != "ReadWriteOncePod" for m in strings):
         errs.append(forbidden(path, "may not use ReadWriteOncePod with other access modes"))
     return errs
@@ -100,22 +71,18 @@ def _positive_storage_errors(raw: Any, path: str, *, whole_units: bool) -> list[
     return errs + ([invalid(path, str(quantity), "must be greater than zero")] if quantity.value <= 0 else [])
 
 
-def _selector_errors(selector: Any, path: str) -> list[FieldError]:
+def volume_label_selector_errors(selector: Any, path: str) -> list[FieldError]:
     """`ValidateLabelSelector` (nil is no selector); label values of expressions are labels' values."""
     if selector is None:
         return []
-    selector = _dict(selector)
+    selector = as_dict(selector)
     errs = validate_labels(selector.get("matchLabels") or {}, f"{path}.matchLabels")
-    for i, expr in enumerate(_list(selector.get("matchExpressions"))):
+    for i, expr in enumerate(as_list(selector.get("matchExpressions"))):
         here = f"{path}.matchExpressions[{i}]"
-        errs += _validate_requirement(_dict(expr), here)
-        for j, value in enumerate(_list(_dict(expr).get("values"))):
+        errs += validate_requirement(as_dict(expr), here)
+        for j, value in enumerate(as_list(as_dict(expr).get("values"))):
             errs += [invalid(f"{here}.values[{j}]", value, msg) for msg in label_value(str(value))]
     return errs
-
-
-def _go_string(value: Any) -> str:
-    return go_value(value if isinstance(value, str) else "")
 
 
 # ---- PersistentVolume ---------------------------------------------------------------------------------------------
@@ -187,7 +154,7 @@ class PersistentVolumeStrategy(Strategy):
         if isinstance(spec, dict):
             if not spec.get("persistentVolumeReclaimPolicy"):
                 spec["persistentVolumeReclaimPolicy"] = "Retain"
-            _set_default(spec, "volumeMode", "Filesystem")
+            default_if_nil(spec, "volumeMode", "Filesystem")
             if isinstance(spec.get("hostPath"), dict):
                 spec["hostPath"].setdefault("type", "")
             canonical_quantities(self.resource, spec.get("capacity"))
@@ -207,7 +174,7 @@ class PersistentVolumeStrategy(Strategy):
     def prepare_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
         """A phase change is stamped with its time unless the writer stamped it; no change keeps the old stamp."""
         super().prepare_status_update(new, old)
-        status, old_status = _dict(new.get("status")), _dict(old.get("status"))
+        status, old_status = as_dict(new.get("status")), as_dict(old.get("status"))
         stamp, old_stamp = status.get("lastPhaseTransitionTime"), old_status.get("lastPhaseTransitionTime")
         if status.get("phase") == old_status.get("phase"):
             if stamp is None and old_stamp is not None:
@@ -220,12 +187,12 @@ class PersistentVolumeStrategy(Strategy):
         if not isinstance(spec, dict):
             return [invalid("spec", spec, "must be an object")]
         errs = _pv_spec_errors(spec)
-        return errs + (_pv_update_errors(spec, _dict(old.get("spec"))) if old is not None else [])
+        return errs + (_pv_update_errors(spec, as_dict(old.get("spec"))) if old is not None else [])
 
 
 def _drop_attributes_class(spec: Any, old_spec: Any) -> None:
     """VolumeAttributesClass is off by default in 1.32: the field is dropped unless the stored object uses it."""
-    if isinstance(spec, dict) and _dict(old_spec).get("volumeAttributesClassName") is None:
+    if isinstance(spec, dict) and as_dict(old_spec).get("volumeAttributesClassName") is None:
         spec.pop("volumeAttributesClassName", None)
 
 
@@ -237,9 +204,9 @@ def _pv_spec_errors(spec: dict[str, Any]) -> list[FieldError]:
         errs.append(not_supported("spec.persistentVolumeReclaimPolicy", policy, _RECLAIM_POLICIES))
     affinity = spec.get("nodeAffinity")
     if affinity is not None:
-        errs += _volume_node_affinity_errors(_dict(affinity), "spec.nodeAffinity")
+        errs += _volume_node_affinity_errors(as_dict(affinity), "spec.nodeAffinity")
     errs += _pv_source_errors(spec, node_affinity=affinity is not None)
-    host_path = _dict(spec.get("hostPath"))
+    host_path = as_dict(spec.get("hostPath"))
     if host_path and _go_clean(host_path.get("path")) == "/" and policy == "Recycle":
         errs.append(forbidden("spec.persistentVolumeReclaimPolicy", "may not be 'recycle' for a hostPath mount of '/'"))
     errs += _class_name_errors(spec.get("storageClassName"), "spec.storageClassName")
@@ -252,7 +219,7 @@ def _capacity_errors(capacity: Any) -> list[FieldError]:
     if not isinstance(capacity, dict) or "storage" not in capacity or len(capacity) > 1:
         rendered = go_resource_list(capacity if isinstance(capacity, dict) else None)
         errs.append(GoSyntaxError(ErrorType.NOT_SUPPORTED, "spec.capacity", rendered, 'supported values: "storage"'))
-    for name, raw in _dict(capacity).items():
+    for name, raw in as_dict(capacity).items():
         errs += _positive_storage_errors(raw, f"spec.capacity[{name}]", whole_units=True)
     return errs
 
@@ -268,7 +235,7 @@ def _pv_source_errors(spec: dict[str, Any], *, node_affinity: bool) -> list[Fiel
             errs.append(forbidden(f"spec.{name}", "may not specify more than 1 volume type"))
             continue
         count += 1
-        errs += _source_errors(key, _dict(spec[key]), node_affinity=node_affinity)
+        errs += _source_errors(key, as_dict(spec[key]), node_affinity=node_affinity)
     return errs + ([] if count else [required("spec", "must specify a volume type")])
 
 
@@ -339,7 +306,7 @@ def _csi_source_errors(source: dict[str, Any], path: str) -> list[FieldError]:
         errs.append(required(f"{path}.volumeHandle"))
     for ref in _CSI_SECRET_REFS:
         if source.get(ref) is not None:
-            errs += _secret_reference_errors(_dict(source[ref]), f"{path}.{ref}")
+            errs += _secret_reference_errors(as_dict(source[ref]), f"{path}.{ref}")
     return errs
 
 
@@ -357,21 +324,21 @@ def _volume_node_affinity_errors(affinity: dict[str, Any], path: str) -> list[Fi
     selector = affinity.get("required")
     if selector is None:
         return [required(f"{path}.required", "must specify required node constraints")]
-    terms = _list(_dict(selector).get("nodeSelectorTerms"))
+    terms = as_list(as_dict(selector).get("nodeSelectorTerms"))
     if not terms:
         return [required(f"{path}.required.nodeSelectorTerms", "must have at least one node selector term")]
     errs: list[FieldError] = []
     for i, term in enumerate(terms):
-        for j, expr in enumerate(_list(_dict(term).get("matchExpressions"))):
+        for j, expr in enumerate(as_list(as_dict(term).get("matchExpressions"))):
             errs += _node_requirement_errors(
-                _dict(expr), f"{path}.required.nodeSelectorTerms[{i}].matchExpressions[{j}]"
+                as_dict(expr), f"{path}.required.nodeSelectorTerms[{i}].matchExpressions[{j}]"
             )
     return errs
 
 
 def _node_requirement_errors(expr: dict[str, Any], path: str) -> list[FieldError]:
     """`ValidateNodeSelectorRequirement`."""
-    operator, values = expr.get("operator"), _list(expr.get("values"))
+    operator, values = expr.get("operator"), as_list(expr.get("values"))
     errs: list[FieldError] = []
     if operator in ("In", "NotIn") and not values:
         errs.append(required(f"{path}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
@@ -393,17 +360,17 @@ def _pv_update_errors(spec: dict[str, Any], old_spec: dict[str, Any]) -> list[Fi
     affinity once set."""
     sources = {key: copy.deepcopy(spec[key]) for key in _SOURCE_FIELDS if key in spec}
     old_sources = {key: old_spec[key] for key in _SOURCE_FIELDS if key in old_spec}
-    csi, old_csi = _dict(sources.get("csi")), _dict(old_sources.get("csi"))
+    csi, old_csi = as_dict(sources.get("csi")), as_dict(old_sources.get("csi"))
     if csi and old_csi and old_csi.get("controllerExpandSecretRef") is None:
         csi.pop("controllerExpandSecretRef", None)
     errs: list[FieldError] = []
-    if _semantic(sources) != _semantic(old_sources):
+    if semantic(sources) != semantic(old_sources):
         message = "spec.persistentvolumesource is immutable after creation"
         errs.append(forbidden("spec.persistentvolumesource", message))
     errs += _immutable_mode(spec.get("volumeMode"), old_spec.get("volumeMode"))
     affinity, old_affinity = spec.get("nodeAffinity"), old_spec.get("nodeAffinity")
-    if old_affinity is not None and _semantic(affinity) != _semantic(old_affinity):
-        rendered = "null" if affinity is None else _go_node_affinity(_dict(affinity))
+    if old_affinity is not None and semantic(affinity) != semantic(old_affinity):
+        rendered = "null" if affinity is None else _go_node_affinity(as_dict(affinity))
         detail = f"{IMMUTABLE}, except for updating from beta label to GA"
         errs.append(GoSyntaxError(ErrorType.INVALID, "nodeAffinity", rendered, detail))
     return errs
@@ -415,7 +382,7 @@ def _immutable_mode(mode: Any, old_mode: Any) -> list[FieldError]:
 
 
 def _go_node_affinity(affinity: dict[str, Any]) -> str:
-    return f"core.VolumeNodeAffinity{{Required:{_go_pointer(affinity.get('required'), 'core.NodeSelector')}}}"
+    return f"core.VolumeNodeAffinity{{Required:{go_pointer(affinity.get('required'), 'core.NodeSelector')}}}"
 
 
 # ---- PersistentVolumeClaim ----------------------------------------------------------------------------------------
@@ -432,8 +399,8 @@ class PersistentVolumeClaimStrategy(Strategy):
     def default(self, obj: dict[str, Any]) -> None:
         spec = obj.setdefault("spec", {})
         if isinstance(spec, dict):
-            _set_default(spec, "volumeMode", "Filesystem")
-            resources = _dict(spec.get("resources"))
+            default_if_nil(spec, "volumeMode", "Filesystem")
+            resources = as_dict(spec.get("resources"))
             for field in ("requests", "limits"):
                 canonical_quantities(self.resource, resources.get(field))
         status = obj.setdefault("status", {})
@@ -454,7 +421,7 @@ class PersistentVolumeClaimStrategy(Strategy):
         self._canonical_status(new)  # a status write is decoded too
 
     def _canonical_status(self, obj: dict[str, Any]) -> None:
-        status = _dict(obj.get("status"))
+        status = as_dict(obj.get("status"))
         for field in ("capacity", "allocatedResources"):
             canonical_quantities(self.resource, status.get(field))
 
@@ -462,7 +429,7 @@ class PersistentVolumeClaimStrategy(Strategy):
         spec = obj.get("spec")
         if not isinstance(spec, dict):
             return [invalid("spec", spec, "must be an object")]
-        errs = _claim_spec_errors(spec) + _claim_status_errors(_dict(obj.get("status")))
+        errs = _claim_spec_errors(spec) + _claim_status_errors(as_dict(obj.get("status")))
         return errs + (_claim_update_errors(obj, old) if old is not None else [])
 
 
@@ -473,15 +440,15 @@ def _prepare_claim_spec(spec: Any, old_spec: Any) -> None:
         return
     _drop_attributes_class(spec, old_spec)
     ref = spec.get("dataSourceRef")
-    if isinstance(ref, dict) and not _dict(_dict(old_spec).get("dataSourceRef")).get("namespace"):
+    if isinstance(ref, dict) and not as_dict(as_dict(old_spec).get("dataSourceRef")).get("namespace"):
         ref.pop("namespace", None)  # CrossNamespaceVolumeDataSource is off
-    if _dict(old_spec).get("dataSource") is None and not _known_data_source(spec.get("dataSource")):
+    if as_dict(old_spec).get("dataSource") is None and not _known_data_source(spec.get("dataSource")):
         spec.pop("dataSource", None)
     normalize_data_sources(spec)
 
 
 def _known_data_source(source: Any) -> bool:
-    source = _dict(source)
+    source = as_dict(source)
     group, kind = source.get("apiGroup") or "", source.get("kind")
     return (kind == "PersistentVolumeClaim" and not group) or (kind == "VolumeSnapshot" and group == _SNAPSHOT_GROUP)
 
@@ -497,8 +464,8 @@ def normalize_data_sources(spec: dict[str, Any]) -> None:
 
 def _claim_spec_errors(spec: dict[str, Any]) -> list[FieldError]:
     errs = _access_mode_errors(spec.get("accessModes"), "spec.accessModes", "at least 1 access mode is required")
-    errs += _selector_errors(spec.get("selector"), "spec.selector")
-    requests = _dict(_dict(spec.get("resources")).get("requests"))
+    errs += volume_label_selector_errors(spec.get("selector"), "spec.selector")
+    requests = as_dict(as_dict(spec.get("resources")).get("requests"))
     if "storage" not in requests:
         errs.append(required("spec.resources[storage]"))  # upstream's path, without "requests"
     else:
@@ -512,15 +479,15 @@ def _data_source_errors(spec: dict[str, Any]) -> list[FieldError]:
     source, ref = spec.get("dataSource"), spec.get("dataSourceRef")
     errs: list[FieldError] = []
     if source is not None:
-        errs += _reference_errors(_dict(source), "spec.dataSource")
+        errs += _reference_errors(as_dict(source), "spec.dataSource")
     if ref is not None:
-        errs += _reference_errors(_dict(ref), "spec.dataSourceRef")
-        namespace = str(_dict(ref).get("namespace") or "")
+        errs += _reference_errors(as_dict(ref), "spec.dataSourceRef")
+        namespace = str(as_dict(ref).get("namespace") or "")
         messages = dns1123_label(namespace) if namespace else []
         errs += [invalid("spec.dataSourceRef.namespace", namespace, msg) for msg in messages]
     if _sources_differ(source, ref):
-        # upstream reports the *field.Path of dataSource as the value
-        path = f'field.Path{{name:"dataSource", index:"", parent:(*field.Path)({_POINTER})}}'
+        # upstream reports the *field.Path of dataSource as the value (any pointer address will do)
+        path = 'field.Path{name:"dataSource", index:"", parent:(*field.Path)(0xc000000000)}'
         errs.append(GoSyntaxError(ErrorType.INVALID, "spec", path, "must match dataSourceRef"))
     return errs
 
@@ -545,8 +512,8 @@ def _claim_status_errors(status: dict[str, Any]) -> list[FieldError]:
     """What a status write may not say: a negative capacity or allocation."""
     errs: list[FieldError] = []
     for field in ("capacity", "allocatedResources"):
-        for name, raw in _dict(status.get(field)).items():
-            quantity = _quantity(raw)
+        for name, raw in as_dict(status.get(field)).items():
+            quantity = quantity_value(raw)
             if quantity is not None and quantity < 0:
                 errs.append(
                     invalid(f"status.{field}[{name}]", parse_quantity(raw).whole(), "must be a valid resource quantity")
@@ -562,25 +529,27 @@ def _claim_update_errors(new: dict[str, Any], old: dict[str, Any]) -> list[Field
     if not old_spec.get("volumeName"):
         old_spec["volumeName"] = spec.get("volumeName")
     errs = _storage_class_change(new, old, spec, old_spec)
-    if _dict(new.get("status")).get("phase") == "Bound":
-        requests = _dict(spec.get("resources")).get("requests")
+    if as_dict(new.get("status")).get("phase") == "Bound":
+        requests = as_dict(spec.get("resources")).get("requests")
         if isinstance(requests, dict):
-            requests["storage"] = _dict(_dict(old_spec.get("resources")).get("requests")).get("storage")
+            requests["storage"] = as_dict(as_dict(old_spec.get("resources")).get("requests")).get("storage")
         if spec.get("volumeAttributesClassName") is not None:
             spec["volumeAttributesClassName"] = old_spec.get("volumeAttributesClassName")
-    if _semantic(spec) != _semantic(old_spec):
+    if semantic(spec) != semantic(old_spec):
         errs.append(forbidden("spec", _IMMUTABLE_CLAIM))
     errs += _shrink_errors(new, old)
-    return errs + _immutable_mode(_dict(new.get("spec")).get("volumeMode"), _dict(old.get("spec")).get("volumeMode"))
+    return errs + _immutable_mode(
+        as_dict(new.get("spec")).get("volumeMode"), as_dict(old.get("spec")).get("volumeMode")
+    )
 
 
 def _comparable_claim(spec: Any) -> dict[str, Any]:
     """A claim spec for `Semantic.DeepEqual`: a copy whose quantities are numbers."""
-    comparable = copy.deepcopy(_dict(spec))
+    comparable = copy.deepcopy(as_dict(spec))
     for field in ("requests", "limits"):
-        quantities = _dict(_dict(comparable.get("resources")).get(field))
+        quantities = as_dict(as_dict(comparable.get("resources")).get(field))
         for name, raw in quantities.items():
-            quantities[name] = _quantity(raw)
+            quantities[name] = quantity_value(raw)
     return comparable
 
 
@@ -588,7 +557,10 @@ def _storage_class_change(
     new: dict[str, Any], old: dict[str, Any], spec: dict[str, Any], old_spec: dict[str, Any]
 ) -> list[FieldError]:
     """The upgrade paths upstream allows: from the beta annotation to the field, and from no class to one."""
-    annotations, old_annotations = _dict(new["metadata"].get("annotations")), _dict(old["metadata"].get("annotations"))
+    annotations, old_annotations = (
+        as_dict(new["metadata"].get("annotations")),
+        as_dict(old["metadata"].get("annotations")),
+    )
     old_class, new_class = old_spec.get("storageClassName"), spec.get("storageClassName")
     if BETA_STORAGE_CLASS in old_annotations and old_class is None:
         annotated = old_annotations[BETA_STORAGE_CLASS]
@@ -611,8 +583,8 @@ def _shrink_errors(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]
     def size(obj: dict[str, Any], *path: str) -> Fraction:
         value: Any = obj
         for key in path:
-            value = _dict(value).get(key)
-        return _quantity(value) or Fraction(0)
+            value = as_dict(value).get(key)
+        return quantity_value(value) or Fraction(0)
 
     requested, before = (
         size(new, "spec", "resources", "requests", "storage"),
@@ -623,379 +595,7 @@ def _shrink_errors(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]
     return []
 
 
-# ---- StorageClass -------------------------------------------------------------------------------------------------
-
-_CLASS_RECLAIM_POLICIES = ["Delete", "Retain"]
-_BINDING_MODES = ["Immediate", "WaitForFirstConsumer"]
-_MAX_PARAMETERS, _MAX_PARAMETERS_SIZE = 512, 256 * 1024
-
-
-class StorageClassStrategy(Strategy):
-    def default(self, obj: dict[str, Any]) -> None:
-        _set_default(obj, "reclaimPolicy", "Delete")
-        _set_default(obj, "volumeBindingMode", "Immediate")
-
-    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-        errs = _provisioner_errors(obj.get("provisioner"), "provisioner")
-        errs += _parameter_errors(obj.get("parameters"))
-        policy = obj.get("reclaimPolicy")
-        if policy and policy not in _CLASS_RECLAIM_POLICIES:
-            errs.append(not_supported("reclaimPolicy", policy, _CLASS_RECLAIM_POLICIES))
-        mode = obj.get("volumeBindingMode")
-        if mode not in _BINDING_MODES:
-            errs.append(
-                required("volumeBindingMode")
-                if mode is None
-                else not_supported("volumeBindingMode", mode, _BINDING_MODES)
-            )
-        errs += _topology_errors(obj.get("allowedTopologies"), "allowedTopologies")
-        return errs + (_storage_class_update_errors(obj, old) if old is not None else [])
-
-
-def _provisioner_errors(provisioner: Any, path: str) -> list[FieldError]:
-    """Required, and a qualified name once lowercased (the lowercased name is what errors show)."""
-    if not provisioner:
-        return [required(path)]
-    lowered = str(provisioner).lower()
-    return [invalid(path, lowered, msg) for msg in qualified_name(lowered)]
-
-
-def _parameter_errors(parameters: Any) -> list[FieldError]:
-    parameters = _dict(parameters)
-    if len(parameters) > _MAX_PARAMETERS:
-        return [FieldError(ErrorType.TOO_LONG, "parameters", detail=f"may not be more than {_MAX_PARAMETERS} bytes")]
-    errs = [invalid("parameters", key, "field can not be empty.") for key in parameters if not key]
-    size = sum(len(str(key)) + len(str(value)) for key, value in parameters.items())
-    if size > _MAX_PARAMETERS_SIZE:
-        errs.append(
-            FieldError(ErrorType.TOO_LONG, "parameters", detail=f"may not be more than {_MAX_PARAMETERS_SIZE} bytes")
-        )
-    return errs
-
-
-def _topology_errors(terms: Any, path: str) -> list[FieldError]:
-    """Each term's label requirements: values required and unique, keys unique label names; terms unique."""
-    errs: list[FieldError] = []
-    seen: list[dict[str, set[str]]] = []
-    for i, term in enumerate(_list(terms)):
-        expressions: dict[str, set[str]] = {}
-        for j, req in enumerate(_list(_dict(term).get("matchLabelExpressions"))):
-            here = f"{path}[{i}].matchLabelExpressions[{j}]"
-            key, values = str(_dict(req).get("key") or ""), [str(v) for v in _list(_dict(req).get("values"))]
-            errs += [] if values else [required(f"{here}.values")]
-            errs += [duplicate(f"{here}.values[{k}]", v) for k, v in enumerate(values) if v in values[:k]]
-            errs += [invalid(f"{here}.key", key, msg) for msg in qualified_name(key)]
-            if key in expressions:
-                errs.append(duplicate(f"{here}.key", key))
-            expressions[key] = set(values)
-        if expressions in seen:
-            errs.append(duplicate(f"{path}[{i}].matchLabelExpressions", ""))
-        seen.append(expressions)
-    return errs
-
-
-def _storage_class_update_errors(obj: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
-    errs: list[FieldError] = []
-    if (obj.get("parameters") or None) != (old.get("parameters") or None):
-        errs.append(forbidden("parameters", "updates to parameters are forbidden."))
-    for field in ("provisioner", "reclaimPolicy"):
-        if obj.get(field) != old.get(field):
-            errs.append(forbidden(field, f"updates to {field} are forbidden."))
-    if obj.get("volumeBindingMode") != old.get("volumeBindingMode"):
-        errs.append(invalid("volumeBindingMode", obj.get("volumeBindingMode"), IMMUTABLE))
-    return errs
-
-
-# ---- CSIDriver ----------------------------------------------------------------------------------------------------
-
-_FS_GROUP_POLICIES = ["File", "None", "ReadWriteOnceWithFSType"]
-_LIFECYCLE_MODES = ["Persistent", "Ephemeral"]
-_CSI_DRIVER_DEFAULTS = (
-    ("attachRequired", True),
-    ("podInfoOnMount", False),
-    ("storageCapacity", False),
-    ("fsGroupPolicy", "ReadWriteOnceWithFSType"),
-    ("requiresRepublish", False),
-    ("seLinuxMount", False),
-)
-
-
-# (field, path of its error): upstream's path for attachRequired is "spec.attachedRequired"
-_CSI_DRIVER_REQUIRED = (
-    ("attachRequired", "spec.attachedRequired"),
-    ("podInfoOnMount", "spec.podInfoOnMount"),
-    ("storageCapacity", "spec.storageCapacity"),
-    ("seLinuxMount", "spec.seLinuxMount"),
-)
-
-
-class CSIDriverStrategy(Strategy):
-    tracks_generation = True  # any change of the spec is a new generation
-
-    def default(self, obj: dict[str, Any]) -> None:
-        spec = obj.setdefault("spec", {})
-        if not isinstance(spec, dict):
-            return
-        for field, value in _CSI_DRIVER_DEFAULTS:
-            _set_default(spec, field, value)
-        if not spec.get("volumeLifecycleModes"):
-            spec["volumeLifecycleModes"] = ["Persistent"]
-
-    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-        spec = obj.get("spec")
-        if not isinstance(spec, dict):
-            return [invalid("spec", spec, "must be an object")]
-        errs = _csi_driver_spec_errors(spec)
-        return errs + (_csi_driver_update_errors(spec, _dict(old.get("spec"))) if old is not None else [])
-
-
-def _csi_driver_spec_errors(spec: dict[str, Any]) -> list[FieldError]:
-    errs = [required(path) for field, path in _CSI_DRIVER_REQUIRED if spec.get(field) is None]
-    policy = spec.get("fsGroupPolicy")
-    if policy is not None and policy not in _FS_GROUP_POLICIES:
-        errs.append(not_supported("spec.fsGroupPolicy", policy, _FS_GROUP_POLICIES))
-    errs += _token_request_errors(spec.get("tokenRequests"))
-    modes = _list(spec.get("volumeLifecycleModes"))
-    return errs + [
-        not_supported("spec.volumeLifecycleModes", m, _LIFECYCLE_MODES) for m in modes if m not in _LIFECYCLE_MODES
-    ]
-
-
-def _token_request_errors(requests: Any) -> list[FieldError]:
-    """Audiences unique (one may be empty); expiry between 10 minutes and 2^32 seconds."""
-    errs: list[FieldError] = []
-    audiences: set[str] = set()
-    for i, request in enumerate(_list(requests)):
-        audience, seconds = str(_dict(request).get("audience") or ""), _dict(request).get("expirationSeconds")
-        if audience in audiences:
-            errs.append(duplicate(f"spec.tokenRequests[{i}].audience", audience))
-            continue
-        audiences.add(audience)
-        if isinstance(seconds, int) and seconds < 600:
-            errs.append(
-                invalid(
-                    f"spec.tokenRequests[{i}].expirationSeconds",
-                    seconds,
-                    "may not specify a duration less than 10 minutes",
-                )
-            )
-        if isinstance(seconds, int) and seconds > 1 << 32:
-            errs.append(
-                invalid(
-                    f"spec.tokenRequests[{i}].expirationSeconds",
-                    seconds,
-                    "may not specify a duration larger than 2^32 seconds",
-                )
-            )
-    return errs
-
-
-def _csi_driver_update_errors(spec: dict[str, Any], old_spec: dict[str, Any]) -> list[FieldError]:
-    """attachRequired and volumeLifecycleModes are immutable (the others became mutable in 1.29)."""
-    errs: list[FieldError] = []
-    if spec.get("attachRequired") != old_spec.get("attachRequired"):
-        errs.append(invalid("spec.attachedRequired", spec.get("attachRequired"), IMMUTABLE))
-    modes = spec.get("volumeLifecycleModes")
-    if modes != old_spec.get("volumeLifecycleModes"):
-        rendered = go_slice([str(m) for m in modes] if isinstance(modes, list) else None, "storage.VolumeLifecycleMode")
-        errs.append(GoSyntaxError(ErrorType.INVALID, "spec.volumeLifecycleModes", rendered, IMMUTABLE))
-    return errs
-
-
-# ---- CSINode ------------------------------------------------------------------------------------------------------
-
-_NODE_ID_MAX, _NODE_ID_LONG_MAX = 192, 256
-
-
-class CSINodeStrategy(Strategy):
-    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-        drivers = _list(_dict(obj.get("spec")).get("drivers"))
-        old_drivers = _list(_dict((old or {}).get("spec")).get("drivers"))
-        longest = _longest_node_id(old_drivers)
-        errs: list[FieldError] = []
-        names: set[str] = set()
-        for i, driver in enumerate(drivers):
-            errs += _csi_node_driver_errors(_dict(driver), f"spec.drivers[{i}]", names, longest)
-        return errs + (_csi_node_update_errors(drivers, old_drivers) if old is not None else [])
-
-
-def _longest_node_id(old_drivers: list[Any]) -> int:
-    """Node IDs up to 256 characters stay allowed where the stored object already has one longer than 192."""
-    long_ids = any(len(str(_dict(driver).get("nodeID") or "")) > _NODE_ID_MAX for driver in old_drivers)
-    return _NODE_ID_LONG_MAX if long_ids else _NODE_ID_MAX
-
-
-def _csi_node_driver_errors(driver: dict[str, Any], path: str, names: set[str], longest: int) -> list[FieldError]:
-    name, node_id = driver.get("name"), str(driver.get("nodeID") or "")
-    seen_as = str(name)
-    errs = csi_driver_name_errors(name, f"{path}.name")
-    if not node_id:
-        errs.append(required(f"{path}.nodeID"))
-    if len(node_id) > longest:
-        errs.append(invalid(f"{path}.nodeID", node_id, f"must be {longest} characters or less"))
-    count = _dict(driver.get("allocatable")).get("count")
-    if isinstance(count, int) and count < 0:
-        errs.append(invalid(f"{path}.allocatable.count", count, NONNEGATIVE))
-    if seen_as in names:
-        errs.append(duplicate(f"{path}.name", name))
-    names.add(seen_as)
-    keys: set[str] = set()
-    for key in [str(k) for k in _list(driver.get("topologyKeys"))]:  # errors name the driver, not the key
-        errs += [required(path)] if not key else []
-        errs += [duplicate(path, key)] if key in keys else []
-        keys.add(key)
-        errs += [invalid(path, key, msg) for msg in qualified_name(key)]
-    return errs
-
-
-def _csi_node_update_errors(drivers: list[Any], old_drivers: list[Any]) -> list[FieldError]:
-    """A registered driver does not change: only drivers may come and go."""
-    errs: list[FieldError] = []
-    for old in map(_dict, old_drivers):
-        for new in map(_dict, drivers):
-            if new.get("name") == old.get("name") and _semantic(new) != _semantic(old):
-                errs.append(GoSyntaxError(ErrorType.INVALID, "spec.drivers", _go_csi_node_driver(new), IMMUTABLE))
-    return errs
-
-
-def _go_csi_node_driver(driver: dict[str, Any]) -> str:
-    keys = driver.get("topologyKeys")
-    return (
-        f"storage.CSINodeDriver{{Name:{_go_string(driver.get('name'))}, NodeID:{_go_string(driver.get('nodeID'))}, "
-        f"TopologyKeys:{go_slice([str(k) for k in keys] if isinstance(keys, list) else None, 'string')}, "
-        f"Allocatable:{_go_pointer(driver.get('allocatable'), 'storage.VolumeNodeResources')}}}"
-    )
-
-
-# ---- CSIStorageCapacity -------------------------------------------------------------------------------------------
-
-
-_CAPACITY_FIELDS = ("capacity", "maximumVolumeSize")
-
-
-class CSIStorageCapacityStrategy(Strategy):
-    def default(self, obj: dict[str, Any]) -> None:
-        for field in _CAPACITY_FIELDS:
-            if obj.get(field) is None:
-                obj.pop(field, None)  # nil: no quantity, not the zero one
-        quantities: dict[str, Any] = {field: obj[field] for field in _CAPACITY_FIELDS if field in obj}
-        canonical_quantities(self.resource, quantities)
-        obj.update(quantities)
-
-    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-        errs = _selector_errors(obj.get("nodeTopology"), "nodeTopology")
-        name = obj.get("storageClassName")
-        errs += [invalid("storageClassName", name, msg) for msg in dns1123_subdomain(str(name or ""))]
-        capacity = _quantity(obj.get("capacity")) if obj.get("capacity") is not None else None
-        if capacity is not None and capacity < 0:
-            errs.append(invalid("capacity", str(parse_quantity(obj["capacity"])), NONNEGATIVE))
-        if old is None:
-            return errs
-        topology = obj.get("nodeTopology")
-        if _semantic(topology) != _semantic(old.get("nodeTopology")):
-            errs.append(
-                GoSyntaxError(
-                    ErrorType.INVALID, "nodeTopology", "null" if topology is None else _go_selector(topology), IMMUTABLE
-                )
-            )
-        if name != old.get("storageClassName"):
-            errs.append(invalid("storageClassName", name, IMMUTABLE))
-        return errs
-
-
-# ---- VolumeAttachment ---------------------------------------------------------------------------------------------
-
-_MAX_ATTACH_METADATA = 256 * 1024
-_MAX_VOLUME_ERROR = 1024
-
-
-class VolumeAttachmentStrategy(Strategy):
-    has_status = True
-
-    def default(self, obj: dict[str, Any]) -> None:
-        status = obj.setdefault("status", {})
-        if isinstance(status, dict):
-            status.setdefault("attached", False)  # not omitted when false, as upstream serializes it
-
-    def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-        spec = _dict(obj.get("spec"))
-        errs = _attachment_spec_errors(spec) + _attachment_status_errors(_dict(obj.get("status")))
-        if old is None:  # v1's stricter checks of new attachments
-            errs += csi_driver_name_errors(spec.get("attacher"), "spec.attacher")
-            pv = _dict(spec.get("source")).get("persistentVolumeName")
-            if pv is not None:
-                errs += [invalid("spec.source.persistentVolumeName", pv, msg) for msg in dns1123_subdomain(str(pv))]
-        elif _semantic(obj.get("spec")) != _semantic(old.get("spec")):
-            errs.append(GoSyntaxError(ErrorType.INVALID, "spec", _go_attachment_spec(spec), IMMUTABLE))
-        return errs
-
-
-def _attachment_spec_errors(spec: dict[str, Any]) -> list[FieldError]:
-    errs = [] if spec.get("attacher") else [required("spec.attacher")]
-    source = _dict(spec.get("source"))
-    inline, pv = source.get("inlineVolumeSpec"), source.get("persistentVolumeName")
-    exactly_one = "must specify exactly one of inlineVolumeSpec and persistentVolumeName"
-    if inline is None and pv is None:
-        errs.append(required("spec.source", exactly_one))
-    elif inline is not None and pv is not None:
-        errs.append(forbidden("spec.source", exactly_one))
-    elif pv is not None and not pv:
-        errs.append(required("spec.source.persistentVolumeName", "must specify non empty persistentVolumeName"))
-    elif inline is not None and _dict(inline).get("csi") is None:
-        errs.append(
-            required("spec.source.inlineVolumeSpec.csi", "has to be specified in the context of inline volumes")
-        )
-    node = str(spec.get("nodeName") or "")
-    return errs + [invalid("spec.nodeName", node, msg) for msg in dns1123_subdomain(node)]
-
-
-def _attachment_status_errors(status: dict[str, Any]) -> list[FieldError]:
-    metadata = _dict(status.get("attachmentMetadata"))
-    errs: list[FieldError] = []
-    if sum(len(str(k)) + len(str(v)) for k, v in metadata.items()) > _MAX_ATTACH_METADATA:
-        errs.append(
-            FieldError(
-                ErrorType.TOO_LONG,
-                "status.attachmentMetadata",
-                detail=f"may not be more than {_MAX_ATTACH_METADATA} bytes",
-            )
-        )
-    for field in ("attachError", "detachError"):
-        error = _dict(status.get(field))
-        if len(str(error.get("message") or "")) > _MAX_VOLUME_ERROR:
-            # upstream states the metadata's limit here
-            errs.append(
-                FieldError(
-                    ErrorType.TOO_LONG,
-                    f"status.{field}.message",
-                    detail=f"may not be more than {_MAX_ATTACH_METADATA} bytes",
-                )
-            )
-        code = error.get("errorCode")
-        if isinstance(code, int) and code < 0:
-            errs.append(invalid(f"status.{field}.errorCode", code, "must be between 0 and 2147483647, inclusive"))
-    return errs
-
-
-def _go_attachment_spec(spec: dict[str, Any]) -> str:
-    source = _dict(spec.get("source"))
-    pv, inline = source.get("persistentVolumeName"), source.get("inlineVolumeSpec")
-    rendered_source = (
-        f"storage.VolumeAttachmentSource{{PersistentVolumeName:{_go_pointer(pv, 'string')}, "
-        f"InlineVolumeSpec:{_go_pointer(inline, 'core.PersistentVolumeSpec')}}}"
-    )
-    return (
-        f"storage.VolumeAttachmentSpec{{Attacher:{_go_string(spec.get('attacher'))}, Source:{rendered_source}, "
-        f"NodeName:{_go_string(spec.get('nodeName'))}}}"
-    )
-
-
 STRATEGIES: dict[str, type[Strategy]] = {
     "persistentvolumes": PersistentVolumeStrategy,
     "persistentvolumeclaims": PersistentVolumeClaimStrategy,
-    "storageclasses": StorageClassStrategy,
-    "csidrivers": CSIDriverStrategy,
-    "csinodes": CSINodeStrategy,
-    "csistoragecapacities": CSIStorageCapacityStrategy,
-    "volumeattachments": VolumeAttachmentStrategy,
 }

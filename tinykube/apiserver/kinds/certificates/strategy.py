@@ -17,20 +17,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tinykube.api import errors
-from tinykube.api.errors import ErrorType, FieldError, duplicate, forbidden, go_value, invalid, not_supported, required
+from tinykube.api.errors import ErrorType, FieldError, forbidden, go_value, invalid, not_supported, required
+from tinykube.api.jsonshape import as_dict, as_int, as_list, as_str, indexed_dicts
 from tinykube.api.meta import dns1123_label, dns1123_subdomain, now
 from tinykube.apiserver.auth.identity import UserInfo
 from tinykube.apiserver.registry.generic import Strategy
-from tinykube.apiserver.registry.validation import (
-    _CONDITION_STATUSES,
-    _dict,
-    _go_invalid,
-    _int,
-    _items,
-    _list,
-    _str,
-    decode_bytes,
-)
+from tinykube.apiserver.registry.gosyntax import go_invalid
+from tinykube.apiserver.registry.validation import CONDITION_STATUSES, NamedItems, decode_bytes
 
 if TYPE_CHECKING:  # cryptography is imported when a request is parsed: 50 ms less at start-up
     from cryptography import x509
@@ -173,22 +166,22 @@ class _CsrOptions:
 
 
 def _condition_types(csr: dict[str, Any]) -> list[str]:
-    return [_str(c.get("type")) for _, c in _items(_dict(csr.get("status")).get("conditions"))]
+    return [as_str(c.get("type")) for _, c in indexed_dicts(as_dict(csr.get("status")).get("conditions"))]
 
 
 def _usages(csr: dict[str, Any]) -> list[Any]:
-    return _list(_dict(csr.get("spec")).get("usages"))
+    return as_list(as_dict(csr.get("spec")).get("usages"))
 
 
 def _csr_options(new: dict[str, Any], old: dict[str, Any] | None, *, setting_approval: bool) -> _CsrOptions:
     if old is None:
         return _CsrOptions(setting_approval=setting_approval)
     types, usages = _condition_types(old), _usages(old)
-    certificate = _dict(new.get("status")).get("certificate") == _dict(old.get("status")).get("certificate")
+    certificate = as_dict(new.get("status")).get("certificate") == as_dict(old.get("status")).get("certificate")
     return _CsrOptions(
         setting_approval=setting_approval,
         both_approved_and_denied="Approved" in types and "Denied" in types,
-        legacy_signer=_dict(old.get("spec")).get("signerName") == LEGACY_UNKNOWN_SIGNER,
+        legacy_signer=as_dict(old.get("spec")).get("signerName") == LEGACY_UNKNOWN_SIGNER,
         duplicate_condition_types=len(set(types)) != len(types),
         empty_condition_type="" in types,
         arbitrary_certificate=certificate or bool(_stored_certificate_problem(old)),
@@ -200,7 +193,7 @@ def _csr_options(new: dict[str, Any], old: dict[str, Any] | None, *, setting_app
 def _stored_certificate_problem(csr: dict[str, Any]) -> str:
     try:
         return certificate_problem(
-            decode_bytes(_dict(csr.get("status")).get("certificate"), "CertificateSigningRequest")
+            decode_bytes(as_dict(csr.get("status")).get("certificate"), "CertificateSigningRequest")
         )
     except errors.BadRequest:
         return "not base64"
@@ -211,7 +204,8 @@ def _usage_errors(usages: list[Any], opts: _CsrOptions) -> list[FieldError]:
     if not opts.unknown_usages:
         errs += [not_supported(f"spec.usages[{i}]", u, KEY_USAGES) for i, u in enumerate(usages) if u not in KEY_USAGES]
     if not opts.duplicate_usages:
-        errs += [duplicate(f"spec.usages[{i}]", u) for i, u in enumerate(usages) if u in usages[:i]]
+        unique = NamedItems()
+        errs += [err for i, usage in enumerate(usages) for err in unique.repeat(usage, f"spec.usages[{i}]")]
     return errs
 
 
@@ -219,14 +213,14 @@ def _csr_spec_errors(spec: dict[str, Any], opts: _CsrOptions) -> list[FieldError
     request = decode_bytes(spec.get("request"), "CertificateSigningRequest")
     problem = csr_request_problem(request)
     shown = _go_bytes(None if spec.get("request") is None else request)
-    errs = [_go_invalid("spec.request", shown, problem)] if problem else []
-    errs += _usage_errors(_list(spec.get("usages")), opts)
-    signer = _str(spec.get("signerName"))
+    errs = [go_invalid("spec.request", shown, problem)] if problem else []
+    errs += _usage_errors(as_list(spec.get("usages")), opts)
+    signer = as_str(spec.get("signerName"))
     if signer == LEGACY_UNKNOWN_SIGNER and not opts.legacy_signer:
         errs.append(invalid("spec.signerName", signer, "the legacy signerName is not allowed via this API version"))
     else:
         errs += signer_name_errors(signer, "spec.signerName")
-    expiration = _int(spec.get("expirationSeconds"))
+    expiration = as_int(spec.get("expirationSeconds"))
     if expiration is not None and expiration < 600:
         detail = "may not specify a duration less than 600 seconds (10 minutes)"
         errs.append(invalid("spec.expirationSeconds", expiration, detail))
@@ -235,32 +229,32 @@ def _csr_spec_errors(spec: dict[str, Any], opts: _CsrOptions) -> list[FieldError
 
 def _csr_condition_errors(conditions: list[tuple[int, dict[str, Any]]], opts: _CsrOptions) -> list[FieldError]:
     errs: list[FieldError] = []
-    seen: list[str] = []
+    types = NamedItems()
     for i, condition in conditions:
-        path, kind, status = f"status.conditions[{i}]", _str(condition.get("type")), condition.get("status", "")
+        path, kind, status = f"status.conditions[{i}]", as_str(condition.get("type")), condition.get("status", "")
         if not kind and not opts.empty_condition_type:
             errs.append(required(f"{path}.type"))
-        allowed = ["True"] if kind in _TRUE_ONLY_CONDITIONS else _CONDITION_STATUSES
+        allowed = ["True"] if kind in _TRUE_ONLY_CONDITIONS else CONDITION_STATUSES
         if status == "":
             errs.append(required(f"{path}.status"))
         elif status not in allowed:
             errs.append(not_supported(f"{path}.status", status, allowed))
         if not opts.both_approved_and_denied and kind in _APPROVAL_CONDITIONS:
             other = "Denied" if kind == "Approved" else "Approved"
-            if other in seen:
+            if other in types:
                 detail = "Approved and Denied conditions are mutually exclusive"
                 errs.append(invalid(f"{path}.type", kind, detail))
-        if not opts.duplicate_condition_types and kind in seen:
-            errs.append(duplicate(f"{path}.type", kind))
-        seen.append(kind)
+        repeated = types.repeat(kind, f"{path}.type")
+        if not opts.duplicate_condition_types:
+            errs += repeated
     return errs
 
 
 def csr_errors(csr: dict[str, Any], opts: _CsrOptions) -> list[FieldError]:
     """validateCertificateSigningRequest: the request, usages, signer, expiration, conditions and certificate."""
-    status = _dict(csr.get("status"))
-    errs = _csr_spec_errors(_dict(csr.get("spec")), opts)
-    errs += _csr_condition_errors(_items(status.get("conditions")), opts)
+    status = as_dict(csr.get("status"))
+    errs = _csr_spec_errors(as_dict(csr.get("spec")), opts)
+    errs += _csr_condition_errors(indexed_dicts(status.get("conditions")), opts)
     if not opts.arbitrary_certificate:
         problem = certificate_problem(decode_bytes(status.get("certificate"), "CertificateSigningRequest"))
         if problem:
@@ -269,7 +263,7 @@ def csr_errors(csr: dict[str, Any], opts: _CsrOptions) -> list[FieldError]:
 
 
 def _conditions_of(csr: dict[str, Any], kind: str) -> list[dict[str, Any]]:
-    return [c for _, c in _items(_dict(csr.get("status")).get("conditions")) if c.get("type") == kind]
+    return [c for _, c in indexed_dicts(as_dict(csr.get("status")).get("conditions")) if c.get("type") == kind]
 
 
 def _csr_update_errors(new: dict[str, Any], old: dict[str, Any], opts: _CsrOptions) -> list[FieldError]:
@@ -286,7 +280,7 @@ def _csr_update_errors(new: dict[str, Any], old: dict[str, Any], opts: _CsrOptio
         elif len(after) == len(before) and after != before:
             # upstream appends a go-cmp diff of the conditions to this message
             errs.append(forbidden("status.conditions", f"updates may not modify a condition of type {go_value(kind)}"))
-    certificate, old_certificate = (_dict(o.get("status")).get("certificate") or "" for o in (new, old))
+    certificate, old_certificate = (as_dict(o.get("status")).get("certificate") or "" for o in (new, old))
     if certificate != old_certificate:
         if opts.setting_approval:
             errs.append(forbidden("status.certificate", "updates may not set certificate content"))
@@ -299,8 +293,8 @@ def _populate_condition_times(new: dict[str, Any], old: dict[str, Any]) -> None:
     """A condition written without times gets `now`; one whose type and status did not change keeps its old
     transition time."""
     stamp = now()
-    old_conditions = [c for _, c in _items(_dict(old.get("status")).get("conditions"))]
-    for _, condition in _items(_dict(new.get("status")).get("conditions")):
+    old_conditions = [c for _, c in indexed_dicts(as_dict(old.get("status")).get("conditions"))]
+    for _, condition in indexed_dicts(as_dict(new.get("status")).get("conditions")):
         if not condition.get("lastUpdateTime"):
             condition["lastUpdateTime"] = stamp
         if not condition.get("lastTransitionTime"):
@@ -364,7 +358,7 @@ class CertificateSigningRequestStrategy(Strategy):
             raise errors.resource_not_found()
         self.default(new)
         _populate_condition_times(new, old)
-        conditions = _dict(new.get("status")).get("conditions")
+        conditions = as_dict(new.get("status")).get("conditions")
         new.clear()
         new.update(copy.deepcopy(old))
         status = new.setdefault("status", {})
@@ -373,7 +367,7 @@ class CertificateSigningRequestStrategy(Strategy):
             status.pop("conditions")
 
     def default(self, obj: dict[str, Any]) -> None:
-        for _, condition in _items(_dict(obj.get("status")).get("conditions")):
+        for _, condition in indexed_dicts(as_dict(obj.get("status")).get("conditions")):
             if not condition.get("status"):
                 condition["status"] = "True"  # v1 defaulting: a condition without status is True
 

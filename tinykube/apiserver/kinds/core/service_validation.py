@@ -12,16 +12,22 @@ input yields field errors rather than exceptions.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from tinykube.api.errors import ErrorType, FieldError, duplicate, forbidden, go_value, invalid, not_supported, required
+from tinykube.api.errors import ErrorType, FieldError, forbidden, invalid, not_supported, required
 from tinykube.api.meta import dns1123_label, dns1123_subdomain, qualified_name, validate_labels
-
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+from tinykube.apiserver.registry.gosyntax import GoSyntaxError, go_invalid, go_slice
+from tinykube.apiserver.registry.netvalidation import (
+    cidr_errors,
+    iana_port_name_errors,
+    ip_errors,
+    is_ipv6,
+    non_special_ip_errors,
+    port_number_errors,
+)
+from tinykube.apiserver.registry.validation import NamedItems
 
 # Supported-value lists are sorted, as upstream passes sets.List(...) to NotSupported.
 SERVICE_TYPES = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
@@ -37,119 +43,10 @@ TOPOLOGY_MODE = "service.kubernetes.io/topology-mode"
 TOPOLOGY_HINTS = "service.kubernetes.io/topology-aware-hints"  # deprecated spelling of TOPOLOGY_MODE
 LB_SOURCE_RANGES = "service.beta.kubernetes.io/load-balancer-source-ranges"
 
-_IP_MSG = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
-_CIDR_MSG = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"
-_PORT_MSG = "must be between 1 and 65535, inclusive"
 _LB_ONLY = "may only be used when `type` is 'LoadBalancer'"
 _CLIENT_IP = "when session affinity type is ClientIP"
 _LABEL_RE = re.compile("[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_PORT_NAME_CHARS = re.compile("[-a-z0-9]+")
 _CLUSTER_IPS = "spec.clusterIPs"
-
-
-@dataclass(frozen=True, slots=True)
-class GoSyntaxError(FieldError):
-    """A field error whose value is already Go `%#v` text, for values `go_value` cannot express (nil slices,
-    `[]core.IPFamily{...}`, struct dumps)."""
-
-    @property
-    def body(self) -> str:
-        text = f"{self.type.value[1]}: {self.value}"
-        return f"{text}: {self.detail}" if self.detail else text
-
-
-def _go_invalid(field: str, go_text: str, detail: str) -> FieldError:
-    return GoSyntaxError(ErrorType.INVALID, field, go_text, detail)
-
-
-def go_slice(values: list[str] | None, elem_type: str) -> str:
-    if values is None:
-        return f"[]{elem_type}(nil)"
-    return f"[]{elem_type}{{" + ", ".join(go_value(v) for v in values) + "}"
-
-
-# --- value helpers shared with allocation code -------------------------------------------------------------------
-
-
-def _parse_ip(value: Any) -> IPAddress | None:
-    # Go's parser knows no zone suffix ("fe80::1%eth0"); Python's does. Leading zeros are rejected by both.
-    if not isinstance(value, str) or "%" in value:
-        return None
-    try:
-        return ipaddress.ip_address(value)
-    except ValueError:
-        return None
-
-
-def _unmapped(ip: IPAddress) -> IPAddress:
-    """Go treats ::ffff:a.b.c.d as the IPv4 address a.b.c.d everywhere (family, loopback, ...)."""
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped
-    return ip
-
-
-def _is_ipv6(value: str) -> bool:
-    ip = _parse_ip(value)
-    return ip is not None and _unmapped(ip).version == 6
-
-
-def ip_errors(value: str) -> list[str]:
-    return [] if _parse_ip(value) is not None else [_IP_MSG]
-
-
-def non_special_ip_errors(value: str) -> list[str]:
-    """Addresses that can never be a Service's external IP (upstream ValidateNonSpecialIP)."""
-    parsed = _parse_ip(value)
-    if parsed is None:
-        return ["must be a valid IP address"]
-    ip = _unmapped(parsed)
-    errs: list[str] = []
-    if ip.is_unspecified:
-        errs.append(f"may not be unspecified ({value})")
-    if ip.is_loopback:
-        errs.append("may not be in the loopback range (127.0.0.0/8, ::1/128)")
-    if ip.is_link_local:
-        errs.append("may not be in the link-local range (169.254.0.0/16, fe80::/10)")
-    if _is_link_local_multicast(ip):
-        errs.append("may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)")
-    return errs
-
-
-def _is_link_local_multicast(ip: IPAddress) -> bool:
-    if isinstance(ip, ipaddress.IPv4Address):
-        return ip in ipaddress.IPv4Network("224.0.0.0/24")
-    packed = ip.packed
-    return packed[0] == 0xFF and packed[1] & 0x0F == 0x02  # any ffX2:: multicast with link-local scope, as Go
-
-
-def cidr_errors(value: str) -> list[str]:
-    """Go's ParseCIDR: address '/' decimal prefix; host bits may be set."""
-    addr, slash, prefix = value.partition("/") if isinstance(value, str) else ("", "", "")
-    ip = _parse_ip(addr) if slash else None
-    if ip is None or not (prefix.isascii() and prefix.isdigit()) or len(prefix) > 3:
-        return [_CIDR_MSG]
-    return [] if int(prefix) <= ip.max_prefixlen else [_CIDR_MSG]
-
-
-def port_number_errors(n: Any) -> list[str]:
-    ok = isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= 65535
-    return [] if ok else [_PORT_MSG]
-
-
-def iana_port_name_errors(name: str) -> list[str]:
-    """IANA_SVC_NAME (RFC 6335), the rule for a named targetPort."""
-    errs: list[str] = []
-    if len(name) > 15:
-        errs.append("must be no more than 15 characters")
-    if not _PORT_NAME_CHARS.fullmatch(name):
-        errs.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
-    if not re.search("[a-z]", name):
-        errs.append("must contain at least one letter (a-z)")
-    if "--" in name:
-        errs.append("must not contain consecutive hyphens")
-    if name.startswith("-") or name.endswith("-"):
-        errs.append("must not begin or end with a hyphen")
-    return errs
 
 
 def _dns1123_label(value: str) -> list[str]:
@@ -349,13 +246,11 @@ def _cluster_ip_sync_errors(cluster_ip: str, ips: list[str]) -> list[FieldError]
 
 def _ip_family_errors(families: list[str]) -> list[FieldError]:
     errs: list[FieldError] = []
-    seen: set[str] = set()
+    unique = NamedItems()
     for i, family in enumerate(families):
         if family not in IP_FAMILIES:
             errs.append(not_supported(f"spec.ipFamilies[{i}]", family, IP_FAMILIES))
-        if family in seen:
-            errs.append(duplicate(f"spec.ipFamilies[{i}]", family))
-        seen.add(family)
+        errs += unique.repeat(family, f"spec.ipFamilies[{i}]")
     return errs
 
 
@@ -371,7 +266,7 @@ def _cluster_ip_value_errors(ips: list[str]) -> list[FieldError]:
 
 
 def _dual_stack_errors(ips: list[str]) -> list[FieldError]:
-    if len(ips) < 2 or len({_is_ipv6(ip) for ip in ips}) == 2:
+    if len(ips) < 2 or len({is_ipv6(ip) for ip in ips}) == 2:
         return []
     return [invalid(_CLUSTER_IPS, ips, "may specify no more than one IP for each IP family")]
 
@@ -381,7 +276,7 @@ def _family_match_errors(ips: list[str], families: list[str]) -> list[FieldError
         return []
     errs: list[FieldError] = []
     for i, (ip, family) in enumerate(zip(ips, families, strict=False)):
-        if family in IP_FAMILIES and _is_ipv6(ip) != (family == "IPv6"):
+        if family in IP_FAMILIES and is_ipv6(ip) != (family == "IPv6"):
             detail = f"expected an {family} value as indicated by `ipFamilies[{i}]`"
             errs.append(invalid(f"{_CLUSTER_IPS}[{i}]", ip, detail))
     return errs
@@ -465,15 +360,16 @@ def _external_name_errors(spec: dict[str, Any]) -> list[FieldError]:
 
 def _ports_errors(spec: dict[str, Any]) -> list[FieldError]:
     ports = _ports(spec)
-    seen_names: set[str] = set()
+    # With several ports, names are what Endpoints and SRV records use to tell them apart.
+    names = NamedItems(_dns1123_label, allow_empty=len(ports) <= 1)
     errs: list[FieldError] = []
     for i, port in enumerate(ports):
-        errs += _port_errors(port, f"spec.ports[{i}]", require_name=len(ports) > 1, seen_names=seen_names)
+        errs += _port_errors(port, f"spec.ports[{i}]", names)
     return errs
 
 
-def _port_errors(port: dict[str, Any], path: str, *, require_name: bool, seen_names: set[str]) -> list[FieldError]:
-    errs = _port_name_errors(_str(port, "name"), f"{path}.name", require_name=require_name, seen_names=seen_names)
+def _port_errors(port: dict[str, Any], path: str, names: NamedItems) -> list[FieldError]:
+    errs = names.check(_str(port, "name"), f"{path}.name")
     number = _int(port, "port")
     errs += [invalid(f"{path}.port", number, m) for m in port_number_errors(number)]
     protocol = _str(port, "protocol")
@@ -486,17 +382,6 @@ def _port_errors(port: dict[str, Any], path: str, *, require_name: bool, seen_na
     if app_protocol is not None:
         errs += [invalid(f"{path}.appProtocol", app_protocol, m) for m in qualified_name(app_protocol)]
     # Headless services may have any targetPort: the v1 API always tolerated it.
-    return errs
-
-
-def _port_name_errors(name: str, path: str, *, require_name: bool, seen_names: set[str]) -> list[FieldError]:
-    # With several ports, names are what Endpoints and SRV records use to tell them apart.
-    if not name:
-        return [required(path)] if require_name else []
-    errs = [invalid(path, name, m) for m in _dns1123_label(name)]
-    if name in seen_names:
-        errs.append(duplicate(path, name))
-    seen_names.add(name)
     return errs
 
 
@@ -555,15 +440,12 @@ def _cluster_ip_node_port_errors(spec: dict[str, Any]) -> list[FieldError]:
 
 def _duplicate_node_port_errors(spec: dict[str, Any]) -> list[FieldError]:
     # The same nodePort may serve TCP and UDP (e.g. DNS); only a repeat within one protocol is a clash.
-    seen: set[tuple[str, int]] = set()
+    unique = NamedItems()
     errs: list[FieldError] = []
     for i, port in enumerate(_ports(spec)):
         key = (_str(port, "protocol"), _int(port, "nodePort"))
-        if not key[1]:
-            continue
-        if key in seen:
-            errs.append(duplicate(f"spec.ports[{i}].nodePort", key[1]))
-        seen.add(key)
+        if key[1]:
+            errs += unique.repeat(key, f"spec.ports[{i}].nodePort", shown=key[1])
     return errs
 
 
@@ -693,7 +575,7 @@ def _fixed_list_errors(
     SingleStack."""
     if len(new) == len(old):
         changed = [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b]
-        return [_go_invalid(f"{path}[{i}]", shown, "may not change once set") for i in changed]
+        return [go_invalid(f"{path}[{i}]", shown, "may not change once set") for i in changed]
     errs = _primary_change_errors(new, old, field=f"{path}[0]", shown=shown, what=what)
     if len(new) == 1 and len(old) > 1:
         errs += _release_secondary_errors(svc, what)
@@ -703,9 +585,9 @@ def _fixed_list_errors(
 def _primary_change_errors(new: list[str], old: list[str], *, field: str, shown: str, what: str) -> list[FieldError]:
     # Called when the lengths differ: either a secondary was added or something was released.
     if len(new) < len(old) and not new:
-        return [_go_invalid(field, shown, f"primary {what} can not be unset")]
+        return [go_invalid(field, shown, f"primary {what} can not be unset")]
     if old and new and new[0] != old[0]:
-        return [_go_invalid(field, shown, "may not change once set")]
+        return [go_invalid(field, shown, "may not change once set")]
     return []
 
 

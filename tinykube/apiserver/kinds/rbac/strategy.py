@@ -13,30 +13,15 @@ from typing import Any
 
 from tinykube.api import errors
 from tinykube.api.errors import ErrorType, FieldError, invalid, not_supported, required
+from tinykube.api.jsonshape import as_dict, as_list, as_str, indexed_dicts
 from tinykube.api.meta import dns1123_subdomain
 from tinykube.api.selectors import selector_from_label_selector
 from tinykube.apiserver.registry.generic import Strategy
-from tinykube.apiserver.registry.service_validation import GoSyntaxError
+from tinykube.apiserver.registry.gosyntax import GoSyntaxError
 from tinykube.apiserver.registry.validation import label_selector_errors, path_segment_name
 
 GROUP = "rbac.authorization.k8s.io"
 SUBJECT_KINDS = ["ServiceAccount", "User", "Group"]
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _items(value: Any) -> list[tuple[int, dict[str, Any]]]:
-    return [(i, item) for i, item in enumerate(value) if isinstance(item, dict)] if isinstance(value, list) else []
-
-
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 # ---- roles -------------------------------------------------------------------------------------------------------
@@ -45,26 +30,26 @@ def _list(value: Any) -> list[Any]:
 def policy_rule_errors(rule: dict[str, Any], path: str, *, namespaced: bool) -> list[FieldError]:
     """A rule grants verbs on resources of API groups, or on non-resource URLs (cluster roles only), never both."""
     errs: list[FieldError] = []
-    if not _list(rule.get("verbs")):
+    if not as_list(rule.get("verbs")):
         errs.append(required(f"{path}.verbs", "verbs must contain at least one value"))
-    urls = _list(rule.get("nonResourceURLs"))
+    urls = as_list(rule.get("nonResourceURLs"))
     if urls:
         if namespaced:
             errs.append(invalid(f"{path}.nonResourceURLs", urls, "namespaced rules cannot apply to non-resource URLs"))
-        if any(_list(rule.get(key)) for key in ("apiGroups", "resources", "resourceNames")):
+        if any(as_list(rule.get(key)) for key in ("apiGroups", "resources", "resourceNames")):
             detail = "rules cannot apply to both regular resources and non-resource URLs"
             errs.append(invalid(f"{path}.nonResourceURLs", urls, detail))
         return errs
-    if not _list(rule.get("apiGroups")):
+    if not as_list(rule.get("apiGroups")):
         errs.append(required(f"{path}.apiGroups", "resource rules must supply at least one api group"))
-    if not _list(rule.get("resources")):
+    if not as_list(rule.get("resources")):
         errs.append(required(f"{path}.resources", "resource rules must supply at least one resource"))
     return errs
 
 
 def _rules_errors(obj: dict[str, Any], *, namespaced: bool) -> list[FieldError]:
     errs: list[FieldError] = []
-    for i, rule in _items(obj.get("rules")):
+    for i, rule in indexed_dicts(obj.get("rules")):
         errs += policy_rule_errors(rule, f"rules[{i}]", namespaced=namespaced)
     return errs
 
@@ -74,14 +59,14 @@ def aggregation_rule_errors(rule: Any) -> list[FieldError]:
     if rule is None:
         return []
     path = "aggregationRule.clusterRoleSelectors"
-    selectors = _list(_dict(rule).get("clusterRoleSelectors"))
+    selectors = as_list(as_dict(rule).get("clusterRoleSelectors"))
     errs = (
         [] if selectors else [required(path, "at least one clusterRoleSelector required if aggregationRule is non-nil")]
     )
     for i, selector in enumerate(selectors):
         errs += label_selector_errors(selector, f"{path}[{i}]")
         try:
-            selector_from_label_selector(_dict(selector))
+            selector_from_label_selector(as_dict(selector))
         except errors.BadRequest:
             errs.append(invalid(f"{path}[{i}]", None, "invalid label selector."))
     return errs
@@ -119,14 +104,14 @@ def default_subject(subject: dict[str, Any]) -> None:
 
 
 def subject_errors(subject: dict[str, Any], path: str, *, namespaced: bool) -> list[FieldError]:
-    name, kind, group = _str(subject.get("name")), subject.get("kind", ""), _str(subject.get("apiGroup"))
+    name, kind, group = as_str(subject.get("name")), subject.get("kind", ""), as_str(subject.get("apiGroup"))
     errs = [] if name else [required(f"{path}.name")]
     if kind == "ServiceAccount":
         if name:
             errs += [invalid(f"{path}.name", name, m) for m in dns1123_subdomain(name)]
         if group:
             errs.append(not_supported(f"{path}.apiGroup", group, [""]))
-        if not namespaced and not _str(subject.get("namespace")):
+        if not namespaced and not as_str(subject.get("namespace")):
             errs.append(required(f"{path}.namespace"))
     elif kind in ("User", "Group"):
         if not name:  # 1.32 reports an empty user or group name twice: required, and this
@@ -139,7 +124,7 @@ def subject_errors(subject: dict[str, Any], path: str, *, namespaced: bool) -> l
 
 
 def role_ref_errors(ref: dict[str, Any], kinds: list[str]) -> list[FieldError]:
-    group, kind, name = _str(ref.get("apiGroup")), ref.get("kind", ""), _str(ref.get("name"))
+    group, kind, name = as_str(ref.get("apiGroup")), ref.get("kind", ""), as_str(ref.get("name"))
     errs: list[FieldError] = []
     if group != GROUP:
         errs.append(not_supported("roleRef.apiGroup", group, [GROUP]))
@@ -155,7 +140,7 @@ def role_ref_errors(ref: dict[str, Any], kinds: list[str]) -> list[FieldError]:
 def _go_role_ref(ref: dict[str, Any]) -> str:
     """Go's `%#v` of the internal RoleRef, the value of the "cannot change roleRef" error."""
     fields = ", ".join(
-        f'{k}:"{_str(ref.get(key))}"' for k, key in (("APIGroup", "apiGroup"), ("Kind", "kind"), ("Name", "name"))
+        f'{k}:"{as_str(ref.get(key))}"' for k, key in (("APIGroup", "apiGroup"), ("Kind", "kind"), ("Name", "name"))
     )
     return f"rbac.RoleRef{{{fields}}}"
 
@@ -169,22 +154,22 @@ class _BindingStrategy(Strategy):
         ref = obj.setdefault("roleRef", {})
         if isinstance(ref, dict) and not ref.get("apiGroup"):
             ref["apiGroup"] = GROUP
-        for _, subject in _items(obj.get("subjects")):
+        for _, subject in indexed_dicts(obj.get("subjects")):
             default_subject(subject)
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-        errs = role_ref_errors(_dict(obj.get("roleRef")), self.role_kinds)
-        for i, subject in _items(obj.get("subjects")):
+        errs = role_ref_errors(as_dict(obj.get("roleRef")), self.role_kinds)
+        for i, subject in indexed_dicts(obj.get("subjects")):
             errs += subject_errors(subject, f"subjects[{i}]", namespaced=self.namespaced)
         if old is not None and _ref(obj) != _ref(old):
-            shown = _go_role_ref(_dict(obj.get("roleRef")))
+            shown = _go_role_ref(as_dict(obj.get("roleRef")))
             errs.append(GoSyntaxError(ErrorType.INVALID, "roleRef", shown, "cannot change roleRef"))
         return errs
 
 
 def _ref(obj: dict[str, Any]) -> tuple[str, str, str]:
-    ref = _dict(obj.get("roleRef"))
-    return _str(ref.get("apiGroup")), _str(ref.get("kind")), _str(ref.get("name"))
+    ref = as_dict(obj.get("roleRef"))
+    return as_str(ref.get("apiGroup")), as_str(ref.get("kind")), as_str(ref.get("name"))
 
 
 class RoleBindingStrategy(_BindingStrategy):

@@ -19,31 +19,24 @@ from typing import Any
 from tinykube.api import errors
 from tinykube.api.cron import ScheduleError, check_schedule, load_location_error
 from tinykube.api.errors import ErrorType, FieldError, go_value, invalid, not_supported, required, too_many
+from tinykube.api.jsonshape import as_dict, as_int
 from tinykube.api.meta import dns1123_label
 from tinykube.api.selectors import selector_from_label_selector
-from tinykube.apiserver.registry.apps import (
-    _default_template,
-    _dict,
-    _go_invalid,
-    _go_selector,
-    _go_string_map,
-    _int,
-    _nonnegative,
+from tinykube.apiserver.kinds.networking.strategy import domain_prefixed_path_errors
+from tinykube.apiserver.kinds.workloads import (
+    default_template,
+    immutable_selector,
+    nonnegative_fields,
+    selector_mismatch,
+    setdefault_dict,
+    spec_to_default,
+    template_errors,
+    template_pod_spec,
+    workload_label_selector_errors,
 )
 from tinykube.apiserver.registry.generic import ORPHAN_DEPENDENTS, Strategy, asks_no_propagation
-from tinykube.apiserver.registry.networking import domain_prefixed_path_errors
-from tinykube.apiserver.registry.workloads import (
-    _IMMUTABLE,
-    _immutable,
-    _immutable_selector,
-    _label_selector_errors,
-    _nonnegative_fields,
-    _pod_spec,
-    _selector_mismatch,
-    _setdefault_dict,
-    _spec,
-    _template_errors,
-)
+from tinykube.apiserver.registry.gosyntax import go_invalid, go_selector, go_string_map
+from tinykube.apiserver.registry.validation import IMMUTABLE, immutable, nonnegative
 
 _TEMPLATE_DUMP = "core.PodTemplateSpec{...}"
 _SUCCESS_POLICY_DUMP = "batch.SuccessPolicy{...}"
@@ -76,19 +69,19 @@ def _default_job_spec(spec: dict[str, Any]) -> None:
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
     policy = spec.get("podFailurePolicy")
-    for rule in _dict(policy).get("rules") or []:
-        for pattern in _dict(rule).get("onPodConditions") or []:
+    for rule in as_dict(policy).get("rules") or []:
+        for pattern in as_dict(rule).get("onPodConditions") or []:
             if isinstance(pattern, dict) and not pattern.get("status"):
                 pattern["status"] = "True"
     if spec.get("podReplacementPolicy") is None:
         spec["podReplacementPolicy"] = "Failed" if policy is not None else "TerminatingOrFailed"
-    _default_template(spec)
+    default_template(spec)
 
 
 def _default_job_labels(obj: dict[str, Any]) -> None:
     """A Job without labels has its template's (upstream's defaulting copies them on every decode, so after the
     selector was generated)."""
-    labels = _dict(_dict(_dict(obj.get("spec")).get("template")).get("metadata")).get("labels")
+    labels = as_dict(as_dict(as_dict(obj.get("spec")).get("template")).get("metadata")).get("labels")
     if isinstance(labels, dict) and labels and not obj["metadata"].get("labels"):
         obj["metadata"]["labels"] = dict(labels)
 
@@ -96,9 +89,9 @@ def _default_job_labels(obj: dict[str, Any]) -> None:
 def _generate_selector(obj: dict[str, Any]) -> None:
     """Label the template with the Job's name and uid (labels the user set are kept, and validation refuses them
     if they do not fit), and select on the uid label: no other Job's pods can match."""
-    meta, spec = obj["metadata"], _dict(obj.get("spec"))
-    template = _setdefault_dict(spec, "template")
-    labels = _setdefault_dict(_setdefault_dict(template, "metadata"), "labels")
+    meta, spec = obj["metadata"], as_dict(obj.get("spec"))
+    template = setdefault_dict(spec, "template")
+    labels = setdefault_dict(setdefault_dict(template, "metadata"), "labels")
     for key in (LEGACY_JOB_NAME, JOB_NAME):
         labels.setdefault(key, meta.get("name", ""))
     for key in (LEGACY_CONTROLLER_UID, CONTROLLER_UID):
@@ -106,7 +99,7 @@ def _generate_selector(obj: dict[str, Any]) -> None:
     selector = spec.get("selector")
     if not isinstance(selector, dict):
         selector = spec["selector"] = {}
-    match_labels = _setdefault_dict(selector, "matchLabels")
+    match_labels = setdefault_dict(selector, "matchLabels")
     match_labels.setdefault(CONTROLLER_UID, meta.get("uid", ""))
 
 
@@ -119,34 +112,34 @@ def _has_label(labels: dict[str, Any], key: str, expected: str) -> list[FieldErr
     if key not in labels:
         return [required(path, expected)]
     if labels[key] != expected:
-        return [_go_invalid(path, _go_string_map(labels), f"must be '{expected}'")]
+        return [go_invalid(path, go_string_map(labels), f"must be '{expected}'")]
     return []
 
 
 def _generated_selector_errors(obj: dict[str, Any], *, prefixed: bool) -> list[FieldError]:
     """validateGeneratedSelector: a generated selector and its template labels are the Job's uid and name."""
-    spec, meta = _dict(obj.get("spec")), obj["metadata"]
+    spec, meta = as_dict(obj.get("spec")), obj["metadata"]
     if _manual_selector(spec) or spec.get("selector") is None:
         return []
     uid, name = str(meta.get("uid", "")), str(meta.get("name", ""))
     errs = [] if uid else [required("metadata.uid")]
-    labels = _dict(_dict(_dict(spec.get("template")).get("metadata")).get("labels"))
+    labels = as_dict(as_dict(as_dict(spec.get("template")).get("metadata")).get("labels"))
     expected = {LEGACY_CONTROLLER_UID: uid, LEGACY_JOB_NAME: name}
     if prefixed:
         expected |= {CONTROLLER_UID: uid, JOB_NAME: name}
     for key in (LEGACY_CONTROLLER_UID, LEGACY_JOB_NAME, *((CONTROLLER_UID, JOB_NAME) if prefixed else ())):
         errs += _has_label(labels, key, expected[key])
     try:
-        selector = selector_from_label_selector(_dict(spec.get("selector")))
+        selector = selector_from_label_selector(as_dict(spec.get("selector")))
     except errors.BadRequest:
         return errs
     if not selector.matches(expected):
-        errs.append(_go_invalid("spec.selector", _go_selector(spec.get("selector")), "`selector` not auto-generated"))
+        errs.append(go_invalid("spec.selector", go_selector(spec.get("selector")), "`selector` not auto-generated"))
     return errs
 
 
 def _job_restart_policy_errors(spec: dict[str, Any], path: str) -> list[FieldError]:
-    policy = _pod_spec(spec.get("template")).get("restartPolicy")
+    policy = template_pod_spec(spec.get("template")).get("restartPolicy")
     field = f"{path}.template.spec.restartPolicy"
     if policy in (None, "", "Always"):  # the pod default is Always: a Job must say how its pods end
         return [required(field, 'valid values: "OnFailure", "Never"')]
@@ -165,7 +158,7 @@ def _indexed_errors(spec: dict[str, Any], path: str) -> list[FieldError]:
     if mode == "Indexed":
         if spec.get("completions") is None:
             errs.append(required(f"{path}.completions", "when completion mode is Indexed"))
-        parallelism = _int(spec.get("parallelism"))
+        parallelism = as_int(spec.get("parallelism"))
         if parallelism is not None and parallelism > _MAX_INDEXED_PARALLELISM:
             message = f"must be less than or equal to {_MAX_INDEXED_PARALLELISM} when completion mode is Indexed"
             errs.append(invalid(f"{path}.parallelism", parallelism, message))
@@ -179,7 +172,7 @@ def _indexed_errors(spec: dict[str, Any], path: str) -> list[FieldError]:
 
 def _max_failed_indexes_errors(spec: dict[str, Any], path: str) -> list[FieldError]:
     """An Indexed Job's `maxFailedIndexes`, and the caps on a Job of very many completions counted per index."""
-    completions, most = _int(spec.get("completions")), _int(spec.get("maxFailedIndexes"))
+    completions, most = as_int(spec.get("completions")), as_int(spec.get("maxFailedIndexes"))
     field = f"{path}.maxFailedIndexes"
     errs: list[FieldError] = []
     if completions is not None and most is not None and most > completions:
@@ -195,7 +188,7 @@ def _max_failed_indexes_errors(spec: dict[str, Any], path: str) -> list[FieldErr
         f"must be less than or equal to {limit} when completions are above {_COMPLETIONS_SOFT_LIMIT} "
         "and used with backoff limit per index"
     )
-    parallelism = _int(spec.get("parallelism"))
+    parallelism = as_int(spec.get("parallelism"))
     if parallelism is not None and parallelism > limit:
         errs.append(invalid(f"{path}.parallelism", parallelism, detail))
     if most is not None and most > limit:
@@ -216,10 +209,10 @@ def _managed_by_errors(spec: dict[str, Any], path: str) -> list[FieldError]:
 
 def _failure_policy_action_errors(spec: dict[str, Any], path: str) -> list[FieldError]:
     """Each `podFailurePolicy` rule's action (of validatePodFailurePolicyRule): `FailIndex` only per index."""
-    rules = _dict(spec.get("podFailurePolicy")).get("rules")
+    rules = as_dict(spec.get("podFailurePolicy")).get("rules")
     errs: list[FieldError] = []
     for i, rule in enumerate(rules if isinstance(rules, list) else []):
-        action, field = _dict(rule).get("action"), f"{path}.podFailurePolicy.rules[{i}].action"
+        action, field = as_dict(rule).get("action"), f"{path}.podFailurePolicy.rules[{i}].action"
         if not action:
             errs.append(required(field, f"valid values: [{' '.join(json.dumps(a) for a in _POLICY_ACTIONS)}]"))
         elif action == "FailIndex":
@@ -235,8 +228,8 @@ def _success_policy_errors(spec: dict[str, Any], path: str) -> list[FieldError]:
     if policy is None:
         return []
     if spec.get("completionMode") != "Indexed":
-        return [_go_invalid(field, _SUCCESS_POLICY_DUMP, "requires indexed completion mode")]
-    rules = _dict(policy).get("rules")
+        return [go_invalid(field, _SUCCESS_POLICY_DUMP, "requires indexed completion mode")]
+    rules = as_dict(policy).get("rules")
     rules = rules if isinstance(rules, list) else []
     errs: list[FieldError] = []
     if not rules:
@@ -244,9 +237,9 @@ def _success_policy_errors(spec: dict[str, Any], path: str) -> list[FieldError]:
         errs.append(required(f"{field}.rules", detail))
     if len(rules) > _MAX_SUCCESS_RULES:
         errs.append(too_many(f"{field}.rules", len(rules), _MAX_SUCCESS_RULES))
-    completions = _int(spec.get("completions"))
+    completions = as_int(spec.get("completions"))
     for i, rule in enumerate(rules):
-        errs += _success_rule_errors(_dict(rule), completions, f"{field}.rules[{i}]")
+        errs += _success_rule_errors(as_dict(rule), completions, f"{field}.rules[{i}]")
     return errs
 
 
@@ -265,8 +258,8 @@ def _success_rule_errors(rule: dict[str, Any], completions: int | None, path: st
             total = _index_count(text, completions)
         except ValueError as err:
             errs.append(invalid(field, text, f"error parsing succeededIndexes: {err}"))
-    number, field = _int(count), f"{path}.succeededCount"
-    errs += _nonnegative(count, field)
+    number, field = as_int(count), f"{path}.succeededCount"
+    errs += nonnegative(count, field)
     if number is not None and completions is not None and number > completions:
         detail = f"{completions} (the number of specified completions)"
         errs.append(invalid(field, number, f"must be less than or equal to {detail}"))
@@ -321,7 +314,7 @@ def _replacement_policy_errors(spec: dict[str, Any], path: str) -> list[FieldErr
 def _job_spec_errors(spec: dict[str, Any], path: str) -> list[FieldError]:
     """validateJobSpec: what a Job's spec and a CronJob's job template share."""
     names = ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished")
-    errs = _nonnegative_fields(spec, (*names, "backoffLimitPerIndex", "maxFailedIndexes"), path)
+    errs = nonnegative_fields(spec, (*names, "backoffLimitPerIndex", "maxFailedIndexes"), path)
     if spec.get("maxFailedIndexes") is not None and spec.get("backoffLimitPerIndex") is None:
         errs.append(required(f"{path}.backoffLimitPerIndex", "when maxFailedIndexes is specified"))
     errs += _managed_by_errors(spec, path)
@@ -329,7 +322,7 @@ def _job_spec_errors(spec: dict[str, Any], path: str) -> list[FieldError]:
     errs += _failure_policy_action_errors(spec, path)
     errs += _success_policy_errors(spec, path)
     errs += _replacement_policy_errors(spec, path)
-    errs += _template_errors(spec.get("template"), f"{path}.template")
+    errs += template_errors(spec.get("template"), f"{path}.template")
     return errs + _job_restart_policy_errors(spec, path)
 
 
@@ -337,16 +330,16 @@ def _job_selector_errors(spec: dict[str, Any]) -> list[FieldError]:
     selector = spec.get("selector")
     if selector is None:
         return [required("spec.selector")]
-    errs = _label_selector_errors(selector, "spec.selector")
-    labels = _dict(_dict(spec.get("template")).get("metadata")).get("labels")
+    errs = workload_label_selector_errors(selector, "spec.selector")
+    labels = as_dict(as_dict(spec.get("template")).get("metadata")).get("labels")
     mismatch = "`selector` does not match template `labels`"
-    return errs + _selector_mismatch(selector, labels, "spec.template.metadata.labels", mismatch)
+    return errs + selector_mismatch(selector, labels, "spec.template.metadata.labels", mismatch)
 
 
 def _job_name_errors(obj: dict[str, Any]) -> list[FieldError]:
     """An Indexed Job's pods are named `<job>-<index>`: the last one must still be a DNS label."""
-    spec, name = _dict(obj.get("spec")), str(obj["metadata"].get("name", ""))
-    completions = _int(spec.get("completions"))
+    spec, name = as_dict(obj.get("spec")), str(obj["metadata"].get("name", ""))
+    completions = as_int(spec.get("completions"))
     if spec.get("completionMode") != "Indexed" or not completions or completions <= 0:
         return []
     hostname = f"{name}-{completions - 1}"
@@ -360,14 +353,14 @@ def _scheduling_directives_only(new: dict[str, Any], old: dict[str, Any]) -> dic
     """The old template with the parts a suspended, never-started Job may change taken from the new one (node
     affinity, node selector, tolerations, scheduling gates, labels, annotations)."""
     merged = copy.deepcopy(old)
-    new_meta, meta = _dict(new.get("metadata")), _setdefault_dict(merged, "metadata")
+    new_meta, meta = as_dict(new.get("metadata")), setdefault_dict(merged, "metadata")
     for key in ("labels", "annotations"):
         _take(new_meta, meta, key)
-    new_spec, spec = _dict(new.get("spec")), _setdefault_dict(merged, "spec")
+    new_spec, spec = as_dict(new.get("spec")), setdefault_dict(merged, "spec")
     for key in ("nodeSelector", "tolerations", "schedulingGates"):
         _take(new_spec, spec, key)
     affinity = new_spec.get("affinity")
-    old_affinity = _dict(spec.get("affinity"))
+    old_affinity = as_dict(spec.get("affinity"))
     rest = {k: v for k, v in old_affinity.items() if k != "nodeAffinity"}
     if affinity is None and not rest:
         spec.pop("affinity", None)
@@ -387,17 +380,17 @@ def _take(src: dict[str, Any], dst: dict[str, Any], key: str) -> None:
 
 
 def _job_update_errors(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
-    spec, old_spec = _dict(new.get("spec")), _dict(old.get("spec"))
+    spec, old_spec = as_dict(new.get("spec")), as_dict(old.get("spec"))
     errs = _completions_update_errors(spec, old_spec)
-    errs += _immutable_selector(spec.get("selector"), old_spec.get("selector"))
-    old_template = _dict(old_spec.get("template"))
-    suspended = old_spec.get("suspend") is True and not _dict(old.get("status")).get("startTime")
+    errs += immutable_selector(spec.get("selector"), old_spec.get("selector"))
+    old_template = as_dict(old_spec.get("template"))
+    suspended = old_spec.get("suspend") is True and not as_dict(old.get("status")).get("startTime")
     if suspended:
-        old_template = _scheduling_directives_only(_dict(spec.get("template")), old_template)
+        old_template = _scheduling_directives_only(as_dict(spec.get("template")), old_template)
     if spec.get("template") != old_template:
-        errs.append(_go_invalid("spec.template", _TEMPLATE_DUMP, _IMMUTABLE))
+        errs.append(go_invalid("spec.template", _TEMPLATE_DUMP, IMMUTABLE))
     for name in ("completionMode", "podFailurePolicy", "backoffLimitPerIndex", "managedBy", "successPolicy"):
-        errs += _immutable(spec.get(name), old_spec.get(name), f"spec.{name}")
+        errs += immutable(spec.get(name), old_spec.get(name), f"spec.{name}")
     return errs
 
 
@@ -407,7 +400,7 @@ def _completions_update_errors(spec: dict[str, Any], old: dict[str, Any]) -> lis
     if completions == old.get("completions"):
         return []
     if spec.get("completionMode") != "Indexed":
-        return [invalid("spec.completions", completions, _IMMUTABLE)]
+        return [invalid("spec.completions", completions, IMMUTABLE)]
     if completions is not None and completions != spec.get("parallelism"):
         return [invalid("spec.completions", completions, "can only be modified in tandem with spec.parallelism")]
     return []
@@ -434,7 +427,7 @@ class JobStrategy(Strategy):
         _default_job_labels(obj)
 
     def default(self, obj: dict[str, Any]) -> None:
-        _default_job_spec(_spec(obj))
+        _default_job_spec(spec_to_default(obj))
         obj.setdefault("status", {})
 
     def prepare_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
@@ -442,16 +435,16 @@ class JobStrategy(Strategy):
         _default_job_labels(new)
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-        spec = _dict(obj.get("spec"))
-        old_labels = _dict(_dict(_dict(_dict(old).get("spec")).get("template")).get("metadata")).get("labels")
-        prefixed = old is None or CONTROLLER_UID in _dict(old_labels)
+        spec = as_dict(obj.get("spec"))
+        old_labels = as_dict(as_dict(as_dict(as_dict(old).get("spec")).get("template")).get("metadata")).get("labels")
+        prefixed = old is None or CONTROLLER_UID in as_dict(old_labels)
         errs = _generated_selector_errors(obj, prefixed=prefixed)
         errs += _job_spec_errors(spec, "spec") + _job_selector_errors(spec)
         errs += _job_name_errors(obj)
         if old is not None:
             errs += _job_update_errors(obj, old)
-        status = _dict(obj.get("status"))
-        return errs + _nonnegative_fields(status, ("active", "succeeded", "failed", "ready", "terminating"), "status")
+        status = as_dict(obj.get("status"))
+        return errs + nonnegative_fields(status, ("active", "succeeded", "failed", "ready", "terminating"), "status")
 
 
 # ---- CronJob ----------------------------------------------------------------------------------------------------
@@ -501,12 +494,10 @@ def _time_zone_errors(zone: Any) -> list[FieldError]:
 
 def _job_template_errors(template: dict[str, Any]) -> list[FieldError]:
     """ValidateJobTemplateSpec: the selector is always generated for the Jobs a CronJob makes."""
-    spec, path = _dict(template.get("spec")), "spec.jobTemplate.spec"
+    spec, path = as_dict(template.get("spec")), "spec.jobTemplate.spec"
     errs = _job_spec_errors(spec, path)
     if spec.get("selector") is not None:
-        errs.append(
-            _go_invalid(f"{path}.selector", _go_selector(spec["selector"]), "`selector` will be auto-generated")
-        )
+        errs.append(go_invalid(f"{path}.selector", go_selector(spec["selector"]), "`selector` will be auto-generated"))
     if _manual_selector(spec):
         errs.append(not_supported(f"{path}.manualSelector", True, ["nil", "false"]))
     return errs
@@ -514,7 +505,7 @@ def _job_template_errors(template: dict[str, Any]) -> list[FieldError]:
 
 def _cronjob_spec_errors(spec: dict[str, Any], old_spec: dict[str, Any] | None) -> list[FieldError]:
     errs = _schedule_errors(spec, old_spec)
-    errs += _nonnegative(spec.get("startingDeadlineSeconds"), "spec.startingDeadlineSeconds")
+    errs += nonnegative(spec.get("startingDeadlineSeconds"), "spec.startingDeadlineSeconds")
     if old_spec is None or old_spec.get("timeZone") != spec.get("timeZone"):
         errs += _time_zone_errors(spec.get("timeZone"))
     policy = spec.get("concurrencyPolicy")
@@ -522,8 +513,8 @@ def _cronjob_spec_errors(spec: dict[str, Any], old_spec: dict[str, Any] | None) 
         errs.append(required("spec.concurrencyPolicy"))
     elif policy not in _CONCURRENCY_POLICIES:
         errs.append(not_supported("spec.concurrencyPolicy", policy, _CONCURRENCY_POLICIES))
-    errs += _job_template_errors(_dict(spec.get("jobTemplate")))
-    return errs + _nonnegative_fields(spec, ("successfulJobsHistoryLimit", "failedJobsHistoryLimit"), "spec")
+    errs += _job_template_errors(as_dict(spec.get("jobTemplate")))
+    return errs + nonnegative_fields(spec, ("successfulJobsHistoryLimit", "failedJobsHistoryLimit"), "spec")
 
 
 class CronJobStrategy(Strategy):
@@ -531,19 +522,19 @@ class CronJobStrategy(Strategy):
     tracks_generation = True
 
     def default(self, obj: dict[str, Any]) -> None:
-        spec = _spec(obj)
+        spec = spec_to_default(obj)
         spec["concurrencyPolicy"] = spec.get("concurrencyPolicy") or "Allow"
         spec.setdefault("suspend", False)
         spec.setdefault("successfulJobsHistoryLimit", 3)
         spec.setdefault("failedJobsHistoryLimit", 1)
-        template = _setdefault_dict(spec, "jobTemplate")
-        _setdefault_dict(template, "metadata").setdefault("creationTimestamp", None)
-        _default_template(_setdefault_dict(template, "spec"))  # the pod template only: Job defaults are the Job's
+        template = setdefault_dict(spec, "jobTemplate")
+        setdefault_dict(template, "metadata").setdefault("creationTimestamp", None)
+        default_template(setdefault_dict(template, "spec"))  # the pod template only: Job defaults are the Job's
         obj.setdefault("status", {})
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-        spec = _dict(obj.get("spec"))
-        errs = _cronjob_spec_errors(spec, None if old is None else _dict(old.get("spec")))
+        spec = as_dict(obj.get("spec"))
+        errs = _cronjob_spec_errors(spec, None if old is None else as_dict(old.get("spec")))
         name = str(obj["metadata"].get("name", ""))
         if old is None and len(name) > _MAX_CRONJOB_NAME:
             errs.append(invalid("metadata.name", name, f"must be no more than {_MAX_CRONJOB_NAME} characters"))

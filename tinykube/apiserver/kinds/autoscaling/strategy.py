@@ -9,10 +9,10 @@ import re
 from typing import Any
 
 from tinykube.api.errors import FieldError, forbidden, invalid, not_supported, required
+from tinykube.api.jsonshape import as_dict, as_int
 from tinykube.api.meta import dns1123_label
-from tinykube.apiserver.registry.apps import _dict, _int
+from tinykube.apiserver.kinds.workloads import nonnegative_fields, setdefault_dict, spec_to_default
 from tinykube.apiserver.registry.generic import Strategy
-from tinykube.apiserver.registry.workloads import _nonnegative_fields, _setdefault_dict, _spec
 
 _METRIC_SOURCES = {
     "Object": "object",
@@ -49,7 +49,7 @@ def _default_scale_down() -> dict[str, Any]:
 
 def _fill_rules(rules: Any, defaults: dict[str, Any]) -> dict[str, Any]:
     """copyHPAScalingRules: the fields a rule set gives replace the defaults' (explicit nulls do not)."""
-    given = {k: v for k, v in _dict(rules).items() if v is not None}
+    given = {k: v for k, v in as_dict(rules).items() if v is not None}
     return {**defaults, **given}
 
 
@@ -83,7 +83,7 @@ def _path_segment_errors(name: Any, field: str) -> list[FieldError]:
 
 
 def _object_reference_errors(ref: Any, path: str) -> list[FieldError]:
-    ref, errs = _dict(ref), []
+    ref, errs = as_dict(ref), []
     for name in ("kind", "name"):
         if not ref.get(name):
             errs.append(required(f"{path}.{name}"))
@@ -100,14 +100,14 @@ def _metric_target_errors(target: dict[str, Any], path: str) -> list[FieldError]
     for name in ("value", "averageValue"):
         if target.get(name) is not None and quantity_sign(target[name]) != 1:
             errs.append(invalid(f"{path}.{name}", target[name], "must be positive"))
-    utilization = _int(target.get("averageUtilization"))
+    utilization = as_int(target.get("averageUtilization"))
     if utilization is not None and utilization < 1:
         errs.append(invalid(f"{path}.averageUtilization", utilization, "must be greater than 0"))
     return errs
 
 
 def _metric_identifier_errors(metric: Any, path: str) -> list[FieldError]:
-    name = _dict(metric).get("name")
+    name = as_dict(metric).get("name")
     if not name:
         return [required(f"{path}.name", "must specify a metric name")]
     return _path_segment_errors(name, f"{path}.name")
@@ -122,7 +122,7 @@ def _utilization_or_value(target: dict[str, Any], path: str) -> list[FieldError]
 
 
 def _resource_source_errors(source: dict[str, Any], path: str, *, container: bool) -> list[FieldError]:
-    target = _dict(source.get("target"))
+    target = as_dict(source.get("target"))
     errs = [] if source.get("name") else [required(f"{path}.name", "must specify a resource name")]
     if container:
         name = source.get("container")
@@ -135,7 +135,7 @@ def _resource_source_errors(source: dict[str, Any], path: str, *, container: boo
 
 
 def _object_source_errors(source: dict[str, Any], path: str) -> list[FieldError]:
-    target = _dict(source.get("target"))
+    target = as_dict(source.get("target"))
     errs = _object_reference_errors(source.get("describedObject"), f"{path}.describedObject")
     errs += _metric_identifier_errors(source.get("metric"), f"{path}.metric")
     errs += _metric_target_errors(target, f"{path}.target")
@@ -145,7 +145,7 @@ def _object_source_errors(source: dict[str, Any], path: str) -> list[FieldError]
 
 
 def _external_source_errors(source: dict[str, Any], path: str) -> list[FieldError]:
-    target = _dict(source.get("target"))
+    target = as_dict(source.get("target"))
     errs = _metric_identifier_errors(source.get("metric"), f"{path}.metric")
     errs += _metric_target_errors(target, f"{path}.target")
     if target.get("value") is None and target.get("averageValue") is None:
@@ -158,7 +158,7 @@ def _external_source_errors(source: dict[str, Any], path: str) -> list[FieldErro
 
 
 def _pods_source_errors(source: dict[str, Any], path: str) -> list[FieldError]:
-    target = _dict(source.get("target"))
+    target = as_dict(source.get("target"))
     errs = _metric_identifier_errors(source.get("metric"), f"{path}.metric")
     errs += _metric_target_errors(target, f"{path}.target")
     if target.get("averageValue") is None:
@@ -184,7 +184,7 @@ def _metric_spec_errors(metric: dict[str, Any], path: str) -> list[FieldError]:
         errs.append(not_supported(f"{path}.type", kind or "", _METRIC_TYPES))
     present = [name for name in _PRESENCE_ORDER if metric.get(name) is not None]
     if present:  # only the first source present is checked in depth
-        errs += _source_errors(present[0], _dict(metric[present[0]]), f"{path}.{present[0]}")
+        errs += _source_errors(present[0], as_dict(metric[present[0]]), f"{path}.{present[0]}")
     expected = _METRIC_SOURCES.get(str(kind), "")
     if expected and metric.get(expected) is None:
         errs.append(required(f"{path}.{expected}", "must populate information for the given metric source"))
@@ -203,8 +203,8 @@ def _metrics_errors(metrics: Any, min_replicas: Any) -> list[FieldError]:
     errs: list[FieldError] = []
     items = metrics if isinstance(metrics, list) else []
     for i, metric in enumerate(items):
-        errs += _metric_spec_errors(_dict(metric), f"spec.metrics[{i}]")
-    kinds = {_dict(m).get("type") for m in items}
+        errs += _metric_spec_errors(as_dict(metric), f"spec.metrics[{i}]")
+    kinds = {as_dict(m).get("type") for m in items}
     if min_replicas == 0 and not kinds & {"Object", "External"}:
         message = "must specify at least one Object or External metric to support scaling to zero replicas"
         errs.append(forbidden("spec.metrics", message))
@@ -214,8 +214,8 @@ def _metrics_errors(metrics: Any, min_replicas: Any) -> list[FieldError]:
 def _scaling_rules_errors(rules: Any, path: str) -> list[FieldError]:
     if rules is None:
         return []
-    rules, errs = _dict(rules), []
-    window = _int(rules.get("stabilizationWindowSeconds"))
+    rules, errs = as_dict(rules), []
+    window = as_int(rules.get("stabilizationWindowSeconds"))
     if window is not None and window < 0:
         errs.append(invalid(f"{path}.stabilizationWindowSeconds", window, "must be greater than or equal to zero"))
     if window is not None and window > _MAX_STABILIZATION_SECONDS:
@@ -228,7 +228,7 @@ def _scaling_rules_errors(rules: Any, path: str) -> list[FieldError]:
     if not policies:
         errs.append(required(f"{path}.policies", "must specify at least one Policy"))
     for i, policy in enumerate(policies if isinstance(policies, list) else []):
-        errs += _scaling_policy_errors(_dict(policy), f"{path}.policies[{i}]")
+        errs += _scaling_policy_errors(as_dict(policy), f"{path}.policies[{i}]")
     return errs
 
 
@@ -236,7 +236,7 @@ def _scaling_policy_errors(policy: dict[str, Any], path: str) -> list[FieldError
     errs: list[FieldError] = []
     if policy.get("type") not in _SCALING_POLICIES:
         errs.append(not_supported(f"{path}.type", policy.get("type", ""), _SCALING_POLICIES))
-    value, period = _int(policy.get("value")) or 0, _int(policy.get("periodSeconds")) or 0
+    value, period = as_int(policy.get("value")) or 0, as_int(policy.get("periodSeconds")) or 0
     if value <= 0:
         errs.append(invalid(f"{path}.value", value, "must be greater than zero"))
     if period <= 0:
@@ -248,7 +248,7 @@ def _scaling_policy_errors(policy: dict[str, Any], path: str) -> list[FieldError
 
 def _hpa_spec_errors(spec: dict[str, Any], min_lower_bound: int) -> list[FieldError]:
     errs: list[FieldError] = []
-    low, high = _int(spec.get("minReplicas")), _int(spec.get("maxReplicas")) or 0
+    low, high = as_int(spec.get("minReplicas")), as_int(spec.get("maxReplicas")) or 0
     if low is not None and low < min_lower_bound:
         message = f"must be greater than or equal to {min_lower_bound}"
         errs.append(invalid("spec.minReplicas", low, message))
@@ -258,7 +258,7 @@ def _hpa_spec_errors(spec: dict[str, Any], min_lower_bound: int) -> list[FieldEr
         errs.append(invalid("spec.maxReplicas", high, "must be greater than or equal to `minReplicas`"))
     errs += _object_reference_errors(spec.get("scaleTargetRef"), "spec.scaleTargetRef")
     errs += _metrics_errors(spec.get("metrics"), low)
-    behavior = _dict(spec.get("behavior"))
+    behavior = as_dict(spec.get("behavior"))
     errs += _scaling_rules_errors(behavior.get("scaleUp"), "spec.behavior.scaleUp")
     return errs + _scaling_rules_errors(behavior.get("scaleDown"), "spec.behavior.scaleDown")
 
@@ -269,15 +269,15 @@ class HorizontalPodAutoscalerStrategy(Strategy):
     has_status = True
 
     def default(self, obj: dict[str, Any]) -> None:
-        _default_hpa_spec(_spec(obj))
-        _setdefault_dict(obj, "status").setdefault("desiredReplicas", 0)  # not omitempty in v2
+        _default_hpa_spec(spec_to_default(obj))
+        setdefault_dict(obj, "status").setdefault("desiredReplicas", 0)  # not omitempty in v2
 
     def validate(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
         # minReplicas 0 needs the HPAScaleToZero gate (alpha, off), unless the object already has it
-        lower = 0 if old is not None and _dict(old.get("spec")).get("minReplicas") == 0 else 1
-        errs = _hpa_spec_errors(_dict(obj.get("spec")), lower)
-        status = _dict(obj.get("status"))
-        return errs + _nonnegative_fields(status, ("currentReplicas", "desiredReplicas"), "status")
+        lower = 0 if old is not None and as_dict(old.get("spec")).get("minReplicas") == 0 else 1
+        errs = _hpa_spec_errors(as_dict(obj.get("spec")), lower)
+        status = as_dict(obj.get("status"))
+        return errs + nonnegative_fields(status, ("currentReplicas", "desiredReplicas"), "status")
 
 
 STRATEGIES: dict[str, type[Strategy]] = {
