@@ -75,7 +75,10 @@ def test_describe_shows_why_a_pod_runs_or_not(cluster: RunningCluster, client: h
         "-n", ns, "run", "nowhere", "--image=nginx", "--overrides", '{"spec":{"nodeSelector":{"disk":"ssd"}}}'
     )
     failed = eventually(lambda: [e for e in events_of(client, ns, "nowhere") if e[0] == "FailedScheduling"])
-    assert failed[0][1] == "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
+    assert failed[0][1] == (
+        "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. "
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    )
 
     crash = {
         "apiVersion": "v1",

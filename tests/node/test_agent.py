@@ -165,7 +165,10 @@ def test_a_pod_no_node_fits_is_unschedulable(client: httpx.Client, ns: str) -> N
 
     scheduled = eventually(unschedulable, what="PodScheduled False")
     assert scheduled["reason"] == "Unschedulable"
-    assert scheduled["message"] == "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
+    assert scheduled["message"] == (
+        "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
     assert not get(client, f"/api/v1/namespaces/{ns}/pods/picky")["spec"].get("nodeName")
 
 

@@ -22,8 +22,8 @@ def pod(**spec: Any) -> dict[str, Any]:
 
 
 def test_filters() -> None:
-    def reason(p: dict[str, Any], n: dict[str, Any], pods: int = 0) -> str | None:
-        return why_not(p, n, pods)
+    def reason(p: dict[str, Any], n: dict[str, Any]) -> str | None:
+        return why_not(p, n)
 
     assert reason(pod(), node()) is None
     assert reason(pod(), node(ready=False)) == "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
@@ -37,10 +37,8 @@ def test_filters() -> None:
     assert reason(pod(tolerations=[{"operator": "Exists"}]), tainted) is None
     assert reason(pod(tolerations=[{"key": "k", "value": "w"}]), tainted) is not None
     assert reason(pod(), node(taints=[{"key": "k", "effect": "PreferNoSchedule"}])) is None
-    full = node()
-    full["status"]["allocatable"] = {"pods": "110"}
-    assert reason(pod(), full, 109) is None
-    assert reason(pod(), full, 110) == "Too many pods"
+    # upstream's order: TaintToleration before NodeAffinity
+    assert reason(pod(nodeSelector={"a": "b"}), tainted) == "node(s) had untolerated taint {k: v}"
 
 
 def test_unschedulable_messages() -> None:

@@ -1,18 +1,29 @@
-"""A minimal kube-scheduler: binds each unscheduled pod to a Ready node (the one with the fewest pods) through the
-`binding` subresource, as upstream does; a pod no node fits gets `PodScheduled=False` (reason `Unschedulable`)
-and is tried again when nodes change.
+"""A kube-scheduler with the default profile's filters: binds each unscheduled pod to a fitting Ready node (the one
+with the fewest pods) through the `binding` subresource, as upstream does; a pod no node fits gets a
+`FailedScheduling` event and `PodScheduled=False` (reason `Unschedulable`) with upstream's FitError message, and a
+pod of higher priority evicts lower ones to fit (DefaultPreemption).
 
-Filters, as upstream's essentials: the node is Ready and schedulable (or the pod tolerates
-`node.kubernetes.io/unschedulable`, as DaemonSet pods do), its labels match the pod's `nodeSelector` and its required
-node affinity (`matchExpressions` on labels, `matchFields` on `metadata.name`, as DaemonSet pods name their node),
-and the pod tolerates its `NoSchedule`/`NoExecute` taints. No resources, pod affinity or spreading.
+Filters, in upstream's order: the node is schedulable (or the pod tolerates `node.kubernetes.io/unschedulable`, as
+DaemonSet pods do), the pod tolerates its `NoSchedule`/`NoExecute` taints (a node not Ready counts as tainted
+not-ready), its labels match the pod's `nodeSelector` and required node affinity (`matchExpressions` on labels,
+`matchFields` on `metadata.name`), the pod's host ports are free there (NodePorts), what the pod requests fits in
+the node's allocatable beside what the pods bound there request (NodeResourcesFit, `noderesources`), and its
+volumes can go there. Pods nominated to a node by preemption, of at least the pod's priority, count as bound there.
+No pod affinity or spreading.
+
+An unschedulable pod is tried again when the cluster changes in a way that can make it fit (a bound pod deleted or
+finished, a node added or changed in labels, taints, schedulability, readiness or allocatable, a claim or volume
+changed, the pod's own spec changed), never sooner than its backoff (1 s, doubling per attempt, at most 10 s), and
+at the latest after five minutes, as upstream's scheduling queue flushes its leftovers.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from tinykube.api import errors
@@ -23,7 +34,16 @@ from tinykube.client.events import record_event
 from tinykube.client.informer import object_key
 from tinykube.client.workqueue import WorkQueue
 from tinykube.controllers.context import ControllerContext
+from tinykube.controllers.noderesources import Footprint, NodeTotals, NodeUsage, allocatable, fit_reasons
 from tinykube.controllers.pods import node_selector_term_matches, selector_matches
+from tinykube.controllers.preemption import (
+    NEVER,
+    NOT_HELPFUL,
+    TERMINATING_ON_NOMINATED,
+    Candidate,
+    pick_candidate,
+    select_victims,
+)
 from tinykube.controllers.volumebinding import VolumeBinding, claims_of
 
 log = logging.getLogger(__name__)
@@ -32,15 +52,10 @@ Object = dict[str, Any]
 PODS, NODES = builtin("", "v1", "pods"), builtin("", "v1", "nodes")
 SCHEDULER_NAME = "default-scheduler"
 WORKERS = 16
-RETRY_UNSCHEDULABLE = 5.0  # seconds; nodes changing also retries at once
-NODE_INDEX = "scheduler:node"
-
-
-def _node_of(pod: Object) -> list[str]:
-    """Index: the node a live pod is bound to (terminal pods hold no place)."""
-    node = (pod.get("spec") or {}).get("nodeName")
-    live = (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-    return [node] if node and live else []
+INITIAL_BACKOFF, MAX_BACKOFF = 1.0, 10.0  # seconds: upstream's podInitialBackoffDuration, podMaxBackoffDuration
+FLUSH_UNSCHEDULABLE = 300.0  # seconds: podMaxInUnschedulablePodsDuration, tried again whatever happened
+NO_NODES = "no nodes available to schedule pods"
+PREEMPTED_CONDITION = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
 
 
 def node_ready(node: Object) -> bool:
@@ -77,30 +92,70 @@ def node_affinity_matches(pod: Object, node: Object) -> bool:
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 
 
-def why_not(pod: Object, node: Object, pods_on_node: int) -> str | None:
-    """Why `pod` cannot go to `node` (upstream's per-node reason, counted in the message), or None if it can."""
+def why_not(pod: Object, node: Object) -> str | None:
+    """Why `pod` cannot go to `node` whatever pods are removed from it (upstream's UnschedulableAndUnresolvable
+    filters, in their order: NodeUnschedulable, TaintToleration, NodeAffinity), or None."""
     spec = node.get("spec") or {}
-    if not node_ready(node):
-        return "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
     if spec.get("unschedulable") and not tolerates(pod, UNSCHEDULABLE_TAINT):
         return "node(s) were unschedulable"
-    if not node_affinity_matches(pod, node):
-        return "node(s) didn't match Pod's node affinity/selector"
+    if not node_ready(node):
+        return "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
     for taint in spec.get("taints") or []:
         if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(pod, taint):
             return f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value', '')}}}"
-    allowed = str(((node.get("status") or {}).get("allocatable") or {}).get("pods", ""))
-    if allowed.isdigit() and pods_on_node >= int(allowed):
-        return "Too many pods"
+    if not node_affinity_matches(pod, node):
+        return "node(s) didn't match Pod's node affinity/selector"
     return None
 
 
+def fit_error(nodes: int, reasons: Mapping[str, Iterable[str]], *, absent: str = "") -> str:
+    """Upstream's FitError message, `0/N nodes are available: ...`: each node's reasons counted, sorted; the
+    nodes `reasons` does not name give `absent`."""
+    counts = Counter(reason for node_reasons in reasons.values() for reason in node_reasons)
+    if absent and len(reasons) < nodes:
+        counts[absent] += nodes - len(reasons)
+    parts = sorted(f"{n} {reason}" for reason, n in counts.items())
+    message = f"0/{nodes} nodes are available:"
+    return f"{message} {', '.join(parts)}." if parts else message
+
+
 def unschedulable_message(reasons: list[str], nodes: int) -> str:
-    """Upstream's `0/N nodes are available: ...`: each reason with how many nodes gave it, sorted."""
+    """The message for one reason per node (`reasons`), or that there is no node at all."""
     if not nodes:
-        return "no nodes available to schedule pods"
-    parts = sorted(f"{n} {reason}" for reason, n in Counter(reasons).items())
-    return f"0/{nodes} nodes are available: {', '.join(parts)}."
+        return NO_NODES
+    return fit_error(nodes, {str(i): [reason] for i, reason in enumerate(reasons)})
+
+
+def backoff(attempts: int) -> float:
+    """Seconds an unschedulable pod waits before it is tried again after `attempts` failed ones."""
+    return min(INITIAL_BACKOFF * 2.0 ** max(attempts - 1, 0), MAX_BACKOFF)
+
+
+def node_changed(old: Object, new: Object) -> bool:
+    """Whether a Node update can make a pod fit (heartbeats cannot): labels, spec, allocatable, readiness."""
+    if old["metadata"].get("labels") != new["metadata"].get("labels") or old.get("spec") != new.get("spec"):
+        return True
+    old_status, new_status = old.get("status") or {}, new.get("status") or {}
+    return old_status.get("allocatable") != new_status.get("allocatable") or node_ready(old) != node_ready(new)
+
+
+def spec_changed(old: Object, new: Object) -> bool:
+    """Whether a pod changed other than in its status (a status write is no reason to try it again)."""
+    keep = ("labels", "annotations")
+    return old.get("spec") != new.get("spec") or any(old["metadata"].get(k) != new["metadata"].get(k) for k in keep)
+
+
+def live(pod: Object) -> bool:
+    return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+
+
+def preempted_terminating(pod: Object | None) -> bool:
+    """Upstream's podTerminatingByPreemption: being deleted, with the scheduler's DisruptionTarget condition."""
+    if pod is None or not pod["metadata"].get("deletionTimestamp"):
+        return False
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    target = next((c for c in conditions if c.get("type") == "DisruptionTarget"), None)
+    return target is not None and target.get("status") == "True" and target.get("reason") == "PreemptionByScheduler"
 
 
 def needs_scheduling(pod: Object) -> bool:
@@ -121,89 +176,252 @@ class Scheduler:
         self.nodes = ctx.informers.informer(NODES)
         self.volumes = VolumeBinding(ctx)
         self.queue: WorkQueue[str] = WorkQueue()
+        self.usage = NodeUsage()  # what the bound pods (and the ones we bound, not yet seen so) take per node
         self.assumed: dict[str, str] = {}  # pod key -> node, bound by us but not yet seen bound in the cache
-        self.pending: set[str] = set()  # pods the cache shows waiting for a node: what a node event retries
+        self.nominated: dict[str, Footprint] = {}  # pending pod key -> its footprint on the node it preempted on
+        self.unschedulable: dict[str, float] = {}  # pod key -> loop time its backoff ends
+        self.attempts: Counter[str] = Counter()  # pod key -> failed attempts in a row
+        self._allocatable: dict[str, tuple[str, dict[str, int]]] = {}  # node -> (resourceVersion, allocatable)
 
     async def run(self) -> None:
-        self.pods.store.add_index(NODE_INDEX, _node_of)
-        self.pods.add_handler(
-            on_add=self._pod_seen,
-            on_update=lambda _old, new: self._pod_seen(new),
-            on_delete=self._pod_gone,
-        )
+        self.pods.add_handler(on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_gone)
         self.nodes.add_handler(
-            on_add=self._nodes_changed,
-            on_update=lambda _old, new: self._nodes_changed(new),
-            on_delete=self._nodes_changed,
+            on_add=self._cluster_changed,
+            on_update=lambda old, new: self._cluster_changed(new) if node_changed(old, new) else None,
+            on_delete=self._node_gone,
         )
         self.volumes.claims_informer.add_handler(
             on_add=self._claim_changed, on_update=lambda _old, new: self._claim_changed(new)
+        )
+        self.volumes.volumes.add_handler(
+            on_add=self._cluster_changed, on_update=lambda _old, new: self._cluster_changed(new)
         )
         await run_controller(
             self.ctx.informers, (self.pods, self.nodes, self.volumes), Loop(self.queue, self.schedule, workers=WORKERS)
         )
 
-    def _pod_seen(self, pod: Object) -> None:
+    # What the informers tell: the per-node accounting, nominations, and which waiting pods to try again
+
+    def _account(self, pod: Object) -> None:
         key = object_key(pod)
-        if (pod.get("spec") or {}).get("nodeName"):
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node:
             self.assumed.pop(key, None)
+            self.nominated.pop(key, None)
+            if live(pod):
+                self.usage.set(Footprint.of(pod, key, str(node)))
+            elif self.usage.clear(key) is not None:
+                self._cluster_changed()  # it finished: its place is free
+            return
+        if key in self.assumed:
+            return  # bound by us: its footprint stays until the cache shows it bound (or the binding failed)
+        self.usage.clear(key)
+        nominated = (pod.get("status") or {}).get("nominatedNodeName")
+        if nominated and needs_scheduling(pod):
+            self.nominated[key] = Footprint.of(pod, key, str(nominated))
+
+    def _pod_added(self, pod: Object) -> None:
+        self._account(pod)
         if needs_scheduling(pod):
-            self.pending.add(key)
+            self.queue.add(object_key(pod))
+
+    def _pod_updated(self, old: Object, new: Object) -> None:
+        self._account(new)
+        if not needs_scheduling(new):
+            self._forget(object_key(new))
+            return
+        key = object_key(new)
+        if key not in self.unschedulable:
             self.queue.add(key)
-        else:
-            self.pending.discard(key)
+        elif spec_changed(old, new):
+            self._retry(key)
 
     def _pod_gone(self, pod: Object) -> None:
         key = object_key(pod)
         self.assumed.pop(key, None)
-        self.pending.discard(key)
+        self.nominated.pop(key, None)
+        self._forget(key)
+        if self.usage.clear(key) is not None:
+            self._cluster_changed()
+
+    def _forget(self, key: str) -> None:
+        self.unschedulable.pop(key, None)
+        self.attempts.pop(key, None)
+
+    def _node_gone(self, node: Object) -> None:
+        self._allocatable.pop(node["metadata"]["name"], None)
+        self._cluster_changed()
 
     def _claim_changed(self, claim: Object) -> None:
         """A claim came or was bound: the pods waiting for it may go now."""
         namespace, name = claim["metadata"]["namespace"], claim["metadata"]["name"]
-        for key in self.pending:
+        for key in list(self.unschedulable):
             pod = self.pods.store.get(key)
             if pod is not None and pod["metadata"]["namespace"] == namespace and name in claims_of(pod):
-                self.queue.add(key)
+                self._retry(key)
 
-    def _nodes_changed(self, _node: Object) -> None:
-        """A node came, went or changed (a heartbeat too): the pods still waiting may fit now."""
-        for key in self.pending:
-            self.queue.add(key)
+    def _cluster_changed(self, _obj: Object | None = None) -> None:
+        """Something that can make a waiting pod fit: each is tried again once its backoff is over."""
+        for key in list(self.unschedulable):
+            self._retry(key)
 
-    def _pods_on(self, node: str) -> int:
-        """Pods bound to `node`, counting those we bound that the cache has not seen bound yet."""
-        bound = self.pods.store.count(NODE_INDEX, node)
-        return bound + sum(1 for key, chosen in self.assumed.items() if chosen == node and self._unbound(key))
+    def _retry(self, key: str) -> None:
+        until = self.unschedulable.get(key)
+        delay = 0.0 if until is None else until - asyncio.get_running_loop().time()
+        self.queue.add_after(key, max(delay, 0.0))
 
-    def _unbound(self, key: str) -> bool:
-        cached = self.pods.store.get(key)
-        return cached is not None and not (cached.get("spec") or {}).get("nodeName")
+    # One scheduling cycle
+
+    def _alloc(self, node: Object) -> dict[str, int]:
+        meta = node["metadata"]
+        version = str(meta.get("resourceVersion") or "")
+        cached = self._allocatable.get(meta["name"])
+        if cached is None or cached[0] != version or not version:
+            cached = (version, allocatable(node))
+            self._allocatable[meta["name"]] = cached
+        return cached[1]
+
+    def _totals(self, node: str, want: Footprint) -> NodeTotals:
+        """What is taken on `node` for `want`: the bound pods, and the pods nominated there that are at least as
+        important (upstream's RunFilterPluginsWithNominatedPods)."""
+        nominated = [f for f in self.nominated.values() if f.node == node and f.key != want.key]
+        return self.usage.on(node).with_pods(f for f in nominated if f.priority >= want.priority)
+
+    def _filter(self, pod: Object, want: Footprint, node: Object, claims: list[Object]) -> tuple[list[str], bool]:
+        """Why `pod` does not fit on `node` (nothing: it fits), and whether evicting pods could change that."""
+        reason = why_not(pod, node)
+        if reason:
+            return [reason], False
+        reasons = fit_reasons(want, self._alloc(node), self._totals(node["metadata"]["name"], want))
+        if reasons:
+            return reasons, True
+        reason = self.volumes.why_not(claims, node)
+        return ([reason], False) if reason else ([], True)
 
     async def schedule(self, key: str) -> None:
         pod = self.pods.store.get(key)
         if pod is None or not needs_scheduling(pod) or key in self.assumed:
             return
         nodes = sorted(self.nodes.store.list(), key=lambda n: n["metadata"]["name"])
-        claims, problem = self.volumes.claims(pod)
-        fit, reasons = [], []
-        for node in nodes:
-            reason = problem or why_not(pod, node, self._pods_on(node["metadata"]["name"]))
-            reason = reason or self.volumes.why_not(claims, node)
-            if reason is None:
-                fit.append(node["metadata"]["name"])
-            else:
-                reasons.append(reason)
-        if not fit:
-            message = unschedulable_message(reasons, len(nodes))
-            await self._event(pod, "Warning", "FailedScheduling", message)
-            await self._unschedulable(pod, message)
-            self.queue.add_after(key, RETRY_UNSCHEDULABLE)
+        if not nodes:
+            await self._failed(pod, NO_NODES)
             return
-        chosen = min(fit, key=lambda name: (self._pods_on(name), name))
-        if await self.volumes.wait_for_binding(claims, chosen):
-            return  # the claims' node is chosen; the pod is bound once they are (their update brings it back)
-        await self._bind(pod, chosen)
+        want = Footprint.of(pod, key, "")
+        claims, problem = self.volumes.claims(pod)
+        if problem:  # a PreFilter's verdict: the same for every node, so named once
+            post, _, nominate = self._preemption(pod, want, nodes, [])
+            await self._failed(pod, f"0/{len(nodes)} nodes are available: {problem}. {post}", nominate=nominate)
+            return
+        reasons: dict[str, list[str]] = {}
+        resolvable: list[Object] = []
+        for node in nodes:
+            found, can_preempt = self._filter(pod, want, node, claims)
+            if found:
+                reasons[node["metadata"]["name"]] = found
+                if can_preempt:
+                    resolvable.append(node)
+        fit = [n["metadata"]["name"] for n in nodes if n["metadata"]["name"] not in reasons]
+        if fit:
+            chosen = min(fit, key=lambda name: (len(self.usage.on(name).pods), name))
+            await self._place(pod, want, chosen, claims)
+            return
+        await self._unschedulable(pod, want, fit_error(len(nodes), reasons), nodes, resolvable)
+
+    async def _place(self, pod: Object, want: Footprint, node: str, claims: list[Object]) -> None:
+        key = want.key
+        self._reserve(pod, key, node)  # before any await: the next pod's decision sees this one's place taken
+        if await self.volumes.wait_for_binding(claims, node):
+            # the claims' node is chosen; the pod is bound once they are (their update brings it back)
+            self._unreserve(key)
+            self.unschedulable[key] = asyncio.get_running_loop().time()  # waits, with no backoff
+            self.queue.add_after(key, FLUSH_UNSCHEDULABLE)
+            return
+        await self._bind(pod, node)
+
+    def _reserve(self, pod: Object, key: str, node: str) -> None:
+        self.assumed[key] = node
+        self.usage.set(Footprint.of(pod, key, node))
+
+    def _unreserve(self, key: str) -> bool:
+        """Give the pod's reserved place back (unless the cache shows it bound); whether it was freed."""
+        if self.assumed.pop(key, None) is not None:
+            cached = self.pods.store.get(key)
+            if cached is None or not (cached.get("spec") or {}).get("nodeName"):
+                return self.usage.clear(key) is not None
+        return False
+
+    async def _unschedulable(
+        self, pod: Object, want: Footprint, message: str, nodes: list[Object], resolvable: list[Object]
+    ) -> None:
+        """No node fits: preempt if that helps (upstream's PostFilter), then report the failure."""
+        post, candidate, nominate = self._preemption(pod, want, nodes, resolvable)
+        if candidate is None:
+            await self._failed(pod, f"{message} {post}", nominate=nominate)
+            return
+        await self._preempt(pod, want, candidate)
+        await self._failed(pod, message, nominate=candidate.node)
+
+    def _preemption(
+        self, pod: Object, want: Footprint, nodes: list[Object], resolvable: list[Object]
+    ) -> tuple[str, Candidate | None, str | None]:
+        """DefaultPreemption: the node whose eviction costs least, or the message saying why there is none, with
+        the pod's nomination to write (None: kept as it is, "": cleared)."""
+        if (pod.get("spec") or {}).get("preemptionPolicy") == "Never":
+            return f"preemption: {NEVER}", None, None
+        nominated = (pod.get("status") or {}).get("nominatedNodeName")
+        if nominated and any(n["metadata"]["name"] == nominated for n in resolvable):
+            for footprint in self.usage.on(str(nominated)).pods.values():
+                if footprint.priority < want.priority and preempted_terminating(self.pods.store.get(footprint.key)):
+                    return f"preemption: {TERMINATING_ON_NOMINATED}", None, None
+        candidates, reasons = [], {}
+        for node in resolvable:
+            name = node["metadata"]["name"]
+            victims, why = select_victims(want, self._totals(name, want), self._fits(want, self._alloc(node)))
+            if victims:
+                candidates.append(Candidate(name, tuple(victims)))
+            else:
+                reasons[name] = why
+        best = pick_candidate(candidates)
+        if best is None:
+            return f"preemption: {fit_error(len(nodes), reasons, absent=NOT_HELPFUL)}", None, ""
+        return "", best, best.node
+
+    @staticmethod
+    def _fits(want: Footprint, alloc: dict[str, int]) -> Callable[[NodeTotals], list[str]]:
+        return lambda totals: fit_reasons(want, alloc, totals)
+
+    async def _preempt(self, pod: Object, want: Footprint, candidate: Candidate) -> None:
+        """Upstream's prepareCandidate: each victim marked `DisruptionTarget` and deleted, with a `Preempted` event;
+        lower-priority pods nominated to the node lose their nomination."""
+        key, node = want.key, candidate.node
+        self.nominated[key] = Footprint(key, node, want.requests, want.ports, want.priority, want.started)
+        uid = pod["metadata"].get("uid")
+        for footprint in candidate.victims:
+            victim = self.pods.store.get(footprint.key)
+            if victim is None:
+                continue
+            log.info("preempting %s on %s for %s", footprint.key, node, key)
+            await self._evict(victim)
+            await self._event(victim, "Normal", "Preempted", f"Preempted by pod {uid} on node {node}")
+        for other in [f for f in self.nominated.values() if f.node == node and f.priority < want.priority]:
+            self.nominated.pop(other.key, None)
+            namespace, name = other.key.split("/", 1)
+            with contextlib.suppress(errors.NotFound):
+                body = {"status": {"nominatedNodeName": None}}
+                await self.ctx.client.patch(PODS, namespace, name, body, subresource="status")
+
+    async def _evict(self, victim: Object) -> None:
+        meta = victim["metadata"]
+        message = f"{SCHEDULER_NAME}: preempting to accommodate a higher priority pod"
+        condition = {**PREEMPTED_CONDITION, "message": message}
+        conditions = (victim.get("status") or {}).get("conditions") or []
+        try:
+            if not any(all(c.get(k) == v for k, v in condition.items()) for c in conditions):
+                body = {"status": {"conditions": [{**condition, "lastTransitionTime": now()}]}}
+                await self.ctx.client.patch(PODS, meta["namespace"], meta["name"], body, subresource="status")
+            await self.ctx.client.delete(PODS, meta["namespace"], meta["name"], uid=str(meta.get("uid") or ""))
+        except errors.NotFound:
+            return
 
     async def _bind(self, pod: Object, node: str) -> None:
         meta = pod["metadata"]
@@ -214,26 +432,41 @@ class Scheduler:
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
         key = object_key(pod)
-        self.assumed[key] = node
         try:
             await self.ctx.client.create(PODS, meta["namespace"], binding, subresource="binding", name=meta["name"])
         except (errors.Conflict, errors.NotFound):
-            self.assumed.pop(key, None)  # bound by someone else, or gone: nothing to do
+            self._unreserve(key)  # bound by someone else, or gone: nothing to do
         except Exception:
-            self.assumed.pop(key, None)
+            if self._unreserve(key):
+                self._cluster_changed()  # the place it held may fit a waiting pod
             raise
         else:
             log.debug("bound %s to %s", key, node)
+            self._forget(key)
             await self._event(pod, "Normal", "Scheduled", f"Successfully assigned {key} to {node}")
 
     async def _event(self, pod: Object, type_: str, reason: str, message: str) -> None:
         await record_event(self.ctx.client, pod, type_=type_, reason=reason, message=message,
-                           component="default-scheduler")  # fmt: skip
+                           component=SCHEDULER_NAME)  # fmt: skip
 
-    async def _unschedulable(self, pod: Object, message: str) -> None:
-        conditions = (pod.get("status") or {}).get("conditions") or []
-        current = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
-        if current and current.get("status") == "False" and current.get("message") == message:
+    async def _failed(self, pod: Object, message: str, *, nominate: str | None = None) -> None:
+        """Upstream's handleSchedulingFailure: the pod waits (backoff, then the next change that may help), its
+        `PodScheduled=False` condition and nomination are written, and a `FailedScheduling` event says why.
+        `nominate`: the node it preempted on, "" to clear its nomination, None to keep it."""
+        key = object_key(pod)
+        self.attempts[key] += 1
+        self.unschedulable[key] = asyncio.get_running_loop().time() + backoff(self.attempts[key])
+        self.queue.add_after(key, FLUSH_UNSCHEDULABLE)
+        if nominate == "":
+            self.nominated.pop(key, None)
+        await self._write_unschedulable(pod, message, nominate)
+        await self._event(pod, "Warning", "FailedScheduling", message)
+
+    async def _write_unschedulable(self, pod: Object, message: str, nominate: str | None) -> None:
+        status = pod.get("status") or {}
+        current = next((c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None)
+        nomination_same = nominate is None or nominate == (status.get("nominatedNodeName") or "")
+        if current and current.get("status") == "False" and current.get("message") == message and nomination_same:
             return
         condition = {
             "type": "PodScheduled",
@@ -243,7 +476,9 @@ class Scheduler:
             "lastProbeTime": None,
             "lastTransitionTime": now(),
         }
+        body: Object = {"conditions": [condition]}
+        if not nomination_same:
+            body["nominatedNodeName"] = nominate or None
         meta = pod["metadata"]
-        patch = {"status": {"conditions": [condition]}}
         with contextlib.suppress(errors.NotFound):
-            await self.ctx.client.patch(PODS, meta["namespace"], meta["name"], patch, subresource="status")
+            await self.ctx.client.patch(PODS, meta["namespace"], meta["name"], {"status": body}, subresource="status")

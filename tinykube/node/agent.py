@@ -97,13 +97,28 @@ def node_conditions(previous: list[Object], stamp: str) -> list[Object]:
     return conditions
 
 
-def node_status(config: NodeConfig, kubelet_port: int, previous: list[Object] | None = None) -> Object:
+NODE_RESOURCES = {"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"}
+
+
+def node_resources(found: Object) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Capacity and allocatable: the agent's own resources, and the resources someone else advertised in the
+    Node's capacity (a device plugin's, a test's extended resource), which the kubelet keeps and copies to
+    allocatable, as upstream's MachineInfo setter does; one gone from capacity leaves allocatable too."""
+    others = {k: v for k, v in (found.get("capacity") or {}).items() if k not in NODE_RESOURCES}
+    return {**NODE_RESOURCES, **others}, {**NODE_RESOURCES, **others}
+
+
+def node_status(
+    config: NodeConfig, kubelet_port: int, previous: list[Object] | None = None, found: Object | None = None
+) -> Object:
+    """The status the agent reports; `found` is the Node's status as stored (its capacity's extra resources)."""
+    capacity, allocatable = node_resources(found or {})
     return {
         "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
         "conditions": node_conditions(previous or [], now()),
         "addresses": [{"type": "InternalIP", "address": config.ip}, {"type": "Hostname", "address": config.name}],
-        "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"},
-        "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"},
+        "capacity": capacity,
+        "allocatable": allocatable,
         "nodeInfo": {
             "kubeletVersion": KUBELET_VERSION,
             "kubeProxyVersion": "",
@@ -131,6 +146,14 @@ def node_status_changed(found: Object, status: Object) -> bool:
         if any(was.get(key) != value for key, value in condition.items() if key != "lastHeartbeatTime"):
             return True
     return False
+
+
+def status_patch(found: Object, status: Object) -> Object:
+    """The strategic-merge patch writing `status` over `found`: capacity carries only the agent's own resources
+    (an extended resource removed meanwhile is not put back), allocatable drops what capacity no longer has."""
+    allocatable: dict[str, Any] = dict(status["allocatable"])
+    allocatable.update({k: None for k in found.get("allocatable") or {} if k not in allocatable})
+    return {**status, "capacity": dict(NODE_RESOURCES), "allocatable": allocatable}
 
 
 def _reported(pod: Object, status: Object) -> bool:
@@ -204,11 +227,13 @@ class NodeAgent:
         if node is None:
             node = await self.client.get(NODES, "", self.config.name, resourceVersion="0")
         found = node.get("status") or {}
-        status = node_status(self.config, self.kubelet.port, found.get("conditions") or [])
+        status = node_status(self.config, self.kubelet.port, found.get("conditions") or [], found)
         clock = asyncio.get_running_loop().time()
         due = force or clock - self._reported_at >= self.config.status_report_frequency
         if due or node_status_changed(found, status):
-            await self.client.patch(NODES, "", self.config.name, {"status": status}, subresource="status")
+            await self.client.patch(
+                NODES, "", self.config.name, {"status": status_patch(found, status)}, subresource="status"
+            )
             self._reported_at = clock
 
     async def _status_updates(self) -> None:
