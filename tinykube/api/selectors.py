@@ -490,6 +490,7 @@ _SUPPORTED_FIELDS: Final[dict[str, frozenset[str]]] = {
     "services": DEFAULT_FIELDS | {"spec.clusterIP", "spec.type"},
     "secrets": DEFAULT_FIELDS | {"type"},
     "replicationcontrollers": DEFAULT_FIELDS | {"status.replicas"},
+    "certificatesigningrequests": DEFAULT_FIELDS | {"spec.signerName"},
 }
 
 # Old v1 clients send spec.host; the pod conversion function renames it.
@@ -539,8 +540,14 @@ def _pod_ip(obj: Mapping[str, Any]) -> str:
     return _go_string(_lookup(obj, "status.podIP"))
 
 
+def _reporting_component(obj: Mapping[str, Any]) -> str:
+    """core/v1 names the reporting controller `reportingComponent` (events.k8s.io/v1: `reportingController`)."""
+    return _go_string(obj.get("reportingComponent") or obj.get("reportingController"))
+
+
 def _event_source(obj: Mapping[str, Any]) -> str:
-    return _go_string(_lookup(obj, "source.component")) or _go_string(obj.get("reportingController"))
+    """The source component, or for an Event written through events.k8s.io/v1 its reporting controller."""
+    return _go_string(_lookup(obj, "source.component")) or _reporting_component(obj)
 
 
 # Registry ToSelectableFields entries that are not a plain dotted path into the object.
@@ -549,7 +556,7 @@ _FIELD_GETTERS: Final[dict[str, Callable[[Mapping[str, Any]], str]]] = {
     "spec.unschedulable": _bool_field("spec.unschedulable"),
     "status.podIP": _pod_ip,
     "source": _event_source,
-    "reportingComponent": lambda obj: _go_string(obj.get("reportingController")),
+    "reportingComponent": _reporting_component,
 }
 
 

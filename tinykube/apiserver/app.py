@@ -251,6 +251,9 @@ class ApiServer:
             ("/.well-known/openid-configuration", self._openid_configuration),
             ("/openid/v1/jwks", self._jwks),
         ]
+        # discovery is served with a trailing slash too (`/api/`, `/apis/apps/v1/`), as upstream's mux does
+        discovery_paths = {"/api", "/apis", "/apis/{group}", "/api/v1", "/apis/{group}/{version}"}
+        routes += [(path + "/", endpoint) for path, endpoint in routes if path in discovery_paths]
         for path, endpoint in routes:
             app.router.add_route(path, endpoint, methods=["GET"])
         self.proxy = ProxyHandler(self.registry)  # pods/proxy, services/proxy, nodes/proxy (apiserver/connect/proxy.py)

@@ -29,6 +29,7 @@ from tinykube.apiserver.http.negotiation import (
     Rendering,
     decode_object,
     decode_options,
+    delete_dry_run,
     partial_metadata,
     rendering,
 )
@@ -129,6 +130,13 @@ def _legacy_bindings(path: str) -> str | None:
     return None
 
 
+# upstream's errNotAcceptable, for an `as=` form the storage cannot give
+NOT_ACCEPTABLE = (
+    "only the following media types are accepted: application/json, application/yaml, "
+    "application/vnd.kubernetes.protobuf"
+)
+
+
 def _created() -> Response:
     """What upstream answers a Binding or an Eviction with: a Status, not the object, its code the create's 201."""
     return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201)
@@ -177,6 +185,10 @@ class ResourceHandler:
 
     async def _serve(self, request: Request, target: Target) -> Response:
         if self.answered is not None and self.answered.handles(target.resource, target.subresource):
+            if "get" not in target.resource.verbs:  # a create-only review has no Table nor metadata form
+                view = rendering(request.headers.get("accept", ""), request.query_params.get("includeObject"))
+                if view.table or view.metadata_only:
+                    raise errors.NotAcceptable(NOT_ACCEPTABLE)
             return await self.answered(request, target.resource, target.namespace, target.name, target.subresource)
         method = request.method
         if target.subresource in ("exec", "attach", "portforward") and target.name:
@@ -256,6 +268,7 @@ class ResourceHandler:
             orjson.dumps(converted.out(o.obj)) if converted and not converted.unchanged(o.obj) else o.raw
             for o in page.items
         ]
+        items = listing.list_items(target.resource, items)
         return json_response(listing.list_body(target.resource.list_kind, target.resource.api_version, page, items))
 
     # ---- writes ----------------------------------------------------------------------------------------------
@@ -318,7 +331,7 @@ class ResourceHandler:
         options = decode_options(
             await self._body(request), request.headers.get("content-type", JSON), request.query_params
         )
-        req = target.registry_request(_dry_run(request) or options.get("dryRun") == ["All"])
+        req = target.registry_request(_dry_run(request) or delete_dry_run(options))
         obj, gone = await self.registry.delete(req, options)
         strategy = self.registry.strategies[target.resource.key]
         warnings = strategy.delete_warnings(options)
@@ -330,17 +343,19 @@ class ResourceHandler:
         options = decode_options(
             await self._body(request), request.headers.get("content-type", JSON), request.query_params
         )
+        dry_run = _dry_run(request) or delete_dry_run(options)
         page = await listing.list_objects(self.registry, target.resource, target.namespace, request.query_params)
         deleted = []
         for item in page.items:
             meta = item.obj["metadata"]
             one = Target(target.resource, meta.get("namespace", ""), meta["name"])
             try:
-                obj, _ = await self.registry.delete(one.registry_request(_dry_run(request)), options)
+                obj, _ = await self.registry.delete(one.registry_request(dry_run), options)
             except errors.NotFound:
                 continue
             deleted.append(orjson.dumps(target.out(obj)))
         page = listing.Page(page.items, page.revision, "", None)
+        deleted = listing.list_items(target.resource, deleted)
         body = listing.list_body(target.resource.list_kind, target.resource.api_version, page, deleted)
         warnings = self.registry.strategies[target.resource.key].delete_warnings(options)
         return _with_warnings(json_response(body), warnings)

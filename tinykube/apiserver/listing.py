@@ -83,23 +83,25 @@ def _revision(text: str) -> int:
 
 async def list_objects(registry: Registry, resource: ResourceInfo, namespace: str, params: Mapping[str, str]) -> Page:
     keep = object_filter(resource, params)
+    # upstream counts what is left only of an unfiltered list (etcd counts keys, not matches)
+    counted = not params.get("labelSelector") and not params.get("fieldSelector")
     limit = _limit(params)
     cache = registry.cache(resource)
     if params.get("continue"):
         revision, start = decode_continue(params["continue"])
         await consistency.check_not_future(registry.revisions, revision, cache)
-        return await _from_store(registry, resource, namespace, keep, limit, revision, start)
+        return await _from_store(registry, resource, namespace, keep, counted, limit, revision, start)
     wanted = params.get("resourceVersion", "")
     if wanted not in ("", "0") and params.get("resourceVersionMatch") == "Exact":
         revision = _revision(wanted)
         await consistency.check_not_future(registry.revisions, revision, cache)
-        return await _from_store(registry, resource, namespace, keep, limit, revision, "")
+        return await _from_store(registry, resource, namespace, keep, counted, limit, revision, "")
     await consistency.reach(cache, registry.revisions, wanted)
     items = (obj for key, obj in cache.items(namespace) if keep(obj))
-    return _page(items, cache.revision, limit)
+    return _page(items, cache.revision, limit, counted)
 
 
-def _page(items: Iterable[CachedObject], revision: int, limit: int) -> Page:
+def _page(items: Iterable[CachedObject], revision: int, limit: int, counted: bool) -> Page:
     if not limit:
         return Page(list(items), revision, "", None)
     chosen: list[CachedObject] = []
@@ -111,7 +113,8 @@ def _page(items: Iterable[CachedObject], revision: int, limit: int) -> Page:
             rest += 1
     if not rest:
         return Page(chosen, revision, "", None)
-    return Page(chosen, revision, encode_continue(revision, _start_after(chosen[-1])), rest)
+    token = encode_continue(revision, _start_after(chosen[-1]))
+    return Page(chosen, revision, token, rest if counted else None)
 
 
 def _start_after(obj: CachedObject) -> str:
@@ -125,6 +128,7 @@ async def _from_store(
     resource: ResourceInfo,
     namespace: str,
     keep: Callable[[CachedObject], bool],
+    counted: bool,
     limit: int,
     revision: int,
     start: str,
@@ -140,17 +144,36 @@ async def _from_store(
             batch = await registry.store.scan(prefix, start=cursor, limit=max(limit, 500), revision=revision)
         except Compacted:
             raise errors.Expired(_EXPIRED_CONTINUE) from None
-        for kv in batch.items:
+        for index, kv in enumerate(batch.items):
             obj = decode(kv.value, kv.mod_revision, registry.cache(resource).normalize)
             if not keep(obj):
                 continue
             if limit and len(chosen) == limit:
                 token = encode_continue(revision, _start_after(chosen[-1]))
-                return Page(chosen, revision, token, None)
+                return Page(chosen, revision, token, batch.count - index if counted else None)
             chosen.append(obj)
         if not batch.more:
             return Page(chosen, revision, "", None)
         cursor = batch.items[-1].key + "\0"
+
+
+def list_items(resource: ResourceInfo, raw_items: list[bytes]) -> list[bytes]:
+    """The items of a list as upstream writes them: a built-in kind's items carry no `kind` and `apiVersion` (its
+    typed list drops them), a custom resource's do (unstructured). The cache holds each object encoded with its
+    type first, so dropping them is a slice, not a re-encode."""
+    if resource.custom is not None:
+        return raw_items
+    head = orjson.dumps({"apiVersion": resource.api_version, "kind": resource.kind})[:-1] + b","
+    out = []
+    for raw in raw_items:
+        if raw.startswith(head):
+            out.append(b"{" + raw[len(head) :])
+        else:
+            obj = orjson.loads(raw)
+            obj.pop("apiVersion", None)
+            obj.pop("kind", None)
+            out.append(orjson.dumps(obj))
+    return out
 
 
 def list_body(kind: str, api_version: str, page: Page, raw_items: list[bytes]) -> bytes:

@@ -60,6 +60,7 @@ class ListResult:
     items: list[KeyValue]
     revision: int
     more: bool
+    count: int = 0  # keys in the whole range from `start` on, whatever the limit (etcd's RangeResponse.count)
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,7 +227,9 @@ class EtcdStore:
             key=self._key(start) if start else full, range_end=prefix_end(full), limit=limit, revision=revision
         )
         response = await self._range(request)
-        return ListResult([self._kv(kv) for kv in response.kvs], response.header.revision, response.more)
+        return ListResult(
+            [self._kv(kv) for kv in response.kvs], response.header.revision, response.more, response.count
+        )
 
     async def revision(self) -> int:
         response = await self._range(rpc_pb2.RangeRequest(key=self._key(""), limit=1, count_only=True))

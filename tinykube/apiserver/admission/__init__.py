@@ -2,7 +2,7 @@
 
 `standard(registry)` is the chain tinykube's apiserver runs, in the order of kube-apiserver's recommended plugins
 (its AllOrderedPlugins): LimitRanger, ServiceAccount, Priority, DefaultTolerationSeconds, DefaultStorageClass,
-StorageObjectInUseProtection, ResourceQuota (last, so it charges what the others let through and no more).
+StorageObjectInUseProtection, RuntimeClass, ResourceQuota (last, so it charges what the others let through and no more).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from tinykube.apiserver.admission.index import NamespaceIndex
 from tinykube.apiserver.admission.limitranger import LimitRanger
 from tinykube.apiserver.admission.priority import Priority
 from tinykube.apiserver.admission.resourcequota import ResourceQuota
+from tinykube.apiserver.admission.runtimeclass import RuntimeClass
 from tinykube.apiserver.admission.serviceaccount import ServiceAccount
 from tinykube.apiserver.admission.storage import DefaultStorageClass, StorageObjectInUseProtection
 from tinykube.apiserver.registry.generic import Registry
@@ -36,6 +37,7 @@ def standard(registry: Registry) -> Chain:
             DefaultTolerationSeconds(),
             DefaultStorageClass(storage_classes),
             StorageObjectInUseProtection(),
+            RuntimeClass(registry.cache(builtin("node.k8s.io", "v1", "runtimeclasses"))),
             ResourceQuota(registry),
         ]
     )

@@ -181,6 +181,18 @@ def decode_options(body: bytes, content_type: str, query: Mapping[str, str] | No
     return options
 
 
+def delete_dry_run(options: Mapping[str, Any]) -> bool:
+    """Whether DeleteOptions from the body ask for a dry run: `dryRun: ["All"]`, validated as upstream's
+    ValidateDryRun (a collection's body counts as much as one object's: a dry run must never delete)."""
+    value = options.get("dryRun")
+    if value is None or value == []:
+        return False
+    if not isinstance(value, list) or any(v != "All" for v in value):
+        errs = [errors.not_supported("dryRun", value, ["All"])]
+        raise errors.invalid_object("DeleteOptions", "", errs, group="meta.k8s.io")
+    return True
+
+
 def _validate_propagation(options: dict[str, Any]) -> None:
     policy = options.get("propagationPolicy")
     errs: list[errors.FieldError] = []

@@ -28,6 +28,7 @@ from tinykube.api.meta import (
     parse_time,
     validate_object_meta,
 )
+from tinykube.api.omitempty import drop_omitted_zeros
 from tinykube.api.patch import apply_patch
 from tinykube.api.resources import Catalog, ResourceInfo
 from tinykube.apiserver.auth.identity import UserInfo
@@ -130,13 +131,22 @@ class Strategy:
         """Validation of a write through a subresource (`status` included); by default the kind's own."""
         return self.validate(obj, old)
 
+    # Upstream's older kinds reset only spec on a status write and keep the metadata sent (labels, annotations,
+    # finalizers); newer kinds and custom resources reset metadata too (ResetObjectMetaForStatus).
+    status_keeps_sent_metadata = False
+
     def prepare_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
-        """Status writes change status only: spec and metadata come from the stored object."""
-        status = new.get("status")
+        """Status writes change status (and, for `status_keeps_sent_metadata` kinds, metadata) only: the rest
+        comes from the stored object."""
+        status, meta = new.get("status"), new.get("metadata")
         new.clear()
         new.update(copy.deepcopy(old))
         if status is not None:
             new["status"] = status
+        if self.status_keeps_sent_metadata and isinstance(meta, dict):
+            old_meta = new["metadata"]
+            new["metadata"] = {k: v for k, v in meta.items() if k not in SYSTEM_FIELDS}
+            new["metadata"].update({k: old_meta[k] for k in SYSTEM_FIELDS if k in old_meta})
 
     def default(self, obj: dict[str, Any]) -> None:
         """v1 defaulting, applied on every write."""
@@ -356,6 +366,8 @@ class Registry:
         meta = obj.setdefault("metadata", {})
         if req.resource.namespaced:
             meta["namespace"] = req.namespace
+        else:  # upstream's BeforeCreate clears it on a cluster-scoped kind
+            meta.pop("namespace", None)
         strategy = self.strategies[req.resource.key]
         generated = not meta.get("name") and bool(meta.get("generateName"))
         for field_name in ("resourceVersion", *SYSTEM_FIELDS):
@@ -370,6 +382,7 @@ class Registry:
         if "managedFields" in meta:  # last, as upstream's ObjectMeta has it
             meta["managedFields"] = meta.pop("managedFields")
         strategy.prepare_create(obj)
+        drop_omitted_zeros(obj)
         strategy.record_requester(obj, req.user)
         if not applied:
             await fieldmanager.schemas_ready()
@@ -541,6 +554,7 @@ class Registry:
         else:
             strategy.prepare_update(new, old)
             _keep_system_meta(new, old, strategy)
+        drop_omitted_zeros(new)
         if applied:  # a subresource write keeps the stored metadata: the applied entries go on it
             fieldmanager.restore_entries(new, entries)
         else:
@@ -629,6 +643,8 @@ class Registry:
         meta["name"] = req.name
         if req.resource.namespaced:
             meta["namespace"] = req.namespace
+        else:  # and BeforeUpdate
+            meta.pop("namespace", None)
         # a custom resource is written in the request's version (and validated in it); stored in the storage one
         custom = req.resource.custom is not None
         new["apiVersion"] = req.resource.api_version if custom else old.get("apiVersion", req.resource.api_version)

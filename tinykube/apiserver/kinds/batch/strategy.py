@@ -413,6 +413,7 @@ _JOB_DELETE_WARNING = (
 
 
 class JobStrategy(Strategy):
+    status_keeps_sent_metadata = True
     has_status = True
     tracks_generation = True
     gc_policy = ORPHAN_DEPENDENTS  # batch/v1 orphans a Job's pods by default, for backward compatibility
@@ -518,6 +519,7 @@ def _cronjob_spec_errors(spec: dict[str, Any], old_spec: dict[str, Any] | None) 
 
 
 class CronJobStrategy(Strategy):
+    status_keeps_sent_metadata = True
     has_status = True
     tracks_generation = True
 

@@ -23,6 +23,11 @@ _ENV_NAME_MSG = (
 _QUANTITY = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
 _QUANTITY_RE = re.compile(_QUANTITY)
 _PORT_RANGE = "must be between 1 and 65535, inclusive"
+# upstream's IsValidSysctlName: dot- or slash-separated segments, at most 253 characters
+_SYSCTL_SEGMENT = "[a-z0-9]([-_a-z0-9]*[a-z0-9])?"
+SYSCTL_FORMAT = f"({_SYSCTL_SEGMENT}[\\./])*{_SYSCTL_SEGMENT}"
+_SYSCTL_RE = re.compile(f"^{SYSCTL_FORMAT}$")
+SYSCTL_MAX_LENGTH = 253
 
 
 def _enumerated(items: Any) -> list[tuple[int, Any]]:
@@ -58,6 +63,28 @@ def validate_pod_spec(spec: Any, path: str) -> list[FieldError]:
         errs.append(required(f"{path}.dnsPolicy"))
     elif dns not in DNS_POLICIES:
         errs.append(not_supported(f"{path}.dnsPolicy", dns, DNS_POLICIES))
+    context = spec.get("securityContext")
+    if isinstance(context, dict):
+        errs += _sysctls(context.get("sysctls"), f"{path}.securityContext.sysctls")
+    return errs
+
+
+def _sysctls(sysctls: Any, path: str) -> list[FieldError]:
+    """upstream's validateSysctls: each name valid and given once (the value is the runtime's to judge)."""
+    errs: list[FieldError] = []
+    seen: set[str] = set()
+    for i, sysctl in _enumerated(sysctls):
+        name = sysctl.get("name") if isinstance(sysctl, dict) else None
+        field = f"{path}[{i}].name"
+        if not isinstance(name, str) or not name:
+            errs.append(required(field))
+        elif len(name) > SYSCTL_MAX_LENGTH or not _SYSCTL_RE.match(name):
+            message = f"must have at most {SYSCTL_MAX_LENGTH} characters and match regex {SYSCTL_FORMAT}"
+            errs.append(invalid(field, name, message))
+        elif name in seen:
+            errs.append(FieldError(ErrorType.DUPLICATE, field, name))
+        else:
+            seen.add(name)
     return errs
 
 

@@ -29,7 +29,7 @@ from tinykube.apiserver.registry.validation import IMMUTABLE, NONNEGATIVE, Named
 _STANDARD_CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
 _QUOTA_COUNTS = (
     "pods",
-    "quotas",
+    "resourcequotas",
     "services",
     "replicationcontrollers",
     "secrets",

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 
 class ServiceStrategy(Strategy):
+    status_keeps_sent_metadata = True
     name_rule = staticmethod(dns1035_label)
     has_status = True
     return_deleted_object = True

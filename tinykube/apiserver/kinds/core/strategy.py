@@ -18,6 +18,7 @@ IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")  # upstream's Na
 
 
 class NamespaceStrategy(Strategy):
+    status_keeps_sent_metadata = True
     name_rule = staticmethod(dns1123_label)
     has_status = True
     return_deleted_object = True
@@ -71,6 +72,7 @@ def _objects(obj: dict[str, Any], *fields: str) -> list[FieldError]:
 
 
 class NodeStrategy(Strategy):
+    status_keeps_sent_metadata = True
     has_status = True
     clears_status_on_create = False  # nodes register with their status, as upstream allows
 

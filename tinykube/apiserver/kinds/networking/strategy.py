@@ -234,6 +234,7 @@ def _class_annotation_errors(obj: dict[str, Any]) -> list[FieldError]:
 
 
 class IngressStrategy(Strategy):
+    status_keeps_sent_metadata = True
     has_status = True
     tracks_generation = True
 
