@@ -3,18 +3,22 @@
 Run by hand (not in CI) from the repository root, after a Kubernetes minor-version bump:
 
     python tools/protobuf_messages.py --api ../api --apimachinery ../apimachinery \\
-        --kube-aggregator ../kube-aggregator > tinykube/api/protobuf_messages.py
+        --kube-aggregator ../kube-aggregator --apiextensions-apiserver ../apiextensions-apiserver \\
+        > tinykube/api/protobuf_messages.py
     python tools/protobuf_messages.py ... --check      # exit 1 if the module is not what the inputs give
 
-Inputs: git clones of three upstream repositories, read at one tag with ``git show <tag>:<path>`` (the work tree
-and the checked-out branch do not matter):
+Inputs: four upstream repositories, each either a git clone, read at one tag with ``git show <tag>:<path>`` (the
+work tree and the checked-out branch do not matter), or the module directory the Go module proxy gives for that
+tag (``go mod download -json k8s.io/api@v0.32.13`` prints it as ``Dir``; read as it is, ``--tag`` unused):
 
-    https://github.com/kubernetes/api              v0.32.13 (commit 67a30ffc59c51566a502318fe0275fed1af3fdb7)
-    https://github.com/kubernetes/apimachinery     v0.32.13 (commit 59e9003f02d6f0c8fff53719a7a0604ec82ee9a9)
-    https://github.com/kubernetes/kube-aggregator  v0.32.13 (commit 6582b6ec0f652811aff504ee76dfe6773dc62dc2)
+    https://github.com/kubernetes/api                      v0.32.13 (commit 67a30ffc59c51566a502318fe0275fed1af3fdb7)
+    https://github.com/kubernetes/apimachinery             v0.32.13 (commit 59e9003f02d6f0c8fff53719a7a0604ec82ee9a9)
+    https://github.com/kubernetes/kube-aggregator          v0.32.13 (commit 6582b6ec0f652811aff504ee76dfe6773dc62dc2)
+    https://github.com/kubernetes/apiextensions-apiserver  v0.32.13 (module k8s.io/apiextensions-apiserver)
 
-v0.32.13 is the newest v0.32 tag (release-1.32 branch) of all three when this was written; the API types do not
-change within a minor version, so any v0.32.x gives the same table.
+v0.32.13 is the newest v0.32 tag (release-1.32 branch) of all four when this was written; the API types do not
+change within a minor version, so any v0.32.x gives the same table. apiextensions.k8s.io is served in v1 only
+(v1beta1 was removed in 1.22), so only pkg/apis/apiextensions/v1 is read.
 
 From each API package (``PACKAGES``) two files are read:
 
@@ -38,8 +42,12 @@ What the Go declarations decide, per field:
 * ``StringList``: a message standing for a Go ``[]string`` type (``ExtraValue``), which JSON writes as a list.
 
 Well-known apimachinery messages with a JSON form of their own (``WELL_KNOWN``: Time, MicroTime, Quantity,
-IntOrString, FieldsV1, RawExtension; Duration, which no served kind reaches) are named, not expanded; the decoder
-implements each, and fails at import on a name it does not know.
+IntOrString, FieldsV1, RawExtension; Duration, which no served kind reaches; apiextensions' JSON, a raw JSON value
+like RawExtension) are named, not expanded; the decoder implements each, and fails at import on a name it does not
+know. apiextensions' ``JSONSchemaPropsOr{Array,Bool,StringArray}`` (``JSON_FORMS``) are ordinary messages on the
+wire whose Go types write JSON by hand (``marshal.go``: a schema, a list or a bool, not an object); they are
+expanded as messages, their fields named by the .proto (their Go fields have no ``json`` tag), and ``FORMS`` in the
+module names the JSON form the decoder gives each.
 
 The table covers the kinds of ``tinykube.api.resources.RESOURCES`` plus ``EXTRA_KINDS`` (the subresource
 bodies) and meta/v1 DeleteOptions, with every message they reach; nothing else. Only the interface is taken
@@ -63,7 +71,7 @@ TAG = "v0.32.13"
 
 @dataclass(frozen=True)
 class Package:
-    repo: str  # "api", "apimachinery" or "kube-aggregator": which --option's clone
+    repo: str  # "api", "apimachinery", "kube-aggregator" or "apiextensions-apiserver": which --option's clone
     path: str  # the package's directory in that repository
     proto: str  # its protobuf package
     prefix: str  # how its messages are named in the table: "" (core/v1 and apimachinery: bare) or "apps.v1."
@@ -104,11 +112,20 @@ PACKAGES: dict[str, Package] = {
     "rbac.authorization.k8s.io/v1": _api("rbac/v1"),
     "scheduling.k8s.io/v1": _api("scheduling/v1"),
     "storage.k8s.io/v1": _api("storage/v1"),
+    "apiextensions.k8s.io/v1": Package(
+        "apiextensions-apiserver",
+        "pkg/apis/apiextensions/v1",
+        "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1",
+        "apiextensions.v1.",
+    ),
     "meta.k8s.io/v1": _machinery("pkg/apis/meta/v1"),
     "runtime": _machinery("pkg/runtime"),
     "intstr": _machinery("pkg/util/intstr"),
     "resource": _machinery("pkg/api/resource"),
 }
+
+# Served groups without protobuf: resource metrics, which tinykube answers itself in JSON (README "differs").
+NO_PROTOBUF = frozenset({"metrics.k8s.io/v1beta1"})
 
 # Bodies of subresources and actions, which are not RESOURCES of their own.
 EXTRA_KINDS: tuple[tuple[str, str], ...] = (
@@ -120,6 +137,7 @@ EXTRA_KINDS: tuple[tuple[str, str], ...] = (
 
 # apimachinery messages whose JSON form is not an object: the decoder handles them by name.
 _META = "k8s.io.apimachinery.pkg.apis.meta.v1."
+_APIEXTENSIONS = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1."
 WELL_KNOWN: dict[str, str] = {
     _META + "Time": "Time",
     _META + "MicroTime": "MicroTime",
@@ -128,8 +146,15 @@ WELL_KNOWN: dict[str, str] = {
     "k8s.io.apimachinery.pkg.api.resource.Quantity": "Quantity",
     "k8s.io.apimachinery.pkg.util.intstr.IntOrString": "IntOrString",
     "k8s.io.apimachinery.pkg.runtime.RawExtension": "RawExtension",
+    _APIEXTENSIONS + "JSON": "JSON",
 }
-SCALARS = {"string": "str", "int32": "int", "int64": "int", "bool": "bool", "bytes": "bytes"}
+# Messages whose Go type writes its own JSON (apiextensions v1 marshal.go) -> the form the decoder gives them.
+JSON_FORMS: dict[str, str] = {
+    _APIEXTENSIONS + "JSONSchemaPropsOrArray": "SchemaOrArray",  # the list if any, else the schema (or null)
+    _APIEXTENSIONS + "JSONSchemaPropsOrBool": "SchemaOrBool",  # the schema if any, else the bool
+    _APIEXTENSIONS + "JSONSchemaPropsOrStringArray": "SchemaOrStringArray",  # the list if any, else the schema
+}
+SCALARS = {"string": "str", "int32": "int", "int64": "int", "bool": "bool", "bytes": "bytes", "double": "float"}
 
 # --------------------------------------------------------------------------------------------------
 # Reading the inputs
@@ -159,11 +184,21 @@ class Sources:
     repos: dict[str, Path]
     tag: str
 
+    def module_dir(self, package: Package) -> bool:
+        """A module directory of the proxy (a go.mod, no git), rather than a clone."""
+        repo = self.repos[package.repo]
+        return (repo / "go.mod").is_file() and not (repo / ".git").exists()
+
     def show(self, package: Package, name: str) -> str:
+        if self.module_dir(package):
+            return (self.repos[package.repo] / package.path / name).read_text()
         return _git(self.repos[package.repo], "show", f"{self.tag}:{package.path}/{name}")
 
     def go_files(self, package: Package) -> list[str]:
-        names = _git(self.repos[package.repo], "ls-tree", "--name-only", f"{self.tag}:{package.path}").split()
+        if self.module_dir(package):
+            names = sorted(path.name for path in (self.repos[package.repo] / package.path).iterdir())
+        else:
+            names = _git(self.repos[package.repo], "ls-tree", "--name-only", f"{self.tag}:{package.path}").split()
         return [
             name
             for name in names
@@ -218,6 +253,7 @@ def parse_proto(text: str) -> tuple[str, dict[str, list[ProtoField]]]:
 
 
 _GO_STRUCT = re.compile(r"^type (\w+) struct \{")
+_GO_EMPTY_STRUCT = re.compile(r"^type (\w+) struct\s*\{\s*\}")
 _GO_SLICE = re.compile(r"^type (\w+) \[\](\w+)\s*$")
 _GO_FIELD = re.compile(r"^\s*(?:(?P<name>\w+)\s+)?(?P<type>[^\s`]+)\s+`(?P<tag>[^`]*)`")
 _GO_TAG = re.compile(r'(\w+):"([^"]*)"')
@@ -231,7 +267,9 @@ def parse_go(text: str) -> tuple[dict[str, dict[int, GoField]], dict[str, str]]:
     depth = 0
     for line in text.splitlines():
         if current is None:
-            if match := _GO_STRUCT.match(line):
+            if match := _GO_EMPTY_STRUCT.match(line):
+                structs.setdefault(match[1], {})
+            elif match := _GO_STRUCT.match(line):
                 current, depth = structs.setdefault(match[1], {}), 1
             elif match := _GO_SLICE.match(line):
                 slices[match[1]] = match[2]
@@ -291,7 +329,7 @@ def _kinds() -> list[tuple[str, str]]:
     sys.path.insert(0, str(ROOT))
     from tinykube.api.resources import RESOURCES
 
-    kinds = [(r.api_version, r.kind) for r in RESOURCES]
+    kinds = [(r.api_version, r.kind) for r in RESOURCES if r.api_version not in NO_PROTOBUF]
     return sorted(set(kinds) | set(EXTRA_KINDS), key=lambda k: (k[0] != "v1", k))
 
 
@@ -302,6 +340,7 @@ class Builder:
         self.origin: dict[str, str] = {}  # table name -> full protobuf name
         self.pending: list[tuple[str, str]] = []  # (protobuf package, message)
         self.renamed: list[str] = []  # fields whose JSON name is not their .proto name
+        self.forms: dict[str, str] = {}  # table name -> JSON_FORMS' form
 
     def table_name(self, proto_package: str, message: str) -> str:
         name = self.loaded[proto_package].package.prefix + message
@@ -346,12 +385,17 @@ class Builder:
         struct = loaded.structs.get(message)
         if struct is None:
             raise ValueError(f"{proto_package}.{message}: no Go struct of that name in {loaded.package.path}")
+        form = JSON_FORMS.get(f"{proto_package}.{message}")
+        if form is not None:
+            self.forms[self.table_name(proto_package, message)] = form
         out: dict[int, tuple[str, str]] = {}
         for field in loaded.messages[message]:
             go = struct.get(field.number)
             where = f"{proto_package}.{message}.{field.name} = {field.number}"
             if go is None:
                 raise ValueError(f"{where}: no Go field with that protobuf number")
+            if form is not None and not go.json_name:  # JSON written by hand: the fields keep their .proto names
+                go = GoField(go.go_type, go.proto_name, field.name, go.omitempty, go.inline)
             if go.proto_name not in (field.name, "" if go.inline else field.name) or not (go.inline or go.json_name):
                 raise ValueError(f"{where}: the Go field is {go.proto_name!r} in protobuf, {go.json_name!r} in JSON")
             if not go.inline and go.json_name != field.name:
@@ -373,7 +417,11 @@ class Builder:
         return out
 
 
-def build(loaded: dict[str, Loaded]) -> tuple[dict[str, dict[int, tuple[str, str]]], dict[tuple[str, str], str]]:
+Table = dict[str, dict[int, tuple[str, str]]]
+
+
+def build(loaded: dict[str, Loaded]) -> tuple[Table, dict[tuple[str, str], str], dict[str, str]]:
+    """The messages, the message of each kind, and the JSON form of the messages that have one of their own."""
     builder = Builder(loaded)
     kinds: dict[tuple[str, str], str] = {}
     for api_version, kind in _kinds():
@@ -384,7 +432,7 @@ def build(loaded: dict[str, Loaded]) -> tuple[dict[str, dict[int, tuple[str, str
     builder.add(PACKAGES["meta.k8s.io/v1"].proto, "DeleteOptions")
     for renamed in builder.renamed:
         print(f"note: {renamed} in JSON", file=sys.stderr)
-    return builder.messages, kinds
+    return builder.messages, kinds, dict(sorted(builder.forms.items()))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -394,7 +442,8 @@ def build(loaded: dict[str, Loaded]) -> tuple[dict[str, dict[int, tuple[str, str
 HEADER = '''"""The protobuf schema of every kind tinykube decodes (tinykube/api/protobuf.py describes the format).
 
 GENERATED by tools/protobuf_messages.py from upstream's generated.proto files and Go struct tags
-(k8s.io/api, k8s.io/apimachinery, k8s.io/kube-aggregator {tag}); do not edit by hand, run the generator.
+(k8s.io/api, k8s.io/apimachinery, k8s.io/kube-aggregator, k8s.io/apiextensions-apiserver {tag}); do not edit
+by hand, run the generator.
 """
 
 from __future__ import annotations
@@ -408,7 +457,7 @@ def _order(name: str) -> tuple[int, str]:
     return prefixes.index(prefix), name
 
 
-def render(messages: dict[str, dict[int, tuple[str, str]]], kinds: dict[tuple[str, str], str], tag: str) -> str:
+def render(messages: Table, kinds: dict[tuple[str, str], str], forms: dict[str, str], tag: str) -> str:
     def lines() -> Iterator[str]:
         yield HEADER.format(tag=tag)
         yield "# message -> {field number: (JSON name, type)}, the fields in generated.proto's order"
@@ -429,6 +478,12 @@ def render(messages: dict[str, dict[int, tuple[str, str]]], kinds: dict[tuple[st
         for (api_version, kind), name in kinds.items():
             yield f'    ("{api_version}", "{kind}"): "{name}",'
         yield "}"
+        yield ""
+        yield "# messages whose Go type writes JSON by hand -> the form the decoder gives them"
+        yield "FORMS: dict[str, str] = {"
+        for name, form in forms.items():
+            yield f'    "{name}": "{form}",'
+        yield "}"
 
     return _ruff_format("\n".join(lines()) + "\n")
 
@@ -444,12 +499,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api", type=Path, required=True, help="a git clone of github.com/kubernetes/api")
     parser.add_argument("--apimachinery", type=Path, required=True, help="a clone of kubernetes/apimachinery")
     parser.add_argument("--kube-aggregator", type=Path, required=True, help="a clone of kubernetes/kube-aggregator")
-    parser.add_argument("--tag", default=TAG, help=f"the tag read in all three (default {TAG})")
+    parser.add_argument(
+        "--apiextensions-apiserver", type=Path, required=True, help="a clone of kubernetes/apiextensions-apiserver"
+    )
+    parser.add_argument("--tag", default=TAG, help=f"the tag read in all four clones (default {TAG})")
     parser.add_argument("--check", action="store_true", help=f"compare with {OUTPUT.relative_to(ROOT)}, write nothing")
     args = parser.parse_args(argv)
-    repos = {"api": args.api, "apimachinery": args.apimachinery, "kube-aggregator": args.kube_aggregator}
-    messages, kinds = build(load(Sources(repos, args.tag)))
-    text = render(messages, kinds, args.tag)
+    repos = {
+        "api": args.api,
+        "apimachinery": args.apimachinery,
+        "kube-aggregator": args.kube_aggregator,
+        "apiextensions-apiserver": args.apiextensions_apiserver,
+    }
+    messages, kinds, forms = build(load(Sources(repos, args.tag)))
+    text = render(messages, kinds, forms, args.tag)
     if args.check:
         if OUTPUT.read_text() != text:
             print(f"{OUTPUT.relative_to(ROOT)} is not what {args.tag} gives: run the generator", file=sys.stderr)

@@ -11,6 +11,7 @@ import base64
 import functools
 import importlib.util
 import json
+import struct
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 import kubernetes.client.models
 import pytest
 
-from tests.api.test_protobuf import envelope, int_or_str, meta, msg, num, text
+from tests.api.test_protobuf import envelope, int_or_str, meta, msg, num, text, varint
 from tinykube.api import protobuf
 from tinykube.api.protobuf import decode
 from tinykube.api.resources import RESOURCES
@@ -34,12 +35,10 @@ MICRO_TIME = "2024-01-02T03:04:05.123456Z"
 
 
 def test_every_served_kind_has_a_message() -> None:
-    """All but the CRD and the resource metrics (kubectl and client-go send and read them as JSON; README
-    "differs")."""
+    """All but the resource metrics (tinykube answers them itself, in JSON only; README "differs")."""
     supported = set(protobuf.supported_kinds())
     missing = [(r.api_version, r.kind) for r in RESOURCES if (r.api_version, r.kind) not in supported]
     assert missing == [
-        ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
         ("metrics.k8s.io/v1beta1", "NodeMetrics"),
         ("metrics.k8s.io/v1beta1", "PodMetrics"),
     ]
@@ -98,9 +97,12 @@ def _json_names(message: str) -> set[str]:
 
 def test_json_names_match_the_python_client_models() -> None:
     modeled = {message: model for message in SCHEMA if (model := _model(message)) is not None}
-    # Without a model: only the structs JSON inlines (VolumeSource, ProbeHandler, ...), which have no schema.
+    # Without a model: only the structs JSON inlines (VolumeSource, ProbeHandler, ...), which have no schema, the
+    # messages whose JSON is not an object (JSONSchemaPropsOr*: `object` to the client), and empty ones
+    # (CustomResourceSubresourceStatus: `object` too).
     inlined = {f.type for fields in SCHEMA.values() for f in fields.values() if not f.name}
-    assert set(SCHEMA) - set(modeled) <= inlined
+    unmodeled = inlined | set(protobuf._FORMS) | {message for message, fields in SCHEMA.items() if not fields}
+    assert set(SCHEMA) - set(modeled) <= unmodeled
     mismatches = {
         message: sorted(_json_names(message) - set(model.attribute_map.values()))
         for message, model in modeled.items()
@@ -119,7 +121,7 @@ def _seconds(value: str) -> tuple[int, int]:
     return int(moment.timestamp()), moment.microsecond * 1000
 
 
-def _single(number: int, kind: str, value: Any) -> bytes:
+def _single(number: int, kind: str, value: Any, gogo: bool = False) -> bytes:
     """One value of `kind` as field `number`."""
     if kind == "str":
         return text(number, value)
@@ -130,17 +132,45 @@ def _single(number: int, kind: str, value: Any) -> bytes:
     if kind in ("Time", "MicroTime"):
         if value is None:
             return msg(number)
-        seconds, nanos = _seconds(value)
-        return msg(number, num(1, seconds), *([num(2, nanos)] if nanos else []))
+        seconds, nanos = _seconds(value)  # gogo writes a zero nanos too
+        return msg(number, num(1, seconds), *([num(2, nanos)] if nanos or gogo else []))
     if kind == "Quantity":
         return msg(number, text(1, value))
     if kind == "IntOrString":
         return int_or_str(number, value)
     if kind in ("FieldsV1", "RawExtension"):
         return msg(number, *([] if value is None else [text(1, json.dumps(value))]))
+    if kind == "JSON":  # the raw value as Go read it from compact JSON
+        return msg(number, *([] if value is None else [text(1, _compact(value))]))
+    if kind == "float":
+        return varint(number << 3 | 1) + struct.pack("<d", value)
     if kind == "StringList":
         return msg(number, *(text(1, item) for item in value))
-    return msg(number, encode(kind, value))
+    if kind in protobuf._FORMS:
+        return msg(number, _form(kind, value, gogo))
+    return msg(number, encode(kind, value, gogo))
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _form(message: str, value: Any, gogo: bool) -> bytes:
+    """The fields of a JSONSchemaPropsOr* message from its JSON form (the inverse of apiextensions' marshal.go):
+    a schema is field `schema`, a list of schemas `jSONSchemas`, a list of strings `property`, a bool `allows`
+    (which gogo writes always, and is true beside a schema)."""
+    fields = {field.name: (number, field) for number, field in SCHEMA[message].items()}
+    schema_number, schema = fields["schema"]
+    if isinstance(value, dict):
+        prefix = num(fields["allows"][0], True) if "allows" in fields else b""
+        return prefix + msg(schema_number, encode(schema.type, value, gogo))
+    if isinstance(value, bool):
+        return num(fields["allows"][0], value)
+    if value is None:
+        return b""
+    if "property" in fields:
+        return b"".join(text(fields["property"][0], item) for item in value)
+    return b"".join(msg(fields["jSONSchemas"][0], encode(schema.type, item, gogo)) for item in value)
 
 
 def _zero(number: int, kind: str) -> bytes:
@@ -156,11 +186,11 @@ def encode(message: str, obj: dict[str, Any], gogo: bool = False) -> bytes:
         elif obj.get(field.name) is not None or (field.type in ("Time", "MicroTime") and field.name in obj):
             value = obj[field.name]
             if field.is_map:
-                out += b"".join(msg(number, text(1, k), _single(2, field.type, v)) for k, v in value.items())
+                out += b"".join(msg(number, text(1, k), _single(2, field.type, v, gogo)) for k, v in value.items())
             elif field.repeated:
-                out += b"".join(_single(number, field.type, item) for item in value)
+                out += b"".join(_single(number, field.type, item, gogo) for item in value)
             else:
-                out += _single(number, field.type, value)
+                out += _single(number, field.type, value, gogo)
         elif gogo and field.type in ("str", "int", "bool") and not (field.repeated or field.is_map or field.keep_zero):
             out += _zero(number, field.type)  # a non-pointer scalar: gogo writes its zero; JSON's omitempty drops it
     return out
@@ -177,21 +207,30 @@ _SAMPLES: dict[str, Any] = {
     "FieldsV1": {"f:metadata": {"f:name": {}}},
     "RawExtension": {"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "1"}},
     "StringList": ["a", "b"],
+    "float": 2.5,
+    "JSON": {"list": [1, 2.5, "x", True, None], "n": None},
+    # JSONSchemaPropsOr*: the form that holds no schema (their schema would be the message on the path again)
+    "SchemaOrArray": [{}],
+    "SchemaOrBool": True,
+    "SchemaOrStringArray": ["a", "b"],
 }
 
 
-def full(message: str, every: int = 1) -> dict[str, Any]:
+def full(message: str, every: int = 1, path: frozenset[str] = frozenset()) -> dict[str, Any]:
     """An object of `message` with a value in every field (every `every`-th field by number, if > 1), lists of
-    two, maps of one entry."""
+    two, maps of one entry; but none in a field of a message already on the way here (JSONSchemaProps nests)."""
     obj: dict[str, Any] = {}
+    path = path | {message}
     for number, field in SCHEMA[message].items():
         if not field.name:
-            obj.update(full(field.type, every))
+            obj.update(full(field.type, every, path))
             continue
-        if number % every:
+        if number % every or field.type in path:
             continue
-        if field.type in SCHEMA:
-            value: Any = full(field.type, every)
+        if field.type in protobuf._FORMS:
+            value: Any = _SAMPLES[protobuf._FORMS[field.type]]
+        elif field.type in SCHEMA:
+            value = full(field.type, every, path)
         elif field.type == "IntOrString":
             value = 8080 if number % 2 else "http"
         else:
@@ -206,7 +245,12 @@ def with_nulls(message: str, obj: dict[str, Any]) -> dict[str, Any]:
     for field in SCHEMA[message].values():
         if not field.name:
             out.update(with_nulls(field.type, obj))
-        elif field.name in out and field.type in SCHEMA and out[field.name] is not None:
+        elif (
+            field.name in out
+            and field.type in SCHEMA
+            and field.type not in protobuf._FORMS
+            and out[field.name] is not None
+        ):
             value = out[field.name]
             if field.is_map:
                 out[field.name] = {k: with_nulls(field.type, v) for k, v in value.items()}
@@ -459,3 +503,49 @@ def test_generator_refuses_a_proto_field_without_a_go_field() -> None:
 def test_generator_refuses_disagreeing_names() -> None:
     with pytest.raises(ValueError, match=r"WidgetSpec.count = 2: the Go field is 'counter' in protobuf"):
         _demo_build(GO.replace("name=count", "name=counter"))
+
+
+def test_generator_reads_empty_structs_and_doubles_and_names_hand_written_json_forms(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`type X struct{}` is a struct without fields; a proto double is `float`; a message of JSON_FORMS keeps
+    its .proto field names (its Go fields have no json tag) and is listed with its form."""
+    gen = _generator()
+    monkeypatch.setitem(gen.JSON_FORMS, "k8s.io.api.demo.v1.OrBool", "SchemaOrBool")
+    proto = """
+package k8s.io.api.demo.v1;
+message Schema {
+  optional double maximum = 1;
+  optional OrBool more = 2;
+  optional Empty status = 3;
+}
+message OrBool {
+  optional bool allows = 1;
+  optional Schema schema = 2;
+}
+message Empty {
+}
+"""
+    go = """
+type Schema struct {
+	Maximum *float64 `json:"maximum,omitempty" protobuf:"bytes,1,opt,name=maximum"`
+	More *OrBool `json:"more,omitempty" protobuf:"bytes,2,opt,name=more"`
+	Status *Empty `json:"status,omitempty" protobuf:"bytes,3,opt,name=status"`
+}
+type OrBool struct {
+	Allows bool `protobuf:"varint,1,opt,name=allows"`
+	Schema *Schema `protobuf:"bytes,2,opt,name=schema"`
+}
+type Empty struct{}
+"""
+    package = gen.Package("api", "demo/v1", "k8s.io.api.demo.v1", "demo.v1.")
+    proto_package, messages = gen.parse_proto(proto)
+    structs, slices = gen.parse_go(go)
+    builder = gen.Builder({proto_package: gen.Loaded(package, messages, structs, slices)})
+    builder.add(proto_package, "Schema")
+    assert builder.messages == {
+        "demo.v1.Schema": {1: ("maximum", "float!"), 2: ("more", "demo.v1.OrBool"), 3: ("status", "demo.v1.Empty")},
+        "demo.v1.OrBool": {1: ("allows", "bool!"), 2: ("schema", "demo.v1.Schema")},
+        "demo.v1.Empty": {},
+    }
+    assert builder.forms == {"demo.v1.OrBool": "SchemaOrBool"}

@@ -27,6 +27,7 @@ from tinykube.apiserver.connect.podlogs import PodLogs
 from tinykube.apiserver.http.negotiation import (
     MAX_BODY,
     Rendering,
+    check_custom_accept,
     decode_object,
     decode_options,
     delete_dry_run,
@@ -169,9 +170,12 @@ class ResourceHandler:
         return await self._serve(request, target)
 
     async def _custom(self, request: Request, target: Target) -> Response:
-        """A custom resource: refused creates while its CRD is terminating, and its version's deprecation warning
-        on every answer, as upstream's CRD handler."""
+        """A custom resource: an Accept admitting neither JSON nor YAML refused (its scale subresource is an
+        autoscaling/v1 Scale, a built-in kind), refused creates while its CRD is terminating, and its version's
+        deprecation warning on every answer, as upstream's CRD handler."""
         definition = target.resource.custom
+        if target.subresource != "scale":
+            check_custom_accept(request.headers.get("accept", ""))
         if definition.terminating and request.method == "POST" and not target.name:
             raise errors.forbidden_request(
                 target.resource.plural,
