@@ -9,9 +9,8 @@ functions nobody declared are `undeclared reference to 'x' (in container '')`. I
 (`ERROR: <input>:1:12: ...` and a caret line).
 
 It also reports what evaluation needs: whether the rule uses `oldSelf`, which top-level fields of `self` it reads
-(so only those are handed to the evaluator, the expensive part of a call), the functions it calls, and an
-estimated cost: tokens, multiplied by the size bound of each collection a macro ranges over and by a string's
-length bound for string functions, in the spirit of cel-go's estimator (see `schema.py` for the limits).
+(so only those are handed to the evaluator, the expensive part of a call) and the functions it calls. The cost
+estimate is `celcost.py`'s.
 """
 
 from __future__ import annotations
