@@ -214,7 +214,7 @@ class _Parser:
         self.take("(")
         args = self.arguments(")")
         qualified = _qualified(target)
-        if qualified is not None and qualified in celscan._NAMESPACES:
+        if qualified is not None and qualified in celscan.NAMESPACES:
             return _call(f"{qualified}.{name}", *args)
         if name in celscan.MACROS and args and args[0].kind == "ident" and len(args) in (2, 3):
             return _expand(name, target, args)

@@ -38,7 +38,7 @@ MACROS = frozenset(("all", "exists", "exists_one", "map", "filter"))
 _UNSUPPORTED_MACROS = frozenset(("transformList", "transformMap", "transformMapEntry", "sortBy"))
 _KEYWORDS = frozenset(("true", "false", "null", "in"))
 _TYPE_NAMES = frozenset(("int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type", "dyn"))
-_NAMESPACES = frozenset(("optional", "sets", "lists", "strings", "math", "base64", "cel", "format", "ip"))
+NAMESPACES = frozenset(("optional", "sets", "lists", "strings", "math", "base64", "cel", "format", "ip"))
 GLOBAL_FUNCTIONS = frozenset(
     (
         "size",
@@ -469,7 +469,7 @@ class _Scanner:
         if name == "google" and i + 4 < hi and toks[i + 2].text == "protobuf":
             self.issue(i, "google.protobuf type names are not supported by this server")
             return i + 5, 0
-        if name in _NAMESPACES and i + 3 < hi and toks[i + 1].text == "." and toks[i + 3].text == "(":
+        if name in NAMESPACES and i + 3 < hi and toks[i + 1].text == "." and toks[i + 3].text == "(":
             full = f"{name}.{toks[i + 2].text}"
             self.result.functions.add(full)
             if full == "cel.bind":
