@@ -31,7 +31,7 @@ from typing import Any
 import cel
 
 from tinykube.api.errors import ErrorType, FieldError
-from tinykube.apiextensions import cellib, celscan, formats
+from tinykube.apiextensions import celcost, cellib, celscan, formats
 from tinykube.apiextensions.node import Node
 from tinykube.apiextensions.openapi import MISSING, map_key, map_list_index, ratchet_equal
 
@@ -306,7 +306,7 @@ def compile_rule(rule: dict[str, Any], node: Node, *, resource: bool) -> Compile
         compiled.error = "compilation failed: " + issues
         compiled.uses_old_self = analysis.uses_old_self
         return compiled
-    compiled.program, compiled.cost = program, analysis.cost
+    compiled.program, compiled.cost = program, celcost.estimate(source, node, resource=resource)
     compiled.uses_old_self = analysis.uses_old_self
     compiled.bind_self = binder(node, resource=resource, fields=analysis.self_fields)
     compiled.bind_old = binder(node, resource=resource, fields=analysis.old_self_fields)
@@ -319,7 +319,8 @@ def compile_rule(rule: dict[str, Any], node: Node, *, resource: bool) -> Compile
         if missues is not None:
             compiled.message_error = "messageExpression compilation failed: " + missues
         else:
-            compiled.message_program, compiled.message_cost = mprog, manalysis.cost
+            compiled.message_program = mprog
+            compiled.message_cost = celcost.estimate(message_expression, node, resource=resource)
             compiled.message_bind_self = binder(node, resource=resource, fields=manalysis.self_fields)
             compiled.message_bind_old = binder(node, resource=resource, fields=manalysis.old_self_fields)
             names |= manalysis.functions

@@ -9,9 +9,8 @@ functions nobody declared are `undeclared reference to 'x' (in container '')`. I
 (`ERROR: <input>:1:12: ...` and a caret line).
 
 It also reports what evaluation needs: whether the rule uses `oldSelf`, which top-level fields of `self` it reads
-(so only those are handed to the evaluator, the expensive part of a call), the functions it calls, and an
-estimated cost: tokens, multiplied by the size bound of each collection a macro ranges over and by a string's
-length bound for string functions, in the spirit of cel-go's estimator (see `schema.py` for the limits).
+(so only those are handed to the evaluator, the expensive part of a call) and the functions it calls. The cost
+estimate is `celcost.py`'s.
 """
 
 from __future__ import annotations
@@ -39,7 +38,7 @@ MACROS = frozenset(("all", "exists", "exists_one", "map", "filter"))
 _UNSUPPORTED_MACROS = frozenset(("transformList", "transformMap", "transformMapEntry", "sortBy"))
 _KEYWORDS = frozenset(("true", "false", "null", "in"))
 _TYPE_NAMES = frozenset(("int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type", "dyn"))
-_NAMESPACES = frozenset(("optional", "sets", "lists", "strings", "math", "base64", "cel", "format", "ip"))
+NAMESPACES = frozenset(("optional", "sets", "lists", "strings", "math", "base64", "cel", "format", "ip"))
 GLOBAL_FUNCTIONS = frozenset(
     (
         "size",
@@ -470,7 +469,7 @@ class _Scanner:
         if name == "google" and i + 4 < hi and toks[i + 2].text == "protobuf":
             self.issue(i, "google.protobuf type names are not supported by this server")
             return i + 5, 0
-        if name in _NAMESPACES and i + 3 < hi and toks[i + 1].text == "." and toks[i + 3].text == "(":
+        if name in NAMESPACES and i + 3 < hi and toks[i + 1].text == "." and toks[i + 3].text == "(":
             full = f"{name}.{toks[i + 2].text}"
             self.result.functions.add(full)
             if full == "cel.bind":

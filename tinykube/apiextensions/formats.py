@@ -5,9 +5,8 @@ leans on a Go parser (`net.ParseIP`, `net.ParseMAC`, `url.ParseRequestURI`, `mai
 `time.ParseDuration`) this is a small port of what that parser accepts; `email` and `uri` are approximations
 (see the README "differs" section).
 
-`compile_re2` turns a Go (RE2) regular expression into a Python one for `pattern` and the CEL regex functions:
-the common RE2 spellings Python lacks (`\\z`, POSIX classes, `\\pL`) are translated and `\\d \\s \\w` stay ASCII as in
-RE2.
+`compile_re2` turns a Go (RE2) regular expression into a Python one for `pattern` and the CEL regex functions
+(`goregexp.py` parses it as Go does).
 """
 
 from __future__ import annotations
@@ -22,55 +21,21 @@ from collections.abc import Callable
 from datetime import date
 
 from tinykube.api.golang import parse_go_duration
+from tinykube.apiextensions import goregexp
 
 # ---- Go regular expressions ---------------------------------------------------------------------------------------
-
-_POSIX = {
-    "alnum": "0-9A-Za-z",
-    "alpha": "A-Za-z",
-    "ascii": "\\x00-\\x7F",
-    "blank": "\\t ",
-    "cntrl": "\\x00-\\x1F\\x7F",
-    "digit": "0-9",
-    "graph": "!-~",
-    "lower": "a-z",
-    "print": " -~",
-    "punct": "!-/:-@\\[-`{-~",
-    "space": "\\t\\n\\v\\f\\r ",
-    "upper": "A-Z",
-    "word": "0-9A-Za-z_",
-    "xdigit": "0-9A-Fa-f",
-}
-_POSIX_RE = re.compile(r"\[:(\^?)([a-z]+):\]")
-
-
-_BACKREFERENCE = re.compile(r"(?<!\\)(?:\\\\)*\\[1-9]")
-_NOT_RE2 = re.compile(r"\(\?[=!>]|\(\?<[=!]|[*+?}][+*]")  # lookaround, atomic groups, possessive/nested repeats
 
 
 @functools.lru_cache(maxsize=1024)
 def compile_re2(pattern: str) -> re.Pattern[str]:
-    """A Python regex that matches what Go's `regexp.Compile(pattern)` matches (for the patterns CRDs use).
+    """A Python regex that matches what Go's `regexp.Compile(pattern)` matches (`goregexp.to_python`).
 
-    Raises `re.error` for a pattern RE2 does not accept (Python-only syntax included)."""
-    if _BACKREFERENCE.search(pattern) or _NOT_RE2.search(re.sub(r"\\.", "x", pattern)):
-        raise re.error("invalid or unsupported Perl syntax")
-    translated = _POSIX_RE.sub(_posix_class, pattern)
-    translated = translated.replace("\\z", "\\Z").replace("\\pL", "[^\\W\\d_]").replace("\\p{L}", "[^\\W\\d_]")
-    translated = translated.replace("\\pN", "\\d").replace("\\p{N}", "\\d")
-    return re.compile(translated, re.ASCII if _ascii_only(translated) else 0)
-
-
-def _ascii_only(pattern: str) -> bool:
-    # RE2's \d \w \s \b are ASCII; keep Python's Unicode classes only where the pattern asks for letters itself.
-    return "[^\\W\\d_]" not in pattern
-
-
-def _posix_class(match: re.Match[str]) -> str:
-    body = _POSIX.get(match.group(2))
-    if body is None:
-        raise re.error(f"invalid character class range: [:{match.group(2)}:]")
-    return body  # [[:^alpha:]] (negated) is rare in CRDs and read as the plain class
+    Raises `re.error` for a pattern Go does not accept, with Go's message."""
+    try:
+        translated, uses_unicode = goregexp.to_python(pattern)
+    except goregexp.GoRegexpError as err:
+        raise re.error(str(err)) from None
+    return re.compile(translated, 0 if uses_unicode else re.ASCII)
 
 
 def go_match(pattern: str, value: str) -> bool:

@@ -12,13 +12,12 @@ and for reads from storage `prune(obj, drop_invalid_metadata=True)` then `defaul
 The CRD validator asks two more things: `compile_errors` (rules that do not compile, or cost too much) and
 `default_value_errors` (a `default` checked against its schema and rules).
 
-Cost limits. Upstream estimates each rule's worst-case cost from the rule and the size bounds of the data it
-ranges over, refuses a rule over 10^7 (and a CRD whose rules add up over 10^8), and stops a validation call that
-spends more than 10^7 at run time. Here the estimate is the rule's token count, multiplied for each macro
-(`all`, `exists`, `map` ...) by the size bound of the collection it ranges over (`maxItems`/`maxProperties`, else
-as many minimal elements as fit in a 3 MiB request), for string functions by the string's `maxLength` bound, and
-by how many times the rule can run (the bounds of the lists and maps above it) — the same limits and messages as
-upstream. At run time a call stops evaluating rules after one second of evaluation (`RUNTIME_BUDGET_SECONDS`).
+Cost limits. Upstream estimates each rule's worst-case cost with cel-go's static estimator (`celcost.py`: the same
+model and the same sizes for the data the rule reads), multiplies it by how many times the rule can run (the
+product of `maxItems`/`maxProperties` of the lists and maps above it, or, where one is unbounded, as many of the
+rule's smallest values as fit in a 3 MiB request), refuses a rule over 10^7 (and a CRD whose rules add up over
+10^8), and stops a validation call that spends more than 10^7 at run time. Here the refusals and their messages
+are upstream's; at run time a call stops evaluating rules after one second (`RUNTIME_BUDGET_SECONDS`).
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from tinykube.api.errors import ErrorType, FieldError
-from tinykube.apiextensions import celscan, defaulting, embedded, listtype, openapi, pruning
+from tinykube.apiextensions import celcost, defaulting, embedded, listtype, openapi, pruning
 from tinykube.apiextensions.node import Node, compile_node
 
 if TYPE_CHECKING:  # the CEL engine is imported where a rule is first compiled or run (~0.14 s at start-up)
@@ -309,7 +308,7 @@ def _rule_compile_errors(
     from tinykube.apiextensions import celrules
 
     errs: list[FieldError] = []
-    times = cardinality if cardinality is not None else celscan.MAX_REQUEST_BYTES // (celscan.min_size(node) + 1)
+    times = cardinality if cardinality is not None else celcost.max_cardinality(node)
     for i, rule in enumerate(node.rules):
         if not str(rule.get("rule") or "").strip():
             continue

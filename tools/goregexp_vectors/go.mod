@@ -1,0 +1,3 @@
+module gore
+
+go 1.26
