@@ -117,6 +117,28 @@ def test_a_rolling_update_keeps_all_but_max_unavailable_and_can_be_undone(
     eventually(lambda: placed(client, ns, "roll") == dict.fromkeys(NODES, "busybox:1.36"), what="undone")
 
 
+def test_kubectl_finds_the_current_revision_by_its_bytes(
+    cluster: RunningCluster, client: httpx.Client, ns: str
+) -> None:
+    """kubectl's rollout undo compares its own getPatch of the set with each revision's `data`, byte for byte: the
+    revision of the template now matches, so undoing to it is skipped. Revisions and pods carry the hash alone
+    in `controller-revision-hash`, and the set's annotations (the change cause `rollout history` shows)."""
+    body = daemon_set("bytes", pod={"hostNetwork": False, "tolerations": []})
+    body["metadata"]["annotations"] = {"kubernetes.io/change-cause": "first"}
+    assert client.post(f"{APPS}/{ns}/daemonsets", json=body).status_code == 201
+    revision = eventually(lambda: client.get(f"{APPS}/{ns}/controllerrevisions").json()["items"], what="a revision")[0]
+    digest = revision["metadata"]["labels"]["controller-revision-hash"]
+    assert revision["metadata"]["name"] == f"bytes-{digest}"
+    assert revision["metadata"]["annotations"] == {"kubernetes.io/change-cause": "first"}
+    undo = cluster.kubectl("-n", ns, "rollout", "undo", "daemonset/bytes", "--to-revision=1").stdout
+    assert "skipped rollback (current template already matches revision 1)" in undo
+    history = cluster.kubectl("-n", ns, "rollout", "history", "daemonset/bytes").stdout
+    assert history.splitlines()[2].split() == ["1", "first"]
+    eventually(lambda: len(placed(client, ns, "bytes")) == 3, what="three pods")
+    items = client.get(f"/api/v1/namespaces/{ns}/pods", params={"labelSelector": "app=bytes"}).json()["items"]
+    assert {p["metadata"]["labels"]["controller-revision-hash"] for p in items} == {digest}
+
+
 def test_on_delete_replaces_only_deleted_pods(client: httpx.Client, ns: str) -> None:
     body = daemon_set("od", updateStrategy={"type": "OnDelete"})
     assert client.post(f"{APPS}/{ns}/daemonsets", json=body).status_code == 201

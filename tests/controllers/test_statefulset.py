@@ -48,6 +48,18 @@ def test_a_revision_holds_the_template_as_a_replacing_patch() -> None:
     assert template_of(data) == template
 
 
+def test_a_revision_holds_what_go_marshals_with_sorted_keys_at_every_level() -> None:
+    """Upstream's getPatch: the template after a typed round trip, marshalled as a Go map (keys sorted), which
+    clients compare byte for byte with `data`."""
+    template = {"spec": {"hostNetwork": False, "containers": [{"name": "c", "image": "nginx"}]},
+                "metadata": {"labels": {"b": "1", "a": "2"}}}  # fmt: skip
+    data = revision_data({"spec": {"template": template}})
+    assert json.dumps(data, separators=(",", ":")) == (
+        '{"spec":{"template":{"$patch":"replace","metadata":{"labels":{"a":"2","b":"1"}},'
+        '"spec":{"containers":[{"image":"nginx","name":"c"}]}}}}'
+    )
+
+
 # ---- against a cluster -----------------------------------------------------------------------------------------
 
 

@@ -160,3 +160,30 @@ def test_a_claim_binds_to_a_volume_made_after_it(client: httpx.Client, ns: str) 
         eventually(lambda: get(client, path)["status"].get("phase") == "Bound", what="bound to the later volume")
     finally:
         client.delete(f"{CORE}/persistentvolumes/{name}")
+
+
+def test_a_volume_deleted_while_bound_goes_once_its_claim_is_deleted(client: httpx.Client, ns: str) -> None:
+    """The binder works on volumes being deleted too: the claim's deletion makes the volume Released, and then
+    the pv-protection finalizer, kept only while Bound, leaves (as the conformance lifecycle spec needs)."""
+    name = f"doomed-{ns}"[:63]
+    volume = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": f"c-{ns}",
+                 "csi": {"driver": "inline-driver", "volumeHandle": "e2e-conformance"}},
+    }  # fmt: skip
+    post(client, f"{CORE}/persistentvolumes", volume)
+    try:
+        post(client, f"{CORE}/namespaces/{ns}/persistentvolumeclaims", claim("c", storageClassName=f"c-{ns}"))
+        eventually(
+            lambda: get(client, f"{CORE}/persistentvolumes/{name}")["status"].get("phase") == "Bound", what="bound"
+        )
+        assert client.delete(f"{CORE}/persistentvolumes/{name}").status_code == 200
+        kept = get(client, f"{CORE}/persistentvolumes/{name}")
+        assert kept["metadata"]["finalizers"] == ["kubernetes.io/pv-protection"]
+        assert kept["status"]["phase"] == "Bound"  # still protected while its claim holds it
+        client.delete(f"{CORE}/namespaces/{ns}/persistentvolumeclaims/c")
+        eventually(lambda: client.get(f"{CORE}/persistentvolumes/{name}").status_code == 404, what="volume gone")
+    finally:
+        client.delete(f"{CORE}/persistentvolumes/{name}")

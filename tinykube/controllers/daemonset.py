@@ -30,6 +30,7 @@ from tinykube.controllers.replicaset import available, selector_of, update_statu
 from tinykube.controllers.revisions import (
     REVISION_LABEL,
     REVISIONS,
+    revision_label,
     revision_of,
     template_of,
     trim_history,
@@ -164,7 +165,9 @@ class DaemonSetController:
         pods = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
         revisions = await claim(self.client, (ds, DAEMONSETS), (self.revisions.store, REVISIONS), selector)
         collisions = int((ds.get("status") or {}).get("collisionCount") or 0)
-        update, by_age, collisions = await update_revision(self.client, ds, DAEMONSETS, revisions, collisions)
+        update, by_age, collisions = await update_revision(
+            self.client, ds, DAEMONSETS, revisions, collisions, daemon=True
+        )
         await trim_history(self.client, ds, by_age, {update["metadata"]["name"]} | {revision_of(p) for p in pods})
         nodes = {n["metadata"]["name"]: n for n in self.nodes.store.list()}
         by_node: dict[str, list[Object]] = {}
@@ -200,7 +203,7 @@ class DaemonSetController:
         strategy = ds["spec"].get("updateStrategy") or {}
         if strategy.get("type", "RollingUpdate") != "RollingUpdate":
             return  # OnDelete
-        target = update["metadata"]["name"]
+        target = revision_label(update)
         min_ready = int(ds["spec"].get("minReadySeconds") or 0)
         now = time.time()
         surge, unavailable_budget = _surge_and_unavailable(ds, len(wanted))
@@ -230,7 +233,7 @@ class DaemonSetController:
         template = template_of(revision.get("data") or {})
         meta = template.get("metadata") or {}
         labels = dict(meta.get("labels") or {})
-        labels[REVISION_LABEL] = revision["metadata"]["name"]
+        labels[REVISION_LABEL] = revision_label(revision)
         labels[GENERATION_LABEL] = str(ds["metadata"].get("generation", 1))
         pod = {
             "apiVersion": "v1",
@@ -266,7 +269,7 @@ class DaemonSetController:
     ) -> None:
         min_ready = int(ds["spec"].get("minReadySeconds") or 0)
         now = time.time()
-        target = update["metadata"]["name"]
+        target = revision_label(update)
         scheduled = [n for n in wanted if by_node.get(n)]
         ready = [n for n in scheduled if any(pod_ready(p) for p in by_node[n])]
         up = [n for n in scheduled if any(pod_ready(p) and available(p, min_ready, now) for p in by_node[n])]

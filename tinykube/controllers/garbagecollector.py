@@ -120,13 +120,18 @@ class GarbageCollector:
         if meta.get("ownerReferences") or {ORPHAN, FOREGROUND} & set(meta.get("finalizers") or ()):
             self.queue.add((plural, object_key(obj)))
 
-    def _updated(self, plural: str, _old: Object, new: Object) -> None:
+    def _updated(self, plural: str, old: Object, new: Object) -> None:
         self._changed(plural, new)
+        if old["metadata"].get("ownerReferences") != new["metadata"].get("ownerReferences"):
+            self._queue_owners(old)  # an owner deleting in the foreground may wait for it no longer
 
     def _gone(self, obj: Object) -> None:
         """Its dependents may be orphans now, and an owner deleting in the foreground may have waited for it."""
         for plural, dependent in self._dependents(str(obj["metadata"].get("uid", ""))):
             self.queue.add((plural, object_key(dependent)))
+        self._queue_owners(obj)
+
+    def _queue_owners(self, obj: Object) -> None:
         namespace = obj["metadata"].get("namespace", "")
         for ref in obj["metadata"].get("ownerReferences") or []:
             found = self._kind(ref)
@@ -155,17 +160,27 @@ class GarbageCollector:
             await self._collect_if_orphaned(plural, obj)
 
     async def _collect_if_orphaned(self, plural: str, obj: Object) -> None:
+        """upstream's attemptToDeleteItem for an object not being deleted, by what its owners are: one present
+        ("solid") keeps it, and the references to absent owners and to owners deleting in the foreground go; else
+        it goes, in the foreground when an owner waits for it and it has dependents of its own (first making its
+        references non-blocking if one of those dependents waits too: a cycle of owners)."""
         refs = obj["metadata"]["ownerReferences"]
         states = [await self._owner_state(ref, obj["metadata"].get("namespace", "")) for ref in refs]
-        if all(state == "absent" for state in states):
+        if "present" in states:
+            if len(set(states)) > 1:
+                kept = [ref for ref, state in zip(refs, states, strict=True) if state == "present"]
+                await self._patch(plural, obj, {"metadata": {"ownerReferences": kept}})
+            return
+        dependents = self._dependents(obj["metadata"]["uid"])
+        if "foreground" in states and dependents:
+            if any(_deleting_dependents(dependent) for _plural, dependent in dependents):
+                unblocked = [{**ref, "blockOwnerDeletion": False} if ref.get("blockOwnerDeletion") else ref
+                             for ref in refs]  # fmt: skip
+                if await self._patch(plural, obj, {"metadata": {"ownerReferences": unblocked}}) is None:
+                    return  # gone or replaced: its events bring the truth
+            await self._delete(plural, obj, "Foreground")
+        else:
             await self._delete(plural, obj, "Background")
-        elif any(state == "absent" for state in states):  # dangling references go, the object stays
-            kept = [ref for ref, state in zip(refs, states, strict=True) if state != "absent"]
-            await self._patch(plural, obj, {"metadata": {"ownerReferences": kept}})
-        elif any(
-            state == "foreground" and ref.get("blockOwnerDeletion") for ref, state in zip(refs, states, strict=True)
-        ):
-            await self._delete(plural, obj, "Foreground")  # its owner waits for it
 
     async def _owner_state(self, ref: Object, namespace: str) -> str:
         """ "present", "foreground" (being deleted, dependents first) or "absent" (gone, or replaced by a namesake).
@@ -198,12 +213,21 @@ class GarbageCollector:
         await self._drop_finalizer(plural, owner, ORPHAN)
 
     async def _delete_dependents_first(self, plural: str, owner: Object) -> None:
-        dependents = self._dependents(owner["metadata"]["uid"])
+        """upstream's processDeletingDependentsItem: the owner goes once no dependent blocks it (a reference with
+        `blockOwnerDeletion`); its dependents are looked at again, each keeping its place if another owner of it is
+        present."""
+        uid = owner["metadata"]["uid"]
+        dependents = self._dependents(uid)
+        blocking = [
+            (dep_plural, dependent)
+            for dep_plural, dependent in dependents
+            if any(ref.get("uid") == uid and ref.get("blockOwnerDeletion") for ref in _refs(dependent))
+        ]
+        if not blocking:
+            await self._drop_finalizer(plural, owner, FOREGROUND)
         for dep_plural, dependent in dependents:
             if not dependent["metadata"].get("deletionTimestamp"):
-                await self._delete(dep_plural, dependent, "Foreground")
-        if not dependents:  # their deletions requeue the owner through `_gone`
-            await self._drop_finalizer(plural, owner, FOREGROUND)
+                self.queue.add((dep_plural, object_key(dependent)))
 
     # ---- writes ------------------------------------------------------------------------------------------------
 
@@ -216,10 +240,19 @@ class GarbageCollector:
                 "DELETE", path_for(self.resources[plural], meta.get("namespace", ""), meta["name"]), options
             )
 
-    async def _patch(self, plural: str, obj: Object, patch: Object) -> None:
+    async def _patch(self, plural: str, obj: Object, patch: Object) -> Object | None:
         patch["metadata"]["uid"] = obj["metadata"]["uid"]  # only this object, not a namesake created since
-        await patch_quietly(self.client, self.resources[plural], obj, patch)
+        return await patch_quietly(self.client, self.resources[plural], obj, patch)
 
     async def _drop_finalizer(self, plural: str, obj: Object, finalizer: str) -> None:
         rest = [f for f in obj["metadata"].get("finalizers") or [] if f != finalizer]
         await self._patch(plural, obj, {"metadata": {"finalizers": rest or None}})
+
+
+def _refs(obj: Object) -> list[Object]:
+    return list(obj["metadata"].get("ownerReferences") or [])
+
+
+def _deleting_dependents(obj: Object) -> bool:
+    meta = obj["metadata"]
+    return bool(meta.get("deletionTimestamp")) and FOREGROUND in (meta.get("finalizers") or ())

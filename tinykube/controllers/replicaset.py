@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tinykube.api import errors
-from tinykube.api.meta import parse_time
+from tinykube.api.meta import now, parse_time
 from tinykube.api.resources import ResourceInfo, builtin
 from tinykube.api.selectors import LabelSelector, selector_from_label_selector
 from tinykube.client.controller import Loop, run_controller
@@ -38,6 +38,7 @@ REPLICATION_CONTROLLERS = builtin("", "v1", "replicationcontrollers")
 WORKERS = 5  # upstream's --concurrent-replicaset-syncs
 BURST = 500  # pods created or deleted per sync, as upstream's burstReplicas
 COMPONENTS = {"replicasets": "replicaset-controller", "replicationcontrollers": "replication-controller"}
+REPLICA_FAILURE = "ReplicaFailure"  # the condition type, the same on ReplicaSets and ReplicationControllers
 EXPECTATION_TIMEOUT = 60.0  # seconds; upstream waits 5 minutes for an event that may never come
 
 
@@ -216,9 +217,15 @@ class ReplicaSetController:
             self.expectations.forget(key)
             return  # its pods go with it: the garbage collector deletes them
         pods = await claim(self.client, (rs, self.resource), (self.pods.store, PODS), self._selector(rs), active)
+        failure: errors.ApiError | None = None
         if self.expectations.satisfied(key) and not rs["metadata"].get("deletionTimestamp"):
-            await self._manage(key, rs, pods)
-        await self._write_status(rs, pods)
+            try:
+                await self._manage(key, rs, pods)
+            except errors.ApiError as err:
+                failure = err  # written in the status first, as upstream's calculateStatus, then retried
+        await self._write_status(rs, pods, failure)
+        if failure is not None:
+            raise failure
 
     async def _manage(self, key: str, rs: Object, pods: list[Object]) -> None:
         want = int((rs.get("spec") or {}).get("replicas", 1))
@@ -247,7 +254,7 @@ class ReplicaSetController:
             await self._event(rs, "Warning", "FailedCreate", f"Error creating: {err}")
             message = f"{len(failed)} of {count} pod creates for {key} failed: {err}"
             if isinstance(err, errors.ApiError):  # the API's refusal, kept as such (the work queue logs it in a line)
-                raise type(err)(message, details=err.details) from err
+                raise ReplicasFailed(type(err)(message, details=err.details), err) from err
             raise err
 
     async def _delete(self, key: str, rs: Object, pods: list[Object]) -> None:
@@ -267,7 +274,7 @@ class ReplicaSetController:
         component = COMPONENTS[self.resource.plural]
         await record_event(self.client, rs, type_=type_, reason=reason, message=message, component=component)
 
-    async def _write_status(self, rs: Object, pods: list[Object]) -> None:
+    async def _write_status(self, rs: Object, pods: list[Object], failure: errors.ApiError | None = None) -> None:
         spec = rs.get("spec") or {}
         template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
         now = time.time()
@@ -283,10 +290,38 @@ class ReplicaSetController:
         status |= {k: v for k, v in counts.items() if v}  # zeros left out, as upstream's `omitempty`
         status["replicas"] = len(pods)
         status["observedGeneration"] = rs["metadata"].get("generation", 1)
+        _replica_failure(status, failure, len(pods) - int(spec.get("replicas", 1)))
         if min_ready and any(pod_ready(p) and not available(p, min_ready, now) for p in pods):
             self.queue.add_after(object_key(rs), min_ready)  # availability changes without an event
         if status != (rs.get("status") or {}):
             await update_status(self.client, self.resource, rs, status)
+
+
+class ReplicasFailed(errors.ApiError):
+    """A create or delete of pods the API refused: the whole story for the work queue's log, and the API's own
+    error, whose text the `ReplicaFailure` condition shows."""
+
+    def __init__(self, summary: errors.ApiError, cause: errors.ApiError) -> None:
+        super().__init__(summary.message, details=summary.details)
+        self.code, self.reason, self.cause = summary.code, summary.reason, cause
+
+
+def _replica_failure(status: Object, failure: errors.ApiError | None, surplus: int) -> None:
+    """upstream's calculateStatus: a failed create (too few pods) or delete (too many) sets `ReplicaFailure`, kept
+    as first set while failures go on; a sync without one removes it."""
+    conditions = [c for c in status.get("conditions") or [] if c.get("type") != REPLICA_FAILURE]
+    present = len(conditions) != len(status.get("conditions") or [])
+    if failure is not None and not present:
+        cause = failure.cause if isinstance(failure, ReplicasFailed) else failure
+        reason = "FailedCreate" if surplus < 0 else "FailedDelete" if surplus > 0 else ""
+        condition = {"type": REPLICA_FAILURE, "status": "True", "lastTransitionTime": now(), "reason": reason,
+                     "message": cause.message}  # fmt: skip
+        status["conditions"] = [*conditions, condition]
+    elif failure is None and present:
+        if conditions:
+            status["conditions"] = conditions
+        else:
+            status.pop("conditions", None)
 
 
 def selector_of(obj: Object) -> LabelSelector:

@@ -250,38 +250,49 @@ class VolumeController:
                 return  # still in use: upstream's pvc-protection controller waits
         await _drop_finalizer(self.client, CLAIMS, claim, PVC_PROTECTION)
 
-    async def _set_phase(self, volume: Object, phase: str) -> None:
-        await self.client.update(VOLUMES, "", {**volume, "status": {"phase": phase}}, subresource="status")
+    async def _set_phase(self, volume: Object, phase: str) -> Object:
+        """The volume with its new phase (upstream's updateVolumePhase: the rest of the status stays, the message
+        is cleared)."""
+        status = {k: v for k, v in (volume.get("status") or {}).items() if k != "message"} | {"phase": phase}
+        return await self.client.update(VOLUMES, "", {**volume, "status": status}, subresource="status")
 
     # ---- volumes -----------------------------------------------------------------------------------------------
 
     async def _sync_volume(self, volume: Object) -> None:
+        """The binder's work on the volume, then upstream's pv-protection controller's: a volume being deleted keeps
+        `kubernetes.io/pv-protection` only while it is Bound (the binder, which works on volumes being deleted too,
+        first makes a volume whose claim is gone Released)."""
+        now = await self._reclaim(volume)
+        if now["metadata"].get("deletionTimestamp") and _phase(now) != "Bound":
+            await _drop_finalizer(self.client, VOLUMES, now, PV_PROTECTION)
+
+    async def _reclaim(self, volume: Object) -> Object:
+        """Available when free, Released when its claim is gone, deleted when Released with reclaim policy Delete;
+        the volume as it is now."""
         meta, spec = volume["metadata"], volume.get("spec") or {}
         phase = (volume.get("status") or {}).get("phase")
-        if meta.get("deletionTimestamp"):
-            if phase != "Bound":
-                await _drop_finalizer(self.client, VOLUMES, volume, PV_PROTECTION)
-            return
         ref = spec.get("claimRef")
         if not ref:
             if phase in (None, "Pending"):  # the apiserver makes a volume Pending; the binder makes it Available
-                await self._set_phase(volume, "Available")
-            return
+                return await self._set_phase(volume, "Available")
+            return volume
         claim = self.claims.store.get(f"{ref.get('namespace')}/{ref.get('name')}")
         if claim is not None and (not ref.get("uid") or claim["metadata"]["uid"] == ref.get("uid")):
-            return  # bound, or being bound: the claim's sync finishes it
+            return volume  # bound, or being bound: the claim's sync finishes it
         if not ref.get("uid"):  # pre-bound by its creator to a claim yet to come: it waits for that claim
-            if phase != "Available":
-                await self._set_phase(volume, "Available")
-            return
+            return volume if phase == "Available" else await self._set_phase(volume, "Available")
         if phase in ("Bound", "Pending", None):
-            await self._set_phase(volume, "Released")
-            return
+            return await self._set_phase(volume, "Released")
         if phase == "Released" and spec.get("persistentVolumeReclaimPolicy") == "Delete":
             if (meta.get("annotations") or {}).get("pv.kubernetes.io/provisioned-by") == PROVISIONER and self.root:
                 shutil.rmtree(self.root / meta["name"], ignore_errors=True)
             with contextlib.suppress(errors.NotFound):
                 await self.client.delete(VOLUMES, "", meta["name"])
+        return volume
+
+
+def _phase(volume: Object) -> str | None:
+    return (volume.get("status") or {}).get("phase")
 
 
 def _claim_ref(claim: Object) -> Object:
