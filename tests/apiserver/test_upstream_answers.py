@@ -285,3 +285,23 @@ def test_a_pod_takes_its_runtime_class_overhead_and_scheduling(
     refused = api.post(path, json=conflicting)
     assert refused.status_code == 403, refused.text
     assert "Overhead doesn't match" in refused.json()["message"]
+
+
+def test_server_side_apply_takes_quantities_given_as_numbers(api: httpx.Client, namespace: str) -> None:
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"}, "spec": {"hard": {"pods": 100}}}
+    response = api.patch(
+        f"/api/v1/namespaces/{namespace}/resourcequotas/q",
+        params={"fieldManager": "numbers"},
+        json=quota,
+        headers={"Content-Type": "application/apply-patch+yaml"},
+    )
+    assert response.status_code == 201, response.text
+    pod = {"apiVersion": "v1", "kind": "Pod", **_pod("p")}
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"cpu": 1, "memory": 1000000}}
+    response = api.patch(
+        f"/api/v1/namespaces/{namespace}/pods/p",
+        params={"fieldManager": "numbers"},
+        json=pod,
+        headers={"Content-Type": "application/apply-patch+yaml"},
+    )
+    assert response.status_code == 201, response.text

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tinykube.api.protobuf_messages import MESSAGES
+from tinykube.api.protobuf_messages import KINDS, MESSAGES
 from tinykube.api.quantity import QuantityError, parse_quantity
 
 _ZEROS: tuple[Any, ...] = ("", 0, False)
+_SCALARS = frozenset({"str", "int", "bool", "bytes"})
 _STRUCTS = frozenset({"IntOrString", "Time", "MicroTime", "FieldsV1", "RawExtension"})
 _KEEP_NULL = {("ObjectMeta", "creationTimestamp")}  # a non-pointer metav1.Time: Go writes its zero as null
 
@@ -67,7 +68,7 @@ def _field(value: Any, spec: str, where: tuple[str, str]) -> Any:
         return _quantity(value)
     if kind in _STRUCTS:  # omitempty leaves no struct out
         return value
-    if not keep_zero and any(value is zero or (type(value) is type(zero) and value == zero) for zero in _ZEROS):
+    if not keep_zero and _is_zero(value):
         return _DROPPED
     return value
 
@@ -85,3 +86,68 @@ def _quantity(value: Any) -> Any:
         return str(parse_quantity(value))
     except (QuantityError, ValueError):
         return value  # not a quantity: the apiserver would not have stored it; left as it is
+
+
+def _is_zero(value: Any) -> bool:
+    # `0 == False` in Python: a zero counts only in its own JSON type
+    return any(type(value) is type(zero) and value == zero for zero in _ZEROS)
+
+
+# ---- zeros dropped on every write ------------------------------------------------------------------------------
+
+_Fields = dict[str, str]
+_FIELDS: dict[str, _Fields] = {}
+
+
+def _fields(message: str) -> _Fields:
+    known = _FIELDS.get(message)
+    if known is not None:
+        return known
+    fields: _Fields = {}
+    _FIELDS[message] = fields  # before recursing: a message may (indirectly) contain itself
+    for name, kind in MESSAGES.get(message, {}).values():
+        if name == "":
+            fields.update(_fields(kind.rstrip("!")))
+        else:
+            fields[name] = kind
+    return fields
+
+
+def drop_omitted_zeros(obj: dict[str, Any]) -> None:
+    """Remove, in place, the zero values of `omitempty` fields from a built-in object, as kube-apiserver stores
+    it after decoding into its typed struct (a client's `unschedulable: false` or `taints: []` is gone). Unlike
+    `round_trip` it keeps unknown fields and the values' forms (validation judges those), and is cheap enough for
+    every write. A kind the schema does not know (a custom resource) is left alone: its zeros are its own."""
+    message = KINDS.get((str(obj.get("apiVersion", "")), str(obj.get("kind", ""))))
+    if message is not None:
+        _walk(obj, message)
+
+
+def _walk(obj: dict[str, Any], message: str) -> None:
+    fields = _fields(message)
+    for name in [n for n in obj if n in fields]:
+        kind = fields[name]
+        value = obj[name]
+        keep_zero = kind.endswith("!")
+        kind = kind.rstrip("!")
+        if kind.startswith("[]"):
+            if isinstance(value, list):
+                if not value and not keep_zero:
+                    del obj[name]
+                elif kind[2:] in MESSAGES:
+                    for item in value:
+                        if isinstance(item, dict):
+                            _walk(item, kind[2:])
+        elif kind.startswith("{}"):
+            if isinstance(value, dict):
+                if not value and not keep_zero:
+                    del obj[name]
+                elif kind[2:] in MESSAGES:
+                    for item in value.values():
+                        if isinstance(item, dict):
+                            _walk(item, kind[2:])
+        elif kind in MESSAGES:
+            if isinstance(value, dict):
+                _walk(value, kind)
+        elif not keep_zero and kind in _SCALARS and _is_zero(value):
+            del obj[name]

@@ -19,6 +19,7 @@ import orjson
 from tinykube.api import errors
 from tinykube.api.conversion import Converted
 from tinykube.api.errors import FieldError, invalid
+from tinykube.api.gotyped import drop_omitted_zeros
 from tinykube.api.meta import (
     NameValidator,
     dns1123_subdomain,
@@ -28,7 +29,6 @@ from tinykube.api.meta import (
     parse_time,
     validate_object_meta,
 )
-from tinykube.api.omitempty import drop_omitted_zeros
 from tinykube.api.patch import apply_patch
 from tinykube.api.resources import Catalog, ResourceInfo
 from tinykube.apiserver.auth.identity import UserInfo

@@ -105,6 +105,11 @@ _REPLICAS: Final[FieldSet] = fp.from_paths([("f:spec", "f:replicas")])
 # ---- entries -----------------------------------------------------------------------------------------------------
 
 
+# Types whose JSON form is a string or a number: upstream's apply schema makes them untyped scalars (a Quantity
+# applied as `cpu: 1` is no type error), whatever the OpenAPI says.
+_UNTYPED_SCALARS: Final = frozenset({definitions.QUANTITY, definitions.INT_OR_STRING})
+
+
 @dataclass(slots=True)
 class Entry:
     """One managedFields entry: its identity, time and set. `wire` is the stored form while `fields` is unchanged."""
@@ -279,6 +284,8 @@ class SchemaCompiler:
         return node
 
     def _compile_definition(self, name: str) -> st.Node:
+        if name in _UNTYPED_SCALARS:
+            return st.SCALAR_NODE
         schema = self.definitions.get(name)
         if schema is None:
             return st.DEDUCED_NODE
