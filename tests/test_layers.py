@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
         (("apiserver", "apiextensions"), ("controllers",), ("proxy",), ("node",), ("dns",)),
     ),
     ("libraries", (("client", "streams", "kubelet_env", "sandbox", "clusterdir"),)),
-    ("infrastructure", (("store", "web", "metrics", "gcpause"),)),
+    ("infrastructure", (("store", "web", "metrics", "gcpause", "componentlog"),)),
     ("ground", (("api", "__init__"),)),
 )
 

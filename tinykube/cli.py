@@ -502,10 +502,13 @@ def _trace(args: argparse.Namespace) -> int:
 
 
 def _logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    """The terminal's level is its handler's: a component's logger may be lowered to INFO for the log its mirror
+    pod shows (`tinykube.componentlog`) without the terminal printing more."""
+    level = logging.DEBUG if verbose else logging.WARNING
+    terminal = logging.StreamHandler()
+    terminal.setLevel(level)
+    terminal.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[terminal])
 
 
 def _fail(message: str) -> int:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import uvicorn
 
 from tinykube.api.defaults import CLUSTER_CIDR, default_data_dir
+from tinykube.api.resources import builtin
 from tinykube.apiserver.app import (
     DEFAULT_LOAD_BALANCER_RANGE,
     DEFAULT_NODE_PORT_RANGE,
@@ -40,6 +41,7 @@ from tinykube.apiserver.bootstrap.pki import ensure_pki, ensure_service_account_
 from tinykube.apiserver.componentstatus import Health
 from tinykube.apiserver.connect.dialer import SandboxDialer
 from tinykube.apiserver.connect.metricsserver import DEFAULT_RESOLUTION
+from tinykube.apiserver.discovery import KUBE_VERSION
 from tinykube.apiserver.http.limits import Limits, limited_protocol, raise_fd_limit
 from tinykube.apiserver.http.peercert import with_peer_certificate
 from tinykube.apiserver.http.upgrade import WebSocketProtocol
@@ -47,6 +49,7 @@ from tinykube.client.informer import SharedInformers
 from tinykube.client.kubeconfig import Credentials, merge_kubeconfig, write_kubeconfig
 from tinykube.client.leaderelection import ElectionConfig
 from tinykube.client.rest import RestClient
+from tinykube.componentlog import FileLog, LogBuffer, LogSource
 from tinykube.controllers.context import ControllerSettings
 from tinykube.controllers.leader import lasting_identity, run_elected_controllers
 from tinykube.controllers.manager import known_controllers, run_controllers
@@ -56,6 +59,7 @@ from tinykube.gcpause import tune_gc_for_caches
 from tinykube.node.agent import NodeAgent, NodeConfig
 from tinykube.node.runtime import Runtime, RuntimeHost
 from tinykube.node.simulated import SimulatedRuntime
+from tinykube.node.staticpods import StaticPod, control_plane_pods, proxy_pod
 from tinykube.sandbox.topology import LAN_GATEWAY, SandboxError, netns_prefix, node_address
 from tinykube.store.launcher import EtcdCluster, EtcdProcess, process_start
 from tinykube.upetcd import LaunchedEtcd
@@ -66,6 +70,18 @@ if TYPE_CHECKING:  # the netns dataplane and the loopback proxy are imported whe
     from tinykube.wiring import NetnsDataplane
 
 log = logging.getLogger(__name__)
+
+ENDPOINTS = builtin("", "v1", "endpoints")
+ENDPOINT_SLICES = builtin("discovery.k8s.io", "v1", "endpointslices")
+MIRROR_WAIT = 5.0  # seconds start-up waits for the mirror pods (and kube-dns's endpoints), as for the nodes
+# The loggers of each component a mirror pod shows (and those of another component's inside them).
+COMPONENT_LOGGERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "kube-apiserver": (("tinykube.apiserver", "tinykube.apiextensions", "tinykube.store"), ()),
+    "kube-controller-manager": (("tinykube.controllers",), ("tinykube.controllers.scheduler",)),
+    "kube-scheduler": (("tinykube.controllers.scheduler",), ()),
+    "coredns": (("tinykube.dns",), ()),
+    "kube-proxy": (("tinykube.proxy",), ()),
+}
 
 
 def _simulated(_pod_cidr: str, host: RuntimeHost) -> Runtime:
@@ -179,10 +195,48 @@ class Cluster:
         self.kubernetes_endpoints: KubernetesEndpoints | None = None
         self.ui: UiServer | None = None
         self.kubeconfig = opts.kubeconfig or opts.dir / "kubeconfig"
+        self.component_logs: dict[str, LogBuffer] = {}  # component -> its log, for its mirror pod (detached at stop)
+        self.agents: list[NodeAgent] = []
+
+    def _runs(self) -> list[str]:
+        """The components of this process that a node shows as mirror pods (none without a node to show them)."""
+        opts = self.opts
+        if opts.nodes < 1:
+            return []
+        names = ["kube-apiserver"]
+        names += ["kube-controller-manager"] if opts.controllers else []
+        names += ["kube-scheduler"] if "scheduler" in opts.controllers else []
+        names += ["coredns"] if opts.dns is not None else []
+        names += ["kube-proxy"] if opts.dataplane == "netns" or opts.proxy_mode == "userspace" else []
+        return names
+
+    def _capture_logs(self) -> None:
+        """Each component's log, kept from its first line (`tinykube.componentlog`)."""
+        for name in self._runs():
+            loggers, exclude = COMPONENT_LOGGERS[name]
+            self.component_logs[name] = LogBuffer(exclude=exclude).capture(*loggers)
+
+    def _static_pods(self, index: int) -> list[StaticPod]:
+        """node-1 shows the control plane and the DNS server; each node the proxy that serves it."""
+        logs: dict[str, LogSource] = dict(self.component_logs)
+        proxy = logs.pop("kube-proxy", None)
+        pods = []
+        if index == 1:
+            members = self.etcd.members if isinstance(self.etcd, EtcdCluster) else [self.etcd] if self.etcd else []
+            if members:  # an etcd this process launched (an external one has no pod, as kubeadm's external etcd)
+                logs["etcd"] = FileLog(members[0].log_path)
+            binary = self.launched_etcd.binary
+            dns_ip = LAN_GATEWAY if self.opts.dataplane == "netns" else ""  # where netns pods reach it (wiring)
+            version = binary.version if binary else ""
+            pods += control_plane_pods(logs, KUBE_VERSION, etcd_version=version, dns_ip=dns_ip)
+        if proxy is not None and (index == 1 or self.opts.dataplane == "netns"):  # one loopback proxy, or one each
+            pods.append(proxy_pod(proxy, KUBE_VERSION))
+        return pods
 
     async def start(self) -> None:
         opts = self.opts
         opts.dir.mkdir(parents=True, exist_ok=True)
+        self._capture_logs()
         raise_fd_limit()  # as Go's runtime does: connections are bounded by --max-connections, not by a soft limit
         sock = _listen(opts.bind_address, opts.api_port)
         port = sock.getsockname()[1]
@@ -264,6 +318,7 @@ class Cluster:
         elif opts.proxy_mode == "userspace":
             self._start_loopback_proxy()
         await self._start_nodes(opts.nodes)
+        await self._mirror_pods_shown()
         if opts.ui_port is not None:
             await self._start_ui(opts.ui_port, config.token)
         await self._dns_synced()
@@ -377,11 +432,36 @@ class Cluster:
         for i in range(1, count + 1):
             name, ip = f"node-{i}", node_address(i)
             runtime = self.dataplane.runtime_for(name, ip) if self.dataplane else _simulated
-            agents.append(NodeAgent(self.client, NodeConfig(name, ip), runtime))
+            agents.append(NodeAgent(self.client, NodeConfig(name, ip), runtime, self._static_pods(i)))
+        self.agents = agents
         self.tasks += [asyncio.create_task(agent.run(), name=f"node {agent.config.name}") for agent in agents]
         # Ready means `kubectl get nodes` shows them Ready, unless the node IPAM controller is switched off.
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.gather(*(agent.registered.wait() for agent in agents)), 5)
+
+    async def _mirror_pods_shown(self) -> None:
+        """The mirror pods Running, and kube-dns's endpoints listing the DNS server's pod, before the cluster is
+        ready: what is there at start-up is what a test's reset goes back to (each bounded, as the nodes' wait)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*(agent.mirrored.wait() for agent in self.agents)), MIRROR_WAIT)
+        publishers = {"endpoints", "endpointslice"}
+        if "coredns" not in self.component_logs or not publishers <= set(self.opts.controllers):
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._dns_endpoints(), MIRROR_WAIT)
+
+    async def _dns_endpoints(self) -> None:
+        assert self.client is not None
+        selector = "kubernetes.io/service-name=kube-dns"
+        while True:
+            with contextlib.suppress(Exception):  # not there yet
+                endpoints = await self.client.get(ENDPOINTS, "kube-system", "kube-dns")
+                slices = await self.client.list(ENDPOINT_SLICES, "kube-system", labelSelector=selector)
+                addresses = [a for s in endpoints.get("subsets") or [] for a in s.get("addresses") or []]
+                ready = [e for s in slices["items"] for e in s.get("endpoints") or [] if e["conditions"].get("ready")]
+                if addresses and ready:
+                    return
+            await asyncio.sleep(0.02)
 
     async def _start_ui(self, port: int, token: str) -> None:
         """The live picture (tinykube/ui), imported only when asked for; loopback only, whatever --bind-address."""
@@ -473,6 +553,8 @@ class Cluster:
             await asyncio.to_thread(self.etcd.stop)
         with contextlib.suppress(FileNotFoundError):
             (self.opts.dir / "cluster.json").unlink()
+        for buffer in self.component_logs.values():
+            buffer.detach()
 
 
 async def run_up(opts: UpOptions, etcd: LaunchedEtcd, started: float) -> None:

@@ -64,7 +64,11 @@ async def serve_http(
             if request.method != "GET":
                 await _send(writer, 405, "text/plain; charset=utf-8", b"method not allowed\n")
                 return
-            await _send(writer, *handler(request.path, request.query))
+            code, content_type, body = handler(request.path, request.query)
+            if isinstance(body, bytes):
+                await _send(writer, code, content_type, body)
+            else:
+                await _stream_until_gone(reader, _send(writer, code, content_type, body))
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ConnectionError):
             pass
         finally:
@@ -76,6 +80,21 @@ async def serve_http(
         sock.listen(128)
         return await asyncio.start_server(serve, sock=sock)
     return await asyncio.start_server(serve, host, port)
+
+
+async def _stream_until_gone(reader: asyncio.StreamReader, sending: Awaitable[None]) -> None:
+    """Send a streamed answer until it ends or the client goes away (its end of the connection read as EOF): a
+    followed log that is quiet would otherwise never notice that nobody reads it any more."""
+    send = asyncio.ensure_future(sending)
+    gone = asyncio.ensure_future(reader.read())  # the client sends nothing after its request but, at last, EOF
+    try:
+        await asyncio.wait((send, gone), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (send, gone):
+            task.cancel()
+        await asyncio.gather(send, gone, return_exceptions=True)
+    if not send.cancelled() and (err := send.exception()) is not None:
+        raise err  # ConnectionError and the like: `serve` says what is quiet
 
 
 async def send_error(writer: asyncio.StreamWriter, code: int, message: str) -> None:

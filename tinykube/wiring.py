@@ -4,9 +4,9 @@ collaborators here, at construction, and imports no other component (DESIGN.md "
 `NetnsDataplane` is the `netns` dataplane of `tinykube up`: the cluster's sandbox of namespaces, the nodes (a
 `NetnsRuntime` each, `tinykube/node/netns_nodes.py`), a proxy per node (nftables by default) started once its node's
 namespace is there, the sandbox's load balancer (LoadBalancer addresses routed to a node), and the cluster DNS
-server made reachable from pods (a listener on the LAN, published as `kube-system/kube-dns`'s endpoint, which the
-proxy turns the kube-dns ClusterIP into). Everything lives in namespaces named after the cluster; nothing is
-configured in the root namespace.
+server made reachable from pods (a listener on the LAN, the address of the DNS server's mirror pod, which
+`kube-system/kube-dns` selects and the proxy turns the kube-dns ClusterIP into). Everything lives in namespaces
+named after the cluster; nothing is configured in the root namespace.
 
 `loopback_proxy` is the simulated dataplane's one proxy, on 127.0.0.1.
 """
@@ -18,9 +18,7 @@ import functools
 import logging
 import socket
 from pathlib import Path
-from typing import Any
 
-from tinykube.api import errors
 from tinykube.api.resources import builtin
 from tinykube.client.informer import SharedInformers
 from tinykube.client.rest import RestClient
@@ -36,7 +34,7 @@ from tinykube.sandbox.topology import LAN_GATEWAY, NodeNet, Sandbox
 
 log = logging.getLogger(__name__)
 
-SERVICES, ENDPOINTS = builtin("", "v1", "services"), builtin("", "v1", "endpoints")
+SERVICES = builtin("", "v1", "services")
 DNS_PORT = 53
 
 
@@ -114,38 +112,14 @@ class NetnsDataplane:
         )
 
     async def serve_dns(self, dns: DnsService) -> None:
-        """DNS on the LAN gateway address, port 53, and that address as kube-dns's endpoint."""
+        """DNS on the LAN gateway address, port 53: the address of the DNS server's pod (`up` gives it to node-1),
+        which the kube-dns Service selects, so the proxy turns the kube-dns ClusterIP into it."""
         udp = netns.socket_in(self.sandbox.lan, socket.AF_INET, socket.SOCK_DGRAM)
         tcp = netns.socket_in(self.sandbox.lan, socket.AF_INET, socket.SOCK_STREAM)
         tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         udp.bind((LAN_GATEWAY, DNS_PORT))
         tcp.bind((LAN_GATEWAY, DNS_PORT))
         await dns.server.listen(udp, tcp)
-        await self._publish_dns_endpoints()
-
-    async def _publish_dns_endpoints(self) -> None:
-        """kube-dns is selectorless (the DNS server is no pod): its Endpoints are ours to write; the mirroring
-        controller makes the EndpointSlice the proxy reads."""
-        endpoints: dict[str, Any] = {
-            "apiVersion": "v1",
-            "kind": "Endpoints",
-            "metadata": {"name": "kube-dns", "namespace": "kube-system", "labels": {"k8s-app": "kube-dns"}},
-            "subsets": [
-                {
-                    "addresses": [{"ip": LAN_GATEWAY}],
-                    "ports": [
-                        {"name": "dns", "port": DNS_PORT, "protocol": "UDP"},
-                        {"name": "dns-tcp", "port": DNS_PORT, "protocol": "TCP"},
-                    ],
-                }
-            ],
-        }
-        try:
-            await self.client.create(ENDPOINTS, "kube-system", endpoints)
-        except errors.AlreadyExists:
-            current = await self.client.get(ENDPOINTS, "kube-system", "kube-dns")
-            endpoints["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-            await self.client.update(ENDPOINTS, "kube-system", endpoints)
 
     async def destroy(self) -> list[str]:
         for task in self.tasks:

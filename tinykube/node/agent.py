@@ -15,7 +15,7 @@ import contextlib
 import ipaddress
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +33,8 @@ from tinykube.node.configsources import api_reader, token_requester
 from tinykube.node.kubelet_server import ENDPOINT_ANNOTATION, KubeletServer
 from tinykube.node.lease import LEASE_DURATION, NodeLease
 from tinykube.node.runtime import NoFreeAddress, PodAddresses, Runtime, RuntimeFactory, host_network
-from tinykube.node.status import CONDITION_ORDER, PodState, pod_status
+from tinykube.node.staticpods import StaticPod, is_mirror, mirrors
+from tinykube.node.status import CONDITION_ORDER, ContainerState, PodState, pod_status
 from tinykube.streams.remotecommand import CommandError, CommandRequest, CommandStreams
 
 log = logging.getLogger(__name__)
@@ -165,9 +166,21 @@ def _reported(pod: Object, status: Object) -> bool:
 class NodeAgent:
     """The agent is its runtime's `RuntimeHost`: it hands itself to the runtime factory."""
 
-    def __init__(self, client: RestClient, config: NodeConfig, make_runtime: RuntimeFactory) -> None:
-        """`make_runtime(pod CIDR, host)` makes the runtime once the node has its pod CIDR."""
+    def __init__(
+        self,
+        client: RestClient,
+        config: NodeConfig,
+        make_runtime: RuntimeFactory,
+        static_pods: Sequence[StaticPod] = (),
+    ) -> None:
+        """`make_runtime(pod CIDR, host)` makes the runtime once the node has its pod CIDR; `static_pods` are the
+        components of this process the node shows as mirror pods (`staticpods.py`)."""
         self.client = client
+        self.static = {f"kube-system/{s.pod_name(config.name)}": s for s in static_pods}
+        self.mirrored = asyncio.Event()  # every static pod's mirror pod is there and reported Running
+        self._mirrors_reported: set[str] = set()
+        self._node_uid = ""
+        self._static_since = now()  # when the components of this process started, as far as their pods say
         self.config = config
         self.make_runtime = make_runtime
         self.runtime: Runtime | None = None
@@ -197,6 +210,7 @@ class NodeAgent:
             found = await self.client.patch(
                 NODES, "", self.config.name, {"metadata": {"annotations": node["metadata"]["annotations"]}}
             )
+        self._node_uid = str(found["metadata"].get("uid") or "")
         await self._update_status(found, force=True)
         return found
 
@@ -265,6 +279,10 @@ class NodeAgent:
             tasks.append(asyncio.create_task(self.pods.run(), name=f"node {self.config.name} pods"))
             await self.pods.wait_synced()
             await self.runtime.prune(self.pods.store.list())  # what a killed agent left of pods deleted since
+            for key in self.static:  # the informer shows those that exist already; these are made if missing
+                self.queue.add(key)
+            if not self.static:
+                self.mirrored.set()
             await run_workers(self.queue, WORKERS, self.sync)
         finally:
             self.queue.shutdown()
@@ -310,6 +328,12 @@ class NodeAgent:
         task.add_done_callback(self._recording.discard)
 
     def _logs(self, key: str, container: str, **options: Any) -> AsyncIterator[bytes]:
+        static = self.static.get(key)
+        if static is not None and container == static.container:  # a component of this process: its own log
+            if options.get("previous"):  # never restarted inside its process: no earlier run (the kubelet's words)
+                name = key.partition("/")[2]
+                raise errors.BadRequest(f'previous terminated container "{container}" in pod "{name}" not found')
+            return static.logs.read(**options)
         if self.runtime is None or key not in self.started_at:
             raise errors.NotFound(f'pod "{key}" not found on node {self.config.name}')
         return self.runtime.logs(key, container, **options)
@@ -354,6 +378,12 @@ class NodeAgent:
     async def sync(self, key: str) -> None:
         assert self.addresses is not None and self.runtime is not None
         pod = self.pods.store.get(key)
+        if key in self.static:
+            await self._sync_mirror(key, self.static[key], pod)
+            return
+        if pod is not None and is_mirror(pod):  # a mirror pod of no static pod of ours (any more): upstream deletes it
+            await self._delete_mirror(pod)
+            return
         if pod is None or pod["metadata"].get("deletionTimestamp"):
             self._terminate(key, pod)
             if pod is not None and key in self.started_at:  # its status still shows while its containers stop
@@ -396,6 +426,50 @@ class NodeAgent:
         patch = {"status": {**status, "conditions": ours}}
         with contextlib.suppress(errors.NotFound):  # deleted meanwhile: the delete event stops it
             await self.client.patch(PODS, meta["namespace"], meta["name"], patch, subresource="status")
+
+    # Mirror pods (the kubelet's mirror client and podManager, for the static pods given at construction)
+
+    async def _sync_mirror(self, key: str, static: StaticPod, pod: Object | None) -> None:
+        """Make the mirror pod if it is missing; a deleted one or one of another manifest is deleted (with no grace:
+        nothing runs in it) and made again once its delete is seen; the one in place gets its status."""
+        if pod is not None and (pod["metadata"].get("deletionTimestamp") or not mirrors(pod, static, self._node_uid)):
+            self._mirrors_reported.discard(key)
+            await self._delete_mirror(pod)
+        elif pod is None:
+            self._mirrors_reported.discard(key)
+            with contextlib.suppress(errors.AlreadyExists):  # the informer has not shown it yet
+                created = static.mirror_pod(self.config.name, self._node_uid, now())
+                await self.client.create(PODS, "kube-system", created)
+        else:
+            await self._report_mirror(key, static, pod)
+
+    async def _delete_mirror(self, pod: Object) -> None:
+        meta = pod["metadata"]
+        with contextlib.suppress(errors.NotFound, errors.Conflict):  # gone already, or a new one in its place
+            await self.client.delete(
+                PODS, meta["namespace"], meta["name"], gracePeriodSeconds=0, uid=meta.get("uid", "")
+            )
+
+    async def _report_mirror(self, key: str, static: StaticPod, pod: Object) -> None:
+        """Running and Ready while this process runs the component (it is the process that answers)."""
+        assert self.addresses is not None
+        ip = self.config.ip if static.host_network else static.pod_ip or self.addresses.allocate(key)
+        container = ContainerState(
+            name=static.container,
+            image=static.image,
+            container_id=f"tinykube://{static.name}",
+            running_since=self._static_since,
+            ready=True,
+            started=True,
+        )
+        status = pod_status(pod, PodState(ip, self.config.ip, self._static_since, [container]), now())
+        if not _reported(pod, status):
+            meta = pod["metadata"]
+            with contextlib.suppress(errors.NotFound):  # deleted meanwhile: its delete event makes it again
+                await self.client.patch(PODS, meta["namespace"], meta["name"], {"status": status}, subresource="status")
+        self._mirrors_reported.add(key)
+        if self._mirrors_reported >= self.static.keys():
+            self.mirrored.set()
 
     def _terminate(self, key: str, pod: Object | None) -> None:
         """Stop a deleted pod's containers in the background (a grace period must not hold a worker), once."""

@@ -18,6 +18,7 @@ from tinykube.api.resources import by_path
 from tinykube.apiserver.allocators.services import ServicePools
 from tinykube.apiserver.kinds.rbac.bootstrap_policy import cluster_role_bindings, cluster_roles
 from tinykube.apiserver.registry import Registry, Request
+from tinykube.apiserver.storage.watchcache import CachedObject
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,8 @@ def system_services(pools: ServicePools, api_port: int) -> list[dict[str, Any]]:
             "labels": {"k8s-app": "kube-dns", "kubernetes.io/cluster-service": "true", "kubernetes.io/name": "CoreDNS"},
         },
         "spec": {
-            # Selectorless: tinykube's DNS server is not a pod, it publishes its own endpoints.
+            # As kubeadm's: it selects the DNS server's pods (tinykube's node agent publishes its mirror pod).
+            "selector": {"k8s-app": "kube-dns"},
             "clusterIP": primary.at(9),
             "ports": [
                 {"name": "dns", "port": 53, "protocol": "UDP", "targetPort": 53},
@@ -87,7 +89,9 @@ async def ensure_system_services(registry: Registry, pools: ServicePools, api_po
     for svc in system_services(pools, api_port):
         meta = svc["metadata"]
         request = Request(SERVICES, meta["namespace"], meta["name"])
-        if registry.cache(SERVICES).get(f"{meta['namespace']}/{meta['name']}") is not None:
+        found = registry.cache(SERVICES).get(f"{meta['namespace']}/{meta['name']}")
+        if found is not None:
+            await _select_dns_pods(registry, found, svc)
             continue
         try:
             await registry.create(request, svc)
@@ -95,6 +99,20 @@ async def ensure_system_services(registry: Registry, pools: ServicePools, api_po
             pass
         except errors.ApiError as err:  # e.g. its address is held by a user's Service: say so, keep serving
             log.warning("cannot create %s/%s: %s", meta["namespace"], meta["name"], err)
+
+
+async def _select_dns_pods(registry: Registry, found: CachedObject, wanted: dict[str, Any]) -> None:
+    """A kube-dns of a data dir from before its DNS server was a pod is selectorless: give it the selector (once)."""
+    assert SERVICES is not None
+    obj = found.obj
+    if "selector" not in wanted["spec"] or (obj.get("spec") or {}).get("selector"):
+        return
+    meta = obj["metadata"]
+    updated = {**obj, "spec": {**obj["spec"], "selector": wanted["spec"]["selector"]}}
+    try:
+        await registry.update(Request(SERVICES, meta["namespace"], meta["name"]), updated)
+    except errors.ApiError as err:
+        log.warning("cannot give %s/%s its selector: %s", meta["namespace"], meta["name"], err)
 
 
 async def ensure_bootstrap_policy(registry: Registry) -> None:
