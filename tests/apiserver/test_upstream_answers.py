@@ -305,3 +305,18 @@ def test_server_side_apply_takes_quantities_given_as_numbers(api: httpx.Client, 
         headers={"Content-Type": "application/apply-patch+yaml"},
     )
     assert response.status_code == 201, response.text
+
+
+def test_strict_validation_reports_duplicate_and_unknown_fields_together(api: httpx.Client, namespace: str) -> None:
+    body = b'{"metadata": {"name": "dup", "name": "dup"}, "data": {"a": "b"}, "bogus": 1}'
+    response = api.post(
+        CM.format(ns=namespace),
+        params={"fieldValidation": "Strict"},
+        content=body,
+        headers={"Content-Type": "application/json"},
+    )
+    assert response.status_code == 400, response.text
+    message = response.json()["message"]
+    assert message.startswith("strict decoding error: ")
+    assert 'duplicate field "metadata.name"' in message and 'unknown field "bogus"' in message
+    assert api.get(CM.format(ns=namespace) + "/dup").status_code == 404

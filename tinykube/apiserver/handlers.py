@@ -43,7 +43,7 @@ from tinykube.apiserver.registry import Request as RegistryRequest
 from tinykube.apiserver.registry.generic import INTERNAL_MANAGER
 from tinykube.apiserver.registry.scale import to_scale, update_scale
 from tinykube.apiserver.schema import fieldmanager
-from tinykube.apiserver.schema.fieldvalidation import check_duplicates, field_check
+from tinykube.apiserver.schema.fieldvalidation import duplicate_keys, field_check
 from tinykube.apiserver.storage import consistency
 from tinykube.apiserver.watch import watch_response
 
@@ -286,9 +286,9 @@ class ResourceHandler:
     async def _create(self, request: Request, target: Target) -> Response:
         body, content_type = await self._body(request), request.headers.get("content-type", JSON)
         obj = decode_object(body, content_type, target.resource)
-        check_duplicates(request, body, content_type)
+        duplicates = duplicate_keys(request, body, content_type)
         self._check_namespace(obj, target)
-        warnings = await field_check(request, target.resource)(obj)
+        warnings = await field_check(request, target.resource, duplicates)(obj)
         req = target.registry_request(_dry_run(request), user_of(request.scope), _manager(request, "CreateOptions"))
         created = await self.registry.create(req, target.into(obj))
         return _with_warnings(json_response(target.out(created), 201), warnings)
@@ -296,9 +296,9 @@ class ResourceHandler:
     async def _update(self, request: Request, target: Target) -> Response:
         body, content_type = await self._body(request), request.headers.get("content-type", JSON)
         obj = decode_object(body, content_type, target.resource)
-        check_duplicates(request, body, content_type)
+        duplicates = duplicate_keys(request, body, content_type)
         self._check_namespace(obj, target)
-        warnings = await field_check(request, target.resource)(obj)
+        warnings = await field_check(request, target.resource, duplicates)(obj)
         user = user_of(request.scope)  # RBAC's escalation check sees who writes (auth/rbac_escalation.py)
         req = target.registry_request(_dry_run(request), user, _manager(request, "UpdateOptions"))
         updated, created = await self.registry.update(req, target.into(obj))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from starlette.requests import Request
@@ -80,8 +80,10 @@ def body_source(request: Request) -> Source | None:
 FieldCheck = Callable[[dict[str, Any]], Awaitable[list[str]]]
 
 
-def field_check(request: Request, resource: ResourceInfo) -> FieldCheck:
-    """The request's field validation as a check of a (decoded or patched) object; it prunes in place."""
+def field_check(request: Request, resource: ResourceInfo, duplicates: Sequence[str] = ()) -> FieldCheck:
+    """The request's field validation as a check of a (decoded or patched) object; it prunes in place.
+    `duplicates`: the keys the body repeats (`duplicate_keys`), reported under Strict with the unknown fields in
+    one error, as upstream's strict decoder reports them."""
     mode = request.query_params.get("fieldValidation") or "Warn"
     if mode not in MODES:
         raise errors.BadRequest(
@@ -89,7 +91,7 @@ def field_check(request: Request, resource: ResourceInfo) -> FieldCheck:
         )
 
     if resource.custom is not None:
-        return _custom_check(resource, mode)
+        return _custom_check(resource, mode, duplicates)
 
     async def check(obj: dict[str, Any]) -> list[str]:
         """Raise for a field of the wrong type; then for an unknown field under Strict; otherwise drop unknown fields
@@ -100,7 +102,7 @@ def field_check(request: Request, resource: ResourceInfo) -> FieldCheck:
             await check_types(resource, obj, source, patch=patch)
         found = await _unknown_fields(resource, obj)
         unknown = list(dict.fromkeys(text for text, _ in found))[:100]  # as upstream reports them
-        warnings = _report_unknown(unknown, mode)
+        warnings = _report_unknown(unknown, mode, duplicates)
         for _, steps in found:
             _prune(obj, steps)
         return warnings
@@ -108,21 +110,22 @@ def field_check(request: Request, resource: ResourceInfo) -> FieldCheck:
     return check
 
 
-def _custom_check(resource: ResourceInfo, mode: str) -> FieldCheck:
+def _custom_check(resource: ResourceInfo, mode: str, duplicates: Sequence[str]) -> FieldCheck:
     """A custom resource's fields are its CRD version's schema's: what it does not declare is pruned (types are
     the schema validation's, a 422 later)."""
     schema = resource.custom.versions[resource.version].schema
 
     async def check(obj: dict[str, Any]) -> list[str]:
         unknown = list(dict.fromkeys(schema.prune(obj)))[:100] if schema is not None else []
-        return _report_unknown(unknown, mode)
+        return _report_unknown(unknown, mode, duplicates)
 
     return check
 
 
-def _report_unknown(unknown: list[str], mode: str) -> list[str]:
-    if unknown and mode == "Strict":
-        raise errors.BadRequest("strict decoding error: " + ", ".join(f'unknown field "{f}"' for f in unknown))
+def _report_unknown(unknown: list[str], mode: str, duplicates: Sequence[str] = ()) -> list[str]:
+    if (unknown or duplicates) and mode == "Strict":
+        strict = [f'duplicate field "{f}"' for f in duplicates] + [f'unknown field "{f}"' for f in unknown]
+        raise errors.BadRequest("strict decoding error: " + ", ".join(strict))
     return [f'unknown field "{f}"' for f in unknown] if mode == "Warn" else []
 
 
@@ -138,15 +141,14 @@ def _prune(obj: Any, steps: unknownfields.FieldPath) -> None:
         node.pop(steps[-1], None)
 
 
-def check_duplicates(request: Request, body: bytes, content_type: str) -> None:
-    """Under `fieldValidation=Strict`, a JSON body that repeats a key is refused as upstream's strict decoder refuses
-    it (`strict decoding error: duplicate field "metadata.name"`). Warn and Ignore keep the last value, as orjson
-    does, without the scan (it costs a second parse of the body)."""
+def duplicate_keys(request: Request, body: bytes, content_type: str) -> list[str]:
+    """Under `fieldValidation=Strict`, the keys a JSON body repeats (`metadata.name`), which upstream's strict decoder
+    refuses (`strict decoding error: duplicate field "metadata.name"`, beside any unknown field: `field_check`
+    reports both). Warn and Ignore keep the last value, as orjson does, without the scan (it costs a second parse
+    of the body)."""
     if request.query_params.get("fieldValidation") != "Strict" or "json" not in (content_type or "application/json"):
-        return
-    found = duplicate_fields(body)
-    if found:
-        raise errors.BadRequest("strict decoding error: " + ", ".join(f'duplicate field "{f}"' for f in found))
+        return []
+    return duplicate_fields(body)
 
 
 def duplicate_fields(body: bytes) -> list[str]:
