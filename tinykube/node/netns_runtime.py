@@ -113,8 +113,8 @@ class NetnsRuntime:
         adopted = await self._adoptable(run) if adopt else {}
         inits = [run.containers[c["name"]] for c in (started.get("spec") or {}).get("initContainers") or []]
         run.supervisors.append(asyncio.create_task(self._run_pod(run, adopted), name=f"{key} containers"))
-        pending = [c for c in inits if not c.done] or [c for c in run.containers.values() if c not in inits]
-        await pending[0].first_start.wait() if pending else None  # the first to start: not the whole init
+        pending = [c for c in inits if not c.done][:1] or [c for c in run.containers.values() if c not in inits]
+        await asyncio.gather(*(c.first_start.wait() for c in pending))  # the first init container, not all of them
 
     async def _run_pod(self, run: Pod, adopted: dict[str, Process]) -> None:
         """The pod's init containers in order, each to its end (a sidecar, `restartPolicy: Always`, only until it has
@@ -136,10 +136,11 @@ class NetnsRuntime:
             if not (c.done and (c.finished or {}).get("exitCode") == 0):
                 return  # failed for good: the pod fails, its containers never start
         apps = [run.containers[c["name"]] for c in spec.get("containers") or []]
-        for c in apps:
-            if c.waiting_reason == INITIALIZING:
-                c.wait("ContainerCreating")
-        self._changed(run)
+        initialized = [c for c in apps if c.waiting_reason == INITIALIZING]
+        for c in initialized:
+            c.wait("ContainerCreating")
+        if initialized:
+            self._changed(run)
         supervised = [self.supervisor.supervise(run, c, adopted.get(c.name)) for c in apps]
         await asyncio.gather(*supervised)
         if sidecars and all(c.done for c in apps):
