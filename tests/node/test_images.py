@@ -4,11 +4,16 @@ test creates, probed from another pod's namespace (never from the root namespace
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.client
 import itertools
 import os
 import signal
 import socket
+import subprocess
+import sys
+import textwrap
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -443,3 +448,54 @@ def test_unknown_image_without_command_fails_to_pull(sandbox: Sandbox, tmp_path:
             assert next(c for c in status["conditions"] if c["type"] == "Ready")["status"] == "False"
 
     run(scenario())
+
+
+STAND_IN_UNDER_LOAD = textwrap.dedent("""
+    import sys, threading
+    from tinykube.node.images._serve import Server, exit_now, sigterm_event
+    from tinykube.node.images.nginx import Nginx
+
+    stop = sigterm_event()
+    server = Server(("127.0.0.1", 0), Nginx)  # as `serve_until_sigterm` serves, on loopback only
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    sys.stderr.write(f"{server.server_address[1]}\\n")
+    sys.stderr.flush()
+    stop.wait()
+    server.shutdown()
+    exit_now(0)
+""")
+
+
+def test_a_stand_in_ends_0_on_sigterm_while_it_serves_and_logs(tmp_path: Path) -> None:
+    """The nginx stand-in exited 134 under load (a fatal error in the interpreter's finalization: a daemon thread
+    held stdout's lock, logging a request or a reset connection's traceback) or slept through SIGTERM (Python runs
+    its handler in the main thread only, and a main thread asleep in `Event.wait()` is not woken by a signal that a
+    serving thread took)."""
+    for _ in range(5):
+        child = subprocess.Popen(
+            [sys.executable, "-c", STAND_IN_UNDER_LOAD], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        assert child.stdout is not None and child.stderr is not None
+        port, done = int(child.stderr.readline()), threading.Event()
+
+        def hammer(port: int = port, done: threading.Event = done) -> None:
+            while not done.is_set():
+                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1) as conn:
+                    conn.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                    conn.recv(64)  # and gone before the rest: a reset, as a probe's
+
+        clients = [threading.Thread(target=hammer) for _ in range(4)]
+        for client in clients:
+            client.start()
+        while b"GET / HTTP/1.1" not in child.stdout.readline():
+            pass  # serving and logging
+        child.send_signal(signal.SIGTERM)
+        relay = threading.Thread(target=child.stdout.read)  # its log read to the end, as the node's relay reads it
+        relay.start()
+        try:
+            assert child.wait(timeout=30) == 0
+        finally:
+            done.set()
+            child.kill()
+            for thread in [*clients, relay]:
+                thread.join()

@@ -501,3 +501,35 @@ def test_stop_leaves_nothing_behind(sandbox: Sandbox, tmp_path: Path) -> None:
 
     run(scenario())
     assert netns.list_netns(f"{node_net.netns}.") == []
+
+
+@root_only
+def test_init_containers_run_in_order_before_the_containers_and_keep_their_logs(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    first = {"name": "first", "command": ["sh", "-c", "echo first; sleep 0.3"]}
+    second = {"name": "second", "command": ["sh", "-c", "echo second"]}
+    spec = pod("init", {"name": "c", "command": ["sleep", "600"]}, initContainers=[first, second])
+    doomed = [{"name": "i", "command": ["false"]}]
+    failing = pod("doomed", {"name": "c", "command": ["sleep", "600"]}, initContainers=doomed, restartPolicy="Never")
+
+    async def scenario() -> None:
+        async with runtimes(sandbox, tmp_path) as rt:
+            node = rt["node-1"]
+            await node.start("d/init", spec, "10.244.1.17")
+            await node.start("d/doomed", failing, "10.244.1.18")
+            await eventually(lambda: one(node, "d/init", spec).running_since, "the container runs")
+            ran = {s.name: s for s in node.init_containers("d/init", spec)}
+            assert [ran[n].terminated["reason"] for n in ("first", "second") if ran[n].terminated] == ["Completed"] * 2
+            assert ran["first"].terminated["finishedAt"] <= ran["second"].terminated["startedAt"]  # type: ignore[index]
+            assert node.phase("d/init", spec) == "Running"
+            assert await read_logs(node, "d/init", "first") == "first\n"
+            assert await read_logs(node, "d/init", "second") == "second\n"
+            await eventually(lambda: node.phase("d/doomed", failing) == "Failed", "the pod failed")
+            assert one(node, "d/doomed", failing).waiting_reason == "PodInitializing"  # never started
+            stopped = await node.stop("d/init", grace_seconds=0.5, pod=spec)
+            [c] = stopped.containers
+            assert c.terminated is not None and c.terminated["exitCode"] in (137, 143)  # as its process ended
+            assert [s.name for s in stopped.init_containers] == ["first", "second"]
+
+    run(scenario())

@@ -30,11 +30,12 @@ from tinykube.client.informer import Informer, object_key
 from tinykube.client.rest import RestClient, TransportError
 from tinykube.client.workqueue import WorkQueue
 from tinykube.node.configsources import api_reader, token_requester
+from tinykube.node.containers import pod_phase
 from tinykube.node.kubelet_server import ENDPOINT_ANNOTATION, KubeletServer
 from tinykube.node.lease import LEASE_DURATION, NodeLease
 from tinykube.node.runtime import NoFreeAddress, PodAddresses, Runtime, RuntimeFactory, host_network
 from tinykube.node.staticpods import StaticPod, is_mirror, mirrors
-from tinykube.node.status import CONDITION_ORDER, ContainerState, PodState, pod_status
+from tinykube.node.status import CONDITION_ORDER, ContainerState, PodContainers, PodState, pod_status, sidecar_names
 from tinykube.streams.remotecommand import CommandError, CommandRequest, CommandStreams
 
 log = logging.getLogger(__name__)
@@ -192,6 +193,7 @@ class NodeAgent:
         self.started_at: dict[str, str] = {}  # pod key -> startTime, for the pods the runtime runs
         self.last_seen: dict[str, Object] = {}  # pod key -> the pod as last synced, for its grace period once gone
         self.terminating: dict[str, asyncio.Task[None]] = {}  # pod key -> its containers being stopped
+        self.stopped: dict[str, PodContainers] = {}  # pod key -> how its containers ended, until it is deleted
         self._recording: set[asyncio.Task[None]] = set()  # events being written
         self.registered = asyncio.Event()  # the Node exists with its pod CIDR
         self.lease = NodeLease(client, config.name, duration=config.lease_duration)
@@ -298,7 +300,14 @@ class NodeAgent:
     def _pod_seen(self, pod: Object) -> None:
         key = object_key(pod)
         ip = (pod.get("status") or {}).get("podIP")
-        if ip and key not in self.started_at and self.addresses is not None and _within(ip, self.addresses):
+        stopped = pod["metadata"].get("deletionTimestamp") and _ended(pod)  # its terminating status: nothing holds it
+        if (
+            ip
+            and not stopped
+            and key not in self.started_at
+            and self.addresses is not None
+            and _within(ip, self.addresses)
+        ):
             self.addresses.occupy(ip, key)  # ours from before a restart: keep it
         self.queue.add(key)
 
@@ -413,9 +422,15 @@ class NodeAgent:
         ip = self.config.ip if host_network(pod) else self.addresses.allocated(key)
         if ip is None:
             return
-        containers = self.runtime.containers(key, pod)
-        phase, ephemeral = self.runtime.phase(key, pod), self.runtime.ephemeral_containers(key, pod)
-        state = PodState(ip, self.config.ip, self.started_at[key], containers, phase, ephemeral)
+        stopped = self.stopped.get(key)
+        if stopped is not None:  # the terminating status, published before the final delete
+            policy = str((pod.get("spec") or {}).get("restartPolicy") or "Always")
+            init, containers, ephemeral = stopped.init_containers, stopped.containers, []
+            phase = pod_phase(containers, policy, init=init, sidecars=sidecar_names(pod), terminal=True)
+        else:
+            init, containers = self.runtime.init_containers(key, pod), self.runtime.containers(key, pod)
+            phase, ephemeral = self.runtime.phase(key, pod), self.runtime.ephemeral_containers(key, pod)
+        state = PodState(ip, self.config.ip, self.started_at[key], containers, phase, ephemeral, init)
         status = pod_status(pod, state, now())
         if _reported(pod, status):
             return
@@ -486,8 +501,9 @@ class NodeAgent:
 
     async def _stop(self, key: str, pod: Object | None) -> None:
         """Stop a deleted pod: with its deletion grace period when it is being deleted gracefully, else (already
-        gone from the API) with its spec's `terminationGracePeriodSeconds`; then, for a graceful deletion, delete it
-        with a grace period of 0, as the kubelet finishes it once its containers are gone."""
+        gone from the API) with its spec's `terminationGracePeriodSeconds`; then, for a graceful deletion, publish
+        its terminating status (its containers terminated, not ready) and delete it with a grace period of 0, as
+        the kubelet finishes it once its containers are gone."""
         known = pod or self.last_seen.get(key) or {}
         meta, spec = known.get("metadata") or {}, known.get("spec") or {}
         grace = meta.get("deletionGracePeriodSeconds", spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE))
@@ -495,12 +511,16 @@ class NodeAgent:
             if key in self.started_at and self.runtime is not None:
                 for container in (known.get("spec") or {}).get("containers") or [] if pod is not None else []:
                     self._event(known, "Normal", "Killing", f"Stopping container {container.get('name')}")
-                await self.runtime.stop(key, float(grace))
+                stopped = await self.runtime.stop(key, float(grace), known if pod is not None else None)
+                if pod is not None:
+                    self.stopped[key] = stopped
+                    await self._report(key, self.pods.store.get(key) or pod)
         except Exception as err:  # whatever failed, the pod must not stay Terminating for ever
             log.warning("node %s: stopping %s: %s", self.config.name, key, err)
         finally:
             self.started_at.pop(key, None)
             self.last_seen.pop(key, None)
+            self.stopped.pop(key, None)
             if self.addresses is not None:
                 self.addresses.release(key)
         if pod is not None:
@@ -508,6 +528,10 @@ class NodeAgent:
                 await self.client.delete(
                     PODS, meta["namespace"], meta["name"], gracePeriodSeconds=0, uid=meta.get("uid", "")
                 )
+
+
+def _ended(pod: Object) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
 def _within(ip: str, addresses: PodAddresses) -> bool:

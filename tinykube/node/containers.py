@@ -6,7 +6,7 @@ and the kubelet's rules over them: restart policy, crash back-off and its messag
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,9 +43,32 @@ def should_restart(policy: str, exit_code: int) -> bool:
     return policy == "Always" or (policy == "OnFailure" and exit_code != 0)
 
 
-def pod_phase(containers: list[ContainerState], restart_policy: str) -> str:
-    """Upstream's kubelet `getPhase` for a pod's (non-init) containers."""
+def pod_phase(
+    containers: list[ContainerState],
+    restart_policy: str,
+    *,
+    init: Sequence[ContainerState] = (),
+    sidecars: frozenset[str] = frozenset(),
+    terminal: bool = False,
+) -> str:
+    """Upstream's kubelet `getPhase`: `init` are the init containers' states in spec order, `sidecars` the names of
+    those that are restartable (`restartPolicy: Always`); `terminal`: the pod's containers are stopped for good (it
+    was deleted), so that no restart policy applies."""
+    pending = failed_init = 0
     running = waiting = stopped = succeeded = 0
+    for c in init:
+        if c.name in sidecars:
+            if c.running_since:
+                running += 1
+                pending += c.started is False
+            elif c.terminated is None and c.last_terminated is None:
+                pending, waiting = pending + 1, waiting + 1
+        elif c.terminated is not None:
+            failed_init += c.terminated.get("exitCode") != 0
+        elif c.last_terminated is not None and not c.running_since:
+            failed_init += c.last_terminated.get("exitCode") != 0
+        else:
+            pending += 1
     for c in containers:
         if c.running_since:
             running += 1
@@ -56,13 +79,34 @@ def pod_phase(containers: list[ContainerState], restart_policy: str) -> str:
             stopped += 1  # waiting to restart
         else:
             waiting += 1
-    if waiting or not (running or stopped):
+    if failed_init and restart_policy == "Never":
+        return "Failed"
+    if (pending and not any_started(containers)) or waiting:
         return "Pending"
-    if running or restart_policy == "Always":
+    if running:
+        return "Running"
+    if not stopped:
+        return "Pending"
+    if terminal:
+        return "Succeeded" if stopped == succeeded else "Failed"
+    if restart_policy == "Always":
         return "Running"
     if stopped == succeeded:
         return "Succeeded"
     return "Failed" if restart_policy == "Never" else "Running"
+
+
+def any_started(containers: list[ContainerState]) -> bool:
+    """Upstream's `HasAnyRegularContainerStarted`: a regular container runs or has run."""
+    return any(c.running_since or c.terminated is not None or c.last_terminated is not None for c in containers)
+
+
+def init_policy(pod_policy: str, init: Object) -> str:
+    """The restart policy an init container runs under: a sidecar (`restartPolicy: Always`) always restarts; the
+    others restart on failure unless the pod's policy is Never, and are done once they succeed."""
+    if init.get("restartPolicy") == "Always":
+        return "Always"
+    return "Never" if pod_policy == "Never" else "OnFailure"
 
 
 def go_duration(seconds: float) -> str:

@@ -42,11 +42,11 @@ from tinykube.node import adoption, container_io, netns_status
 from tinykube.node.container_config import RunConfig
 from tinykube.node.container_probes import ContainerProbes
 from tinykube.node.container_processes import DEFAULT_PATH, ContainerProcesses, HostProcesses, Process
-from tinykube.node.containers import Backoff, Container, Pod
+from tinykube.node.containers import Backoff, Container, Pod, init_policy
 from tinykube.node.pod_sandbox import PodSandboxes
 from tinykube.node.podvolumes import PodVolumes, remove_memory
 from tinykube.node.runtime import RuntimeHost
-from tinykube.node.status import ContainerState
+from tinykube.node.status import ContainerState, PodContainers
 from tinykube.node.supervisor import Supervisor
 from tinykube.sandbox import topology
 from tinykube.streams.remotecommand import CommandError, CommandRequest, CommandStreams
@@ -54,6 +54,8 @@ from tinykube.streams.remotecommand import CommandError, CommandRequest, Command
 log = logging.getLogger(__name__)
 
 Object = dict[str, Any]
+INITIALIZING = "PodInitializing"  # what a container waits for while the pod's init containers run
+SIDECAR_POLL = 0.1  # seconds between looks at whether a sidecar has started
 MINIMUM_GRACE = 2.0  # seconds a container gets after SIGTERM however little of its grace period is left (upstream's)
 
 
@@ -86,6 +88,7 @@ class NetnsRuntime:
         )
         self.meter = netns_status.UsageMeter(self.processes)
         self.pods: dict[str, Pod] = {}
+        self.stopping: dict[str, Pod] = {}  # pods being stopped, by key
 
     # The Runtime protocol
 
@@ -108,13 +111,69 @@ class NetnsRuntime:
         synced = volumes.keep_synced(key, lambda paths: self._mounted(run, paths), self.host.on_event)
         run.supervisors.append(asyncio.create_task(synced, name=f"{key} volumes"))
         adopted = await self._adoptable(run) if adopt else {}
-        for container in run.containers.values():
-            work = self.supervisor.supervise(run, container, adopted.get(container.name))
-            run.supervisors.append(asyncio.create_task(work, name=f"{key}/{container.name}"))
-        await asyncio.gather(*(c.first_start.wait() for c in run.containers.values()))
+        inits = [run.containers[c["name"]] for c in (started.get("spec") or {}).get("initContainers") or []]
+        run.supervisors.append(asyncio.create_task(self._run_pod(run, adopted), name=f"{key} containers"))
+        pending = [c for c in inits if not c.done][:1] or [c for c in run.containers.values() if c not in inits]
+        await asyncio.gather(*(c.first_start.wait() for c in pending))  # the first init container, not all of them
+
+    async def _run_pod(self, run: Pod, adopted: dict[str, Process]) -> None:
+        """The pod's init containers in order, each to its end (a sidecar, `restartPolicy: Always`, only until it has
+        started: it goes on running beside the others); then its containers. An init container that fails for good
+        (the pod's policy is Never) leaves them never started. Once the containers have ended for good, the sidecars
+        are stopped, as the kubelet stops them."""
+        spec = run.pod.get("spec") or {}
+        sidecars = []
+        for init in spec.get("initContainers") or []:
+            c, policy = run.containers[init["name"]], init_policy(run.policy, init)
+            if policy == "Always":
+                work = self.supervisor.supervise(run, c, adopted.get(c.name), policy=policy)
+                sidecars.append(asyncio.create_task(work, name=f"{run.key}/{c.name}"))
+                while not c.running_since:  # a sidecar counts as done once it has started
+                    await asyncio.sleep(SIDECAR_POLL)
+                continue
+            if not c.done:
+                await self.supervisor.supervise(run, c, adopted.get(c.name), policy=policy)
+            if not (c.done and (c.finished or {}).get("exitCode") == 0):
+                return  # failed for good: the pod fails, its containers never start
+        apps = [run.containers[c["name"]] for c in spec.get("containers") or []]
+        initialized = [c for c in apps if c.waiting_reason == INITIALIZING]
+        for c in initialized:
+            c.wait("ContainerCreating")
+        if initialized:
+            self._changed(run)
+        supervised = [self.supervisor.supervise(run, c, adopted.get(c.name)) for c in apps]
+        await asyncio.gather(*supervised)
+        if sidecars and all(c.done for c in apps):
+            await self._end_sidecars(run, sidecars)
+
+    async def _end_sidecars(self, run: Pod, tasks: list[asyncio.Task[None]]) -> None:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        sidecars = [c for c in run.containers.values() if c.spec.get("restartPolicy") == "Always"]
+        await self._end(run, [c for c in sidecars if c.process is not None], run.grace)
+        for c in sidecars:
+            c.done = True
+        self._changed(run)
+
+    async def _end(self, run: Pod, running: list[Container], grace: float) -> None:
+        """Stop these containers' processes (SIGTERM, SIGKILL after `grace`), recording how each run ended."""
+        processes = [c.process for c in running if c.process is not None]
+        await asyncio.gather(*(self.processes.stop(p, grace) for p in processes))
+        for c in running:
+            if c.process is not None:
+                finished = {"startedAt": c.running_since, "finishedAt": now(), "containerID": run.container_id(c)}
+                c.ended({**self.processes.record(c.process), **finished})
 
     def containers(self, key: str, pod: Object) -> list[ContainerState]:
-        return netns_status.container_states(self.pods.get(key), pod)
+        return netns_status.container_states(self._pod(key), pod)
+
+    def init_containers(self, key: str, pod: Object) -> list[ContainerState]:
+        return netns_status.container_states(self._pod(key), pod, "initContainers")
+
+    def _pod(self, key: str) -> Pod | None:
+        """The pod, also while it is being stopped (its status still shows what runs)."""
+        return self.pods.get(key) or self.stopping.get(key)
 
     async def start_ephemeral(self, key: str, pod: Object) -> None:
         """Ephemeral containers added to the running pod (`kubectl debug`): each run once in the pod's namespaces,
@@ -136,7 +195,7 @@ class NetnsRuntime:
 
     def phase(self, key: str, pod: Object) -> str:
         """The pod phase the agent should report (Pending, Running, Succeeded, Failed)."""
-        return netns_status.phase(self.pods.get(key), pod)
+        return netns_status.phase(self._pod(key), pod)
 
     def usage(self, key: str, pod: Object) -> dict[str, ContainerUsage]:
         """What each running container's process group uses: CPU time (with that of the children its processes
@@ -147,24 +206,36 @@ class NetnsRuntime:
         """An ended pod keeps its namespace, and so its address, until it is deleted: its logs live beside it."""
         return False
 
-    async def stop(self, key: str, grace_seconds: float) -> None:
+    async def stop(self, key: str, grace_seconds: float, pod: Object | None = None) -> PodContainers:
         """As the kubelet kills a pod: each running container's preStop hook (the pod still serves and is probed
-        meanwhile), then SIGTERM, and SIGKILL once what is left of the grace period (at least 2 s) is over."""
+        meanwhile), then SIGTERM, and SIGKILL once what is left of the grace period (at least 2 s) is over. Returns
+        how its containers ended (143 for a SIGTERM, 137 for a SIGKILL, as a runtime reports them)."""
         run = self.pods.get(key)
         if run is None:
-            return
+            return PodContainers()
         began = time.monotonic()
         await self.probes.pre_stop(run, grace_seconds)
         if self.pods.pop(key, None) is None:
-            return  # stopped meanwhile
-        for task in run.supervisors:
-            task.cancel()
-        await asyncio.gather(*run.supervisors, return_exceptions=True)
-        await self._terminate(run, max(grace_seconds - (time.monotonic() - began), MINIMUM_GRACE))
-        await asyncio.gather(*run.helpers, return_exceptions=True)  # log relays end with their processes
-        await self.sandboxes.remove(run.net)
-        shutil.rmtree(run.log_dir, ignore_errors=True)
-        remove_memory(run.pod)
+            return PodContainers()  # stopped meanwhile
+        self.stopping[key] = run
+        try:
+            for task in run.supervisors:
+                task.cancel()
+            await asyncio.gather(*run.supervisors, return_exceptions=True)
+            running = [c for c in run.containers.values() if c.process is not None]
+            await self._end(run, running, max(grace_seconds - (time.monotonic() - began), MINIMUM_GRACE))
+            await self.sandboxes.kill_all(run.net, signal.SIGKILL)  # whatever left its group
+            for c in run.containers.values():
+                c.done = c.done or c.finished is not None
+            shown = pod or run.pod
+            stopped = PodContainers(self.init_containers(key, shown), self.containers(key, shown))
+            await asyncio.gather(*run.helpers, return_exceptions=True)  # log relays end with their processes
+            await self.sandboxes.remove(run.net)
+            shutil.rmtree(run.log_dir, ignore_errors=True)
+            remove_memory(run.pod)
+        finally:
+            self.stopping.pop(key, None)
+        return stopped
 
     async def close(self, grace_seconds: float = 2.0) -> None:
         """The agent goes away, its sandbox with it (a node shutting down): end every container, recording how each
@@ -178,12 +249,8 @@ class NetnsRuntime:
         for task in run.supervisors:
             task.cancel()
         await asyncio.gather(*run.supervisors, return_exceptions=True)
-        running = [c for c in run.containers.values() if c.process is not None]
-        await self._terminate(run, grace_seconds)
-        for c in running:
-            assert c.process is not None
-            finished = {"startedAt": c.running_since, "finishedAt": now(), "containerID": run.container_id(c)}
-            c.ended({**self.processes.record(c.process), **finished})
+        await self._end(run, [c for c in run.containers.values() if c.process is not None], grace_seconds)
+        await self.sandboxes.kill_all(run.net, signal.SIGKILL)
         adoption.save(run.log_dir, run.key, run.saved())
         await asyncio.gather(*run.helpers, return_exceptions=True)
         await self.sandboxes.remove(run.net)
@@ -276,10 +343,14 @@ class NetnsRuntime:
         return directory
 
     def _containers(self, pod: Object, saved: Object, directory: Path) -> dict[str, Container]:
+        """The pod's init containers and containers, by name (waiting for the init containers to be done first)."""
         initial, cap = self.backoff
-        specs = (pod.get("spec") or {}).get("containers") or []
+        pod_spec = pod.get("spec") or {}
+        specs = [*(pod_spec.get("initContainers") or []), *(pod_spec.get("containers") or [])]
         made = {spec["name"]: Container(spec, Backoff(initial, cap), Backoff(initial, cap)) for spec in specs}
         for name, container in made.items():
+            if pod_spec.get("initContainers"):
+                container.wait(INITIALIZING)
             if name in (saved.get("containers") or {}):
                 container.restore(saved["containers"][name], directory)
         return made
@@ -300,10 +371,3 @@ class NetnsRuntime:
         if self.pods.get(run.key) is run:  # not once it is being stopped (its log directory goes)
             adoption.save(run.log_dir, run.key, run.saved())
         self.host.on_change(run.key)
-
-    async def _terminate(self, run: Pod, grace: float) -> None:
-        """SIGTERM every container's process group, SIGKILL after the grace period; then SIGKILL whatever else
-        still runs in the pod's namespace (a process that left its group)."""
-        processes = [c.process for c in run.containers.values() if c.process is not None]
-        await asyncio.gather(*(self.processes.stop(p, grace) for p in processes))
-        await self.sandboxes.kill_all(run.net, signal.SIGKILL)

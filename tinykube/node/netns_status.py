@@ -17,17 +17,18 @@ from tinykube.node import container_logs
 from tinykube.node.container_config import PULL_BACKOFF, PULL_FAILED
 from tinykube.node.container_processes import ContainerProcesses
 from tinykube.node.containers import Pod, pod_phase
-from tinykube.node.status import ContainerState
+from tinykube.node.status import ContainerState, sidecar_names
 
 Object = dict[str, Any]
 WAITING_LOGS = {PULL_FAILED: "image can't be pulled", PULL_BACKOFF: "trying and failing to pull image"}  # upstream's
 USAGE_FRESHNESS = 0.5  # seconds one scan of /proc serves every pod's usage (a scrape asks for each pod in turn)
 
 
-def container_states(run: Pod | None, pod: Object) -> list[ContainerState]:
-    """The state of each container in `pod`'s spec (waiting to be created when the pod does not run here)."""
+def container_states(run: Pod | None, pod: Object, kind: str = "containers") -> list[ContainerState]:
+    """The state of each container (`kind`: or init container) in `pod`'s spec (waiting to be created when the pod
+    does not run here)."""
     states = []
-    for spec in (pod.get("spec") or {}).get("containers") or []:
+    for spec in (pod.get("spec") or {}).get(kind) or []:
         container = run.containers.get(spec["name"]) if run else None
         states.append(run.state_of(container) if run and container else ContainerState(name=spec["name"]))
     return states
@@ -43,7 +44,8 @@ def ephemeral_states(run: Pod | None, pod: Object) -> list[ContainerState]:
 def phase(run: Pod | None, pod: Object) -> str:
     """The pod phase to report (Pending, Running, Succeeded, Failed)."""
     policy = str((pod.get("spec") or {}).get("restartPolicy") or "Always")
-    return pod_phase(container_states(run, pod), policy)
+    init = container_states(run, pod, "initContainers")
+    return pod_phase(container_states(run, pod), policy, init=init, sidecars=sidecar_names(pod))
 
 
 class UsageMeter:

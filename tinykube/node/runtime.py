@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from tinykube.api.resource_metrics import ContainerUsage
-from tinykube.node.status import ContainerState
+from tinykube.node.status import ContainerState, PodContainers
 from tinykube.streams.remotecommand import CommandRequest, CommandStreams
 
 Object = dict[str, Any]
@@ -66,12 +66,19 @@ class Runtime(Protocol):
         """The current state of each container in `pod`'s spec."""
         ...
 
+    def init_containers(self, key: str, pod: Object) -> list[ContainerState]:
+        """The current state of each init container in `pod`'s spec, in order."""
+        ...
+
     def phase(self, key: str, pod: Object) -> str:
         """The phase to report: Pending, Running, Succeeded or Failed."""
         ...
 
-    async def stop(self, key: str, grace_seconds: float) -> None:
-        """Stop the pod's containers (SIGTERM, then SIGKILL after the grace period) and remove its sandbox."""
+    async def stop(self, key: str, grace_seconds: float, pod: Object | None = None) -> PodContainers:
+        """Stop the pod's containers (SIGTERM, then SIGKILL after the grace period) and remove its sandbox; returns
+        how its containers ended (each terminated, for the status the kubelet publishes before the final delete)
+        when `pod` (the pod as last seen) is given."""
+        ...
 
     async def release(self, key: str) -> bool:
         """The pod has ended (Succeeded or Failed): free its sandbox if what a user may still read of it (status,

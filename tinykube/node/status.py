@@ -41,6 +41,15 @@ class PodState:
     containers: list[ContainerState] = field(default_factory=list)
     phase: str = "Running"  # Pending, Running, Succeeded, Failed
     ephemeral: list[ContainerState] = field(default_factory=list)  # `kubectl debug`'s containers
+    init_containers: list[ContainerState] = field(default_factory=list)  # in spec order
+
+
+@dataclass
+class PodContainers:
+    """The states of a pod's init containers and containers (as a stopped pod's ended)."""
+
+    init_containers: list[ContainerState] = field(default_factory=list)
+    containers: list[ContainerState] = field(default_factory=list)
 
 
 def _condition(kind: str, ok: bool, old: list[Object], now: str, reason: str = "", message: str = "") -> Object:
@@ -68,15 +77,45 @@ def _gates_problem(pod: Object, conditions: list[Object]) -> str:
     return ", ".join(problems)
 
 
-def _containers_ready(state: PodState) -> tuple[bool, str, str]:
-    """Upstream's `GenerateContainersReadyCondition`: (ready, reason, message). A pod that has ended says so
-    (its containers are not ready, whatever they were last)."""
+def sidecar_names(pod: Object) -> frozenset[str]:
+    """The pod's restartable init containers (`restartPolicy: Always`): sidecars, running beside the others."""
+    inits = (pod.get("spec") or {}).get("initContainers") or []
+    return frozenset(str(c.get("name")) for c in inits if c.get("restartPolicy") == "Always")
+
+
+def _containers_ready(pod: Object, state: PodState) -> tuple[bool, str, str]:
+    """Upstream's `GenerateContainersReadyCondition`: (ready, reason, message), sidecars counted before the others. A
+    pod that has ended says so (its containers are not ready, whatever they were last)."""
     if state.phase in ("Succeeded", "Failed"):
         return False, "PodCompleted" if state.phase == "Succeeded" else "PodFailed", ""
-    unready = [c.name for c in state.containers if not c.ready]
+    sidecars = sidecar_names(pod)
+    counted = [c for c in state.init_containers if c.name in sidecars] + state.containers
+    unready = [c.name for c in counted if not c.ready]
     if unready:
         return False, "ContainersNotReady", f"containers with unready status: [{' '.join(unready)}]"
     return True, "", ""
+
+
+def _initialized(pod: Object, state: PodState) -> tuple[bool, str, str]:
+    """Upstream's `GeneratePodInitializedCondition`: every init container has succeeded (a sidecar: has started),
+    or a regular container has started since."""
+    if not state.init_containers:
+        return True, "", ""
+    if state.phase == "Succeeded":
+        return True, "PodCompleted", ""
+    if any(c.running_since or c.terminated is not None or c.last_terminated is not None for c in state.containers):
+        return True, "", ""
+    sidecars = sidecar_names(pod)
+    incomplete = [c.name for c in state.init_containers if not _init_done(c, c.name in sidecars)]
+    if incomplete:
+        return False, "ContainersNotInitialized", f"containers with incomplete status: [{' '.join(incomplete)}]"
+    return True, "", ""
+
+
+def _init_done(c: ContainerState, sidecar: bool) -> bool:
+    if sidecar:
+        return bool(c.running_since) and c.started is not False
+    return c.terminated is not None and c.terminated.get("exitCode") == 0
 
 
 def _container_status(container: ContainerState) -> Object:
@@ -108,14 +147,15 @@ def _container_status(container: ContainerState) -> Object:
 def pod_status(pod: Object, state: PodState, now: str) -> Object:
     """The status to report; `now` stamps conditions whose status changed."""
     old = list((pod.get("status") or {}).get("conditions") or [])
-    containers_ready, reason, message = _containers_ready(state)
+    containers_ready, reason, message = _containers_ready(pod, state)
+    initialized, *init_why = _initialized(pod, state)
     gates = _gates_problem(pod, old)
     ready_why = ("ReadinessGatesNotReady", gates) if containers_ready and gates else (reason, message)
     # The sandbox is there from before the first status report until the pod ends (upstream then removes it).
     sandbox_ready = state.phase not in ("Succeeded", "Failed")
     ours = [
         _condition("PodReadyToStartContainers", sandbox_ready, old, now),
-        _condition("Initialized", True, old, now),
+        _condition("Initialized", initialized, old, now, *init_why),
         _condition("Ready", containers_ready and not gates, old, now, *ready_why),
         _condition("ContainersReady", containers_ready, old, now, reason, message),
         _condition("PodScheduled", True, old, now),
@@ -129,6 +169,8 @@ def pod_status(pod: Object, state: PodState, now: str) -> Object:
         "startTime": state.started_at,
         "containerStatuses": [_container_status(c) for c in state.containers],
     }
+    if state.init_containers:
+        status["initContainerStatuses"] = [_container_status(c) for c in state.init_containers]
     if state.ephemeral:
         status["ephemeralContainerStatuses"] = [_container_status(c) for c in state.ephemeral]
     if state.pod_ip:

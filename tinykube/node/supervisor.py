@@ -57,13 +57,17 @@ class Supervisor:
         self.changed = changed
         self.backoff = backoff
 
-    async def supervise(self, run: Pod, c: Container, adopted: Process | None = None) -> None:
-        """Run the container, restarting it by the pod's policy, until the pod stops (first following where an
-        earlier agent left it)."""
+    async def supervise(
+        self, run: Pod, c: Container, adopted: Process | None = None, *, policy: str | None = None
+    ) -> None:
+        """Run the container, restarting it by `policy` (by default the pod's; an init container's is
+        `containers.init_policy`), until it is done or the pod stops (first following where an earlier agent left
+        it)."""
+        policy = policy or run.policy
         try:
             record = await self._resume(run, c, adopted)
             if record is not None:
-                if not should_restart(run.policy, record["exitCode"]):
+                if not should_restart(policy, record["exitCode"]):
                     c.done = True
                     self.changed(run)
                     return
@@ -81,7 +85,7 @@ class Supervisor:
                 if record is None and c.waiting_reason == CONFIG_ERROR:
                     await asyncio.sleep(CONFIG_RETRY)  # as the kubelet retries a pod it could not sync
                     continue
-                if record is not None and not should_restart(run.policy, record["exitCode"]):
+                if record is not None and not should_restart(policy, record["exitCode"]):
                     c.done = True
                     self.changed(run)
                     return

@@ -1,8 +1,14 @@
 """What the built-in images share: a threaded HTTP server on the pod's IPv4 addresses, the pod's hostname, and the
-way the servers they stand in for end on SIGTERM (at once, exit code 0). Standard library only."""
+way the servers they stand in for end on SIGTERM (at once, exit code 0). Standard library only.
+
+They end by `exit_now`, never through the interpreter's finalization: that stops the daemon threads serving requests
+wherever they are, and one stopped while it held stdout's or stderr's lock (an access log line, a request's
+traceback) makes the final flush a fatal error, so the process aborts with 134 instead of exiting 0 (seen under
+load, where a probe's connection was being logged or reset as SIGTERM came)."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import os
 import signal
@@ -20,20 +26,41 @@ def hostname() -> str:
     return os.environ.get("HOSTNAME") or socket.gethostname()
 
 
-def sigterm_event() -> threading.Event:
-    """An event set by SIGTERM (instead of dying of it, so the exit code is the server's own)."""
-    event = threading.Event()
+class Sigterm:
+    """Whether SIGTERM came (instead of dying of it, so the exit code is the server's own). `wait()` wakes whichever
+    thread the kernel gave the signal to: Python runs its handler in the main thread only, and a main thread asleep
+    in a lock (`threading.Event.wait()`) is not woken by a signal that a serving thread took, so it would sleep
+    through it (until the SIGKILL: 137). The C-level handler writes to the wakeup fd from any thread."""
 
-    def handler(signum: int, frame: FrameType | None) -> None:
-        event.set()
+    def __init__(self) -> None:
+        self.got = False
+        self._wakeups, write = os.pipe()
+        os.set_blocking(write, False)
+        signal.set_wakeup_fd(write)
+        signal.signal(signal.SIGTERM, self._handle)
 
-    signal.signal(signal.SIGTERM, handler)
-    return event
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.got = True
+
+    def wait(self) -> None:
+        while not self.got:
+            os.read(self._wakeups, 64)  # returns once a signal came; its handler runs before the next check
+
+
+def sigterm_event() -> Sigterm:
+    """SIGTERM's `Sigterm`: made in the main thread before any other starts."""
+    return Sigterm()
 
 
 class Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A client that went away (a TCP probe's reset, a closed keep-alive) is no error, as servers log none for
+        it; anything else is reported as socketserver does."""
+        if not isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
 
 
 def start_http(port: int, handler: type[http.server.BaseHTTPRequestHandler]) -> Server:
@@ -45,9 +72,19 @@ def start_http(port: int, handler: type[http.server.BaseHTTPRequestHandler]) -> 
 
 def serve_until_sigterm(port: int, handler: type[http.server.BaseHTTPRequestHandler]) -> None:
     stop = sigterm_event()
-    start_http(port, handler)
+    server = start_http(port, handler)
     stop.wait()
-    sys.exit(0)
+    server.shutdown()  # no new requests; those being served are ended with the process
+    exit_now(0)
+
+
+def exit_now(code: int) -> None:
+    """End the process with `code` once what it wrote is flushed, without finalizing the interpreter under threads
+    that may still be writing (see the module docstring)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # its reader is gone: nothing more can be said there
+            stream.flush()
+    os._exit(code)
 
 
 class Handler(http.server.BaseHTTPRequestHandler):

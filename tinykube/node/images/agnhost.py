@@ -28,7 +28,7 @@ from collections.abc import Callable
 from datetime import datetime
 from urllib.parse import parse_qs, urlsplit
 
-from tinykube.node.images._serve import Handler, hostname, sigterm_event, start_http
+from tinykube.node.images._serve import Handler, exit_now, hostname, sigterm_event, start_http
 
 Flags = dict[str, int | str | bool]
 TRUE, FALSE = ("1", "t", "T", "TRUE", "true", "True"), ("0", "f", "F", "FALSE", "false", "False")
@@ -357,4 +357,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    exit_now(main(sys.argv[1:]))
