@@ -315,8 +315,10 @@ class Cluster:
             await self._start_dns(opts.dns)
         if opts.dataplane == "netns":
             await self._start_sandbox()
-        elif opts.proxy_mode == "userspace":
-            self._start_loopback_proxy()
+        else:
+            await self._start_kubernetes_endpoints(node_address(1))
+            if opts.proxy_mode == "userspace":
+                self._start_loopback_proxy()
         await self._start_nodes(opts.nodes)
         await self._mirror_pods_shown()
         if opts.ui_port is not None:
@@ -412,7 +414,14 @@ class Cluster:
                 self.sandbox_task.result()
                 raise SystemExit("tinykube: the apiserver's listener in the sandbox stopped during start-up")
             await asyncio.sleep(0.005)
-        self.kubernetes_endpoints = KubernetesEndpoints(self.client, LAN_GATEWAY, SANDBOX_API_PORT)
+        await self._start_kubernetes_endpoints(LAN_GATEWAY)
+
+    async def _start_kubernetes_endpoints(self, ip: str) -> None:
+        """`default/kubernetes`'s Endpoints and EndpointSlice: with netns the apiserver's listener in the sandbox;
+        simulated, the control-plane node's address (where its `kube-apiserver-node-1` mirror pod is, on the host
+        network as upstream's static pod), which nothing dials."""
+        assert self.client is not None
+        self.kubernetes_endpoints = KubernetesEndpoints(self.client, ip, SANDBOX_API_PORT)
         await self.kubernetes_endpoints.reconcile()
         self.tasks.append(asyncio.create_task(self.kubernetes_endpoints.run(), name="kubernetes endpoints"))
 

@@ -320,3 +320,16 @@ def test_strict_validation_reports_duplicate_and_unknown_fields_together(api: ht
     assert message.startswith("strict decoding error: ")
     assert 'duplicate field "metadata.name"' in message and 'unknown field "bogus"' in message
     assert api.get(CM.format(ns=namespace) + "/dup").status_code == 404
+
+
+def test_the_kubernetes_service_has_endpoints_and_a_slice_pointing_at_the_apiserver(api: httpx.Client) -> None:
+    endpoints = api.get("/api/v1/namespaces/default/endpoints/kubernetes")
+    assert endpoints.status_code == 200, endpoints.text
+    (subset,) = endpoints.json()["subsets"]
+    (address,) = subset["addresses"]
+    assert subset["ports"] == [{"name": "https", "port": 6443, "protocol": "TCP"}]
+    slices = api.get(
+        "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
+        params={"labelSelector": "kubernetes.io/service-name=kubernetes"},
+    ).json()["items"]
+    assert [s["endpoints"][0]["addresses"] for s in slices] == [[address["ip"]]]

@@ -8,8 +8,9 @@ upstream's reconciler does on its `--endpoint-reconciler-type=lease` interval. T
 alongside, as upstream's endpointsAdapter does. On shutdown both are removed (upstream's RemoveEndpoints), so a
 cluster restarted without the sandbox lists no address that no longer answers.
 
-tinykube has that address only with the netns dataplane (the LAN namespace's listener, `tinykube up`); with the
-simulated one there is nothing in the cluster to point at, and nothing is written.
+With the netns dataplane that address is the LAN namespace's listener (`tinykube up`); with the simulated one it
+is the control-plane node's address, where the apiserver's mirror pod is shown, which nothing dials (clients and
+the conformance suite read it: a cluster always has these two objects).
 """
 
 from __future__ import annotations
