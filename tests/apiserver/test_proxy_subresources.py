@@ -347,12 +347,11 @@ def test_kubectl_reaches_the_proxy_errors_too(cluster: RunningCluster) -> None:
     assert result.returncode != 0 and 'services "nope" not found' in result.stderr
 
 
-def test_the_simulated_dataplane_gives_kubernetes_no_endpoints(api: httpx.Client) -> None:
-    """Nothing in a simulated cluster is where pods could reach the API: `default/kubernetes` has no endpoints."""
-    assert api.get("/api/v1/namespaces/default/services/kubernetes").status_code == 200
-    assert api.get("/api/v1/namespaces/default/endpoints/kubernetes").status_code == 404
-    slices = api.get(
-        "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
-        params={"labelSelector": "kubernetes.io/service-name=kubernetes"},
-    ).json()["items"]
-    assert slices == []
+def test_the_simulated_dataplane_never_dials_the_kubernetes_endpoints(api: httpx.Client) -> None:
+    """`default/kubernetes` has its endpoints (the control-plane node's address, as upstream keeps them); the
+    apiserver proxies only to pods' addresses (upstream's isValidAddress), so nothing is dialled."""
+    endpoints = api.get("/api/v1/namespaces/default/endpoints/kubernetes")
+    assert endpoints.status_code == 200, endpoints.text
+    response = api.get("/api/v1/namespaces/default/services/https:kubernetes:443/proxy/")
+    assert response.status_code == 503, response.text
+    assert response.json()["reason"] == "ServiceUnavailable"
