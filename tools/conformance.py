@@ -203,10 +203,11 @@ API_SKIP: tuple[tuple[str, str], ...] = (
     (r"Guestbook application", "traffic between the guestbook's pods"),
     (r"Kubectl client Update Demo", "the apiserver's proxy to the pods' servers"),
     (r"Kubectl logs", "container logs"),
+    (r"Kubectl expose", "container logs (it waits for the server's log line)"),
     (r"over websockets", "exec and logs over websockets"),
     (r"ServiceAccounts should mount", "exec or logs to read the mounted token"),
     (r"ServiceAccountIssuerDiscovery", "a pod that validates its token and exits"),
-    (r"Ephemeral Containers .*will start", "exec into the ephemeral container"),
+    (r"Ephemeral Containers ", "exec into the ephemeral container"),
     (r"Pods should contain environment variables for services", "a container's output"),
     (r"StatefulSet .*unhealthy", "exec to break the pods' readiness probe"),
     (
@@ -299,6 +300,18 @@ class SpecResult:
         return lines[0]
 
 
+def outcome(spec: SpecResult) -> str:
+    """passed; failed (failed, panicked, timed out); skipped (by the spec itself, at run time: it says why);
+    not run (an interrupt, the suite's timeout or an abort came first: skipped without a word, or interrupted)."""
+    if spec.state == "passed":
+        return "passed"
+    if spec.state in ("skipped", "pending"):
+        return "skipped" if spec.message else "not run"
+    if spec.state in ("interrupted", "aborted"):
+        return "not run"
+    return "failed"
+
+
 @dataclass
 class Report:
     selection: str
@@ -308,9 +321,9 @@ class Report:
     suite_failures: list[str] = field(default_factory=list)  # BeforeSuite/AfterSuite failures
 
     def counts(self, specs: Iterable[SpecResult] | None = None) -> dict[str, int]:
-        c = {"passed": 0, "failed": 0, "skipped": 0}
+        c = {"passed": 0, "failed": 0, "skipped": 0, "not run": 0}
         for s in self.specs if specs is None else specs:
-            c["passed" if s.state == "passed" else "skipped" if s.state in ("skipped", "pending") else "failed"] += 1
+            c[outcome(s)] += 1
         return c
 
     def by_sig(self) -> dict[str, dict[str, int]]:
@@ -318,7 +331,10 @@ class Report:
         return {sig: self.counts(s for s in self.specs if s.sig == sig) for sig in sigs}
 
     def failures(self) -> list[SpecResult]:
-        return sorted((s for s in self.specs if self.counts([s])["failed"]), key=lambda s: s.text)
+        return sorted((s for s in self.specs if outcome(s) == "failed"), key=lambda s: s.text)
+
+    def not_run(self) -> list[SpecResult]:
+        return sorted((s for s in self.specs if outcome(s) == "not run"), key=lambda s: s.text)
 
 
 def parse_ginkgo_json(data: object, chosen: Selection | None = None) -> tuple[list[SpecResult], list[str]]:
@@ -353,16 +369,20 @@ def markdown(report: Report) -> str:
     pct = f" ({100 * c['passed'] / total:.0f} %)" if total else ""
     lines = [
         f"Conformance {report.version}, selection `{report.selection}`: **{c['passed']} of {total} pass**{pct}"
-        f"; {c['failed']} fail, {c['skipped']} skipped at run time; {ran} ran in {report.seconds / 60:.0f} min.",
+        f"; {c['failed']} fail, {c['skipped']} skipped at run time, {c['not run']} not run (interrupted);"
+        f" {ran} ran in {report.seconds / 60:.0f} min.",
         "",
-        "| SIG | passed | failed | skipped | total |",
-        "| --- | ---: | ---: | ---: | ---: |",
+        "| SIG | passed | failed | skipped | not run | total |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for sig, n in report.by_sig().items():
-        lines.append(f"| {sig} | {n['passed']} | {n['failed']} | {n['skipped']} | {sum(n.values())} |")
-    lines.append(f"| **all** | {c['passed']} | {c['failed']} | {c['skipped']} | {total} |")
+        row = f"| {n['passed']} | {n['failed']} | {n['skipped']} | {n['not run']} | {sum(n.values())} |"
+        lines.append(f"| {sig} {row}")
+    lines.append(f"| **all** | {c['passed']} | {c['failed']} | {c['skipped']} | {c['not run']} | {total} |")
     if report.suite_failures:
         lines += ["", "Suite-level failures:", ""] + [f"- {f}" for f in report.suite_failures]
+    if report.not_run():
+        lines += ["", "Not run (the run was interrupted first):", ""] + [f"- {s.text}" for s in report.not_run()]
     fails = report.failures()
     if fails:
         lines += ["", "Failures (spec, then the first line of its failure message):", ""]
@@ -649,7 +669,7 @@ def envtest_markdown(results: Sequence[SuiteResult]) -> str:
         "| suite | passed | failed | skipped | exit | minutes |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
-    total = {"passed": 0, "failed": 0, "skipped": 0}
+    total = {"passed": 0, "failed": 0, "skipped": 0, "not run": 0}
     for r in results:
         c = Report("envtest", CONTROLLER_RUNTIME_VERSION, r.specs).counts()
         for k in total:

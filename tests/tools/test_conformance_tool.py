@@ -132,6 +132,9 @@ GINKGO_JSON = [
                 "skipped",
                 "Skipped: not on this provider",
             ),
+            _spec(
+                ["[sig-node] Pods"], "should delete a collection of pods [Conformance]", "interrupted", "Interrupted"
+            ),
         ]
     }
 ]
@@ -140,11 +143,12 @@ GINKGO_JSON = [
 def test_report_counts_only_selected_specs_per_sig_with_first_lines() -> None:
     specs, suite_failures = tool.parse_ginkgo_json(GINKGO_JSON, tool.selection("api"))
     report = tool.Report("api", "v1.32.13", specs, 60.0, suite_failures)
-    assert report.counts() == {"passed": 1, "failed": 2, "skipped": 1}
+    assert report.counts() == {"passed": 1, "failed": 2, "skipped": 1, "not run": 1}
     assert report.by_sig() == {
-        "sig-api-machinery": {"passed": 1, "failed": 0, "skipped": 0},
-        "sig-node": {"passed": 0, "failed": 2, "skipped": 1},
+        "sig-api-machinery": {"passed": 1, "failed": 0, "skipped": 0, "not run": 0},
+        "sig-node": {"passed": 0, "failed": 2, "skipped": 1, "not run": 1},
     }
+    assert [s.text for s in report.not_run()] == ["[sig-node] Pods should delete a collection of pods [Conformance]"]
     fails = report.failures()
     assert [f.first_line for f in fails] == [
         "A suite timeout occurred and this spec was still running at the time of the timeout, which was long "
@@ -152,8 +156,8 @@ def test_report_counts_only_selected_specs_per_sig_with_first_lines() -> None:
         "failed to patch / Expected <int>: 1",
     ]
     text = tool.markdown(report)
-    assert "**1 of 4 pass**" in text
-    assert "| sig-node | 0 | 2 | 1 | 3 |" in text
+    assert "**1 of 5 pass**" in text
+    assert "| sig-node | 0 | 2 | 1 | 1 | 4 |" in text
     assert "[sig-node] Pods should patch a pod status [Conformance]" in text
 
 
