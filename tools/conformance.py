@@ -209,7 +209,7 @@ API_SKIP: tuple[tuple[str, str], ...] = (
     (r"ServiceAccountIssuerDiscovery", "a pod that validates its token and exits"),
     (r"Ephemeral Containers ", "exec into the ephemeral container"),
     (r"Pods should contain environment variables for services", "a container's output"),
-    (r"StatefulSet .*unhealthy", "exec to break the pods' readiness probe"),
+    (r"StatefulSet .*(unhealthy|rolling updates and roll backs)", "exec to break the pods' readiness probe"),
     (
         r"\[sig-node\] (Container Lifecycle Hook|Container Runtime|Containers|Downward API|InitContainer|Kubelet"
         r"|KubeletManagedEtcHosts|PreStop|Probing container|Security Context|Variable Expansion) ",
