@@ -333,3 +333,47 @@ def test_the_kubernetes_service_has_endpoints_and_a_slice_pointing_at_the_apiser
         params={"labelSelector": "kubernetes.io/service-name=kubernetes"},
     ).json()["items"]
     assert [s["endpoints"][0]["addresses"] for s in slices] == [[address["ip"]]]
+
+
+def test_events_k8s_io_selects_by_its_own_field_labels(api: httpx.Client, namespace: str) -> None:
+    event = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "e2"},
+        "eventTime": "2026-12-02T10:00:00.000000Z",
+        "reportingController": "example.com/other",
+        "reportingInstance": "other-1",
+        "action": "Made",
+        "reason": "Made",
+        "type": "Normal",
+        "regarding": {"kind": "Pod", "name": "q", "namespace": namespace},
+    }
+    path = f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
+    assert api.post(path, json=event).status_code == 201
+    for selector in ("reportingController=example.com/other", "regarding.name=q"):
+        found = api.get(path, params={"fieldSelector": selector}).json()["items"]
+        assert [e["metadata"]["name"] for e in found] == ["e2"], selector
+    refused = api.get(path, params={"fieldSelector": "source=example.com/other"})
+    assert refused.status_code == 400 and refused.json()["message"] == "field label not supported: source"
+
+
+def test_an_apply_with_a_key_twice_is_refused_under_strict_validation(api: httpx.Client, namespace: str) -> None:
+    body = b"\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: twice\ndata:\n  a: one\n  a: two\n"
+    response = api.patch(
+        CM.format(ns=namespace) + "/twice",
+        params={"fieldManager": "m", "fieldValidation": "Strict"},
+        content=body,
+        headers={"Content-Type": "application/apply-patch+yaml"},
+    )
+    assert response.status_code == 400, response.text
+    assert response.json()["message"] == (
+        "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n"
+        '  line 8: key "a" already set in map'
+    )
+    warned = api.patch(
+        CM.format(ns=namespace) + "/twice",
+        params={"fieldManager": "m"},
+        content=body,
+        headers={"Content-Type": "application/apply-patch+yaml"},
+    )
+    assert warned.status_code == 201 and "line 8" in warned.headers["warning"]

@@ -497,6 +497,28 @@ _SUPPORTED_FIELDS: Final[dict[str, frozenset[str]]] = {
 _FIELD_ALIASES: Final = {"spec.host": "spec.nodeName"}
 
 
+# A version whose field labels are not the stored kind's: label -> the stored kind's field (upstream's field label
+# conversion for events.k8s.io/v1, served from the core Events).
+_RENAMED_FIELDS: Final[dict[tuple[str, str], dict[str, str]]] = {
+    ("events.k8s.io", "events"): {
+        "reason": "reason",
+        **{
+            f"regarding.{name}": f"involvedObject.{name}"
+            for name in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
+        },
+        "reportingController": "reportingComponent",
+        "type": "type",
+        "metadata.namespace": "metadata.namespace",
+        "metadata.name": "metadata.name",
+    },
+}
+
+
+def renamed_fields(group: str, plural: str) -> Mapping[str, str] | None:
+    """The field labels of a version that renames them (label -> stored field), or None."""
+    return _RENAMED_FIELDS.get((group, plural))
+
+
 def supported_fields(plural: str) -> frozenset[str]:
     """The field labels a resource accepts in ``fieldSelector`` (upstream's conversion functions)."""
     return _SUPPORTED_FIELDS.get(plural, DEFAULT_FIELDS)
@@ -655,6 +677,10 @@ def _parse_term(text: str, part: str) -> FieldTerm:
 
 
 def _supported_term(term: FieldTerm, supported: Collection[str]) -> FieldTerm:
+    if isinstance(supported, Mapping):  # a renaming version's labels
+        if term.field not in supported:
+            raise _unsupported(term.field, supported)
+        return FieldTerm(supported[term.field], term.value, term.negated)
     alias = _FIELD_ALIASES.get(term.field)
     if alias is not None and alias in supported:
         return FieldTerm(alias, term.value, term.negated)

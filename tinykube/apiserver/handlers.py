@@ -24,6 +24,7 @@ from tinykube.apiserver import listing
 from tinykube.apiserver.auth.identity import UserInfo, user_of
 from tinykube.apiserver.connect.podconnect import PodConnect
 from tinykube.apiserver.connect.podlogs import PodLogs
+from tinykube.apiserver.http.limits import yaml_duplicate_keys
 from tinykube.apiserver.http.negotiation import (
     MAX_BODY,
     Rendering,
@@ -121,6 +122,21 @@ def _dry_run(request: Request) -> bool:
         if value != "All":
             raise errors.BadRequest(f'unsupported dry run option "{value}": only "All" is supported')
     return bool(values)
+
+
+def _strict_yaml(request: Request, body: bytes) -> list[str]:
+    """An apply body's duplicate keys: refused under `fieldValidation=Strict`, a warning under Warn (the default),
+    in upstream's words."""
+    mode = request.query_params.get("fieldValidation") or "Warn"
+    if mode == "Ignore":
+        return []
+    duplicates = yaml_duplicate_keys(body)
+    if not duplicates:
+        return []
+    text = "error converting YAML to JSON: yaml: unmarshal errors:\n  " + "\n  ".join(duplicates)
+    if mode == "Strict":
+        raise errors.BadRequest("error strict decoding YAML: " + text)
+    return [text]
 
 
 def _legacy_bindings(path: str) -> str | None:
@@ -326,10 +342,11 @@ class ResourceHandler:
         """Server-side apply: the body is the applier's whole configuration (YAML or JSON)."""
         field_check(request, target.resource)  # the parameter itself is checked; the schema refuses unknown fields
         config = fieldmanager.decode_config(body)
+        warnings = _strict_yaml(request, body)
         applied, created = await self.registry.apply(
             req, config, force=force, view=target.converted, served=target.resource
         )
-        return json_response(target.out(applied), 201 if created else 200)
+        return _with_warnings(json_response(target.out(applied), 201 if created else 200), warnings)
 
     async def _delete(self, request: Request, target: Target) -> Response:
         options = decode_options(

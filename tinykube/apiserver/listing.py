@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +17,13 @@ import orjson
 
 from tinykube.api import errors
 from tinykube.api.resources import ResourceInfo
-from tinykube.api.selectors import DEFAULT_FIELDS, parse_field_selector, parse_label_selector, supported_fields
+from tinykube.api.selectors import (
+    DEFAULT_FIELDS,
+    parse_field_selector,
+    parse_label_selector,
+    renamed_fields,
+    supported_fields,
+)
 from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.storage import consistency
 from tinykube.apiserver.storage.watchcache import CachedObject, decode
@@ -46,10 +52,11 @@ def object_filter(resource: ResourceInfo, params: Mapping[str, str]) -> Callable
     return lambda o: labels.matches(o.labels) and fields.matches(o.obj)
 
 
-def _supported_fields(resource: ResourceInfo) -> frozenset[str]:
-    """A built-in kind's field labels; a custom resource's metadata fields and its version's `selectableFields`."""
+def _supported_fields(resource: ResourceInfo) -> Collection[str]:
+    """A built-in kind's field labels (a mapping to the stored kind's fields for a version that renames them); a
+    custom resource's metadata fields and its version's `selectableFields`."""
     if resource.custom is None:
-        return supported_fields(resource.plural)
+        return renamed_fields(resource.group, resource.plural) or supported_fields(resource.plural)
     return DEFAULT_FIELDS | frozenset(resource.custom.versions[resource.version].selectable)
 
 

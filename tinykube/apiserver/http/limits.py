@@ -168,6 +168,33 @@ def load_yaml(body: bytes, depth_limit: int = MAX_DEPTH) -> Any:
     return value
 
 
+def yaml_duplicate_keys(body: bytes) -> list[str]:
+    """The keys a YAML document sets twice in one mapping, in Go's yaml words (`line 9: key "foo" already set in
+    map`, the line of the second), which upstream's strict YAML decoding reports. A document that does not parse
+    has none here: the decoder's own error comes first."""
+    try:
+        root = yaml.compose(body, Loader=_Loader)
+    except yaml.YAMLError:
+        return []
+    found: list[str] = []
+    stack = [root] if root is not None else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    if key.value in seen:
+                        found.append(
+                            f"line {key.start_mark.line + 1}: key {orjson.dumps(key.value).decode()} already set in map"
+                        )
+                    seen.add(key.value)
+                stack.append(value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    return sorted(found, key=lambda text: int(text.split(":", 1)[0].removeprefix("line ")))
+
+
 # ---- bodies and in-flight requests (ASGI, after authentication) ------------------------------------------------
 
 

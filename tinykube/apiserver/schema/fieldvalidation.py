@@ -124,7 +124,8 @@ def _custom_check(resource: ResourceInfo, mode: str, duplicates: Sequence[str]) 
 
 def _report_unknown(unknown: list[str], mode: str, duplicates: Sequence[str] = ()) -> list[str]:
     if (unknown or duplicates) and mode == "Strict":
-        strict = [f'duplicate field "{f}"' for f in duplicates] + [f'unknown field "{f}"' for f in unknown]
+        # upstream lists them in the body's order; tinykube, not tracking positions, the unknown ones first
+        strict = [f'unknown field "{f}"' for f in unknown] + [f'duplicate field "{f}"' for f in duplicates]
         raise errors.BadRequest("strict decoding error: " + ", ".join(strict))
     return [f'unknown field "{f}"' for f in unknown] if mode == "Warn" else []
 
