@@ -322,6 +322,7 @@ def requester_fields(user: UserInfo | None) -> dict[str, Any]:
 class CertificateSigningRequestStrategy(Strategy):
     """The spec is fixed at create (and the requester's identity is recorded in it, whatever the client sent);
     approval conditions change only through the `approval` subresource and the certificate only through `status`."""
+    status_keeps_sent_metadata = True
 
     name_rule = staticmethod(any_name)  # upstream: "we don't care what you call your certificate requests"
     has_status = True

@@ -288,6 +288,7 @@ def _scope_allows(scope: str, resource: str) -> bool:
 
 
 class ResourceQuotaStrategy(Strategy):
+    status_keeps_sent_metadata = True
     has_status = True
 
     def default(self, obj: dict[str, Any]) -> None:

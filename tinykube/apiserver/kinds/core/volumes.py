@@ -147,6 +147,7 @@ _RECLAIM_POLICIES = ["Delete", "Recycle", "Retain"]
 
 
 class PersistentVolumeStrategy(Strategy):
+    status_keeps_sent_metadata = True
     has_status = True
 
     def default(self, obj: dict[str, Any]) -> None:
@@ -394,6 +395,7 @@ _SNAPSHOT_GROUP = "snapshot.storage.k8s.io"
 
 
 class PersistentVolumeClaimStrategy(Strategy):
+    status_keeps_sent_metadata = True
     has_status = True
 
     def default(self, obj: dict[str, Any]) -> None:

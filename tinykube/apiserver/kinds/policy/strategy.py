@@ -44,6 +44,7 @@ def _pdb_spec_errors(spec: dict[str, Any]) -> list[FieldError]:
 
 
 class PodDisruptionBudgetStrategy(Strategy):
+    status_keeps_sent_metadata = True
     has_status = True
     tracks_generation = True
 
