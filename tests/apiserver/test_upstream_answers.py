@@ -206,19 +206,24 @@ def test_a_quota_refuses_an_unknown_unprefixed_name(api: httpx.Client, namespace
     assert response.status_code == 422, response.text
 
 
-def test_an_event_written_through_events_k8s_io_is_found_by_its_source(api: httpx.Client, namespace: str) -> None:
-    event = {
+def _event(name: str, controller: str, *, regarding: dict[str, str]) -> dict[str, Any]:
+    """An events.k8s.io/v1 Event, as a controller using the new API writes one."""
+    return {
         "apiVersion": "events.k8s.io/v1",
         "kind": "Event",
-        "metadata": {"name": "e1"},
+        "metadata": {"name": name},
         "eventTime": "2026-12-02T10:00:00.000000Z",
-        "reportingController": "example.com/ctl",
-        "reportingInstance": "ctl-1",
+        "reportingController": controller,
+        "reportingInstance": controller.rpartition("/")[2] + "-1",
         "action": "Made",
         "reason": "Made",
         "type": "Normal",
-        "regarding": {"kind": "Pod", "name": "p", "namespace": namespace},
+        "regarding": regarding,
     }
+
+
+def test_an_event_written_through_events_k8s_io_is_found_by_its_source(api: httpx.Client, namespace: str) -> None:
+    event = _event("e1", "example.com/ctl", regarding={"kind": "Pod", "name": "p", "namespace": namespace})
     response = api.post(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", json=event)
     assert response.status_code == 201, response.text
     core = f"/api/v1/namespaces/{namespace}/events"
@@ -336,18 +341,7 @@ def test_the_kubernetes_service_has_endpoints_and_a_slice_pointing_at_the_apiser
 
 
 def test_events_k8s_io_selects_by_its_own_field_labels(api: httpx.Client, namespace: str) -> None:
-    event = {
-        "apiVersion": "events.k8s.io/v1",
-        "kind": "Event",
-        "metadata": {"name": "e2"},
-        "eventTime": "2026-12-02T10:00:00.000000Z",
-        "reportingController": "example.com/other",
-        "reportingInstance": "other-1",
-        "action": "Made",
-        "reason": "Made",
-        "type": "Normal",
-        "regarding": {"kind": "Pod", "name": "q", "namespace": namespace},
-    }
+    event = _event("e2", "example.com/other", regarding={"kind": "Pod", "name": "q", "namespace": namespace})
     path = f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
     assert api.post(path, json=event).status_code == 201
     for selector in ("reportingController=example.com/other", "regarding.name=q"):
