@@ -666,7 +666,8 @@ async def test_a_restart_converges_with_only_the_writes_needed(no_slice_controll
         create_service(api, "restart", service("web", selector={"app": "web"}))
         async with controller_instance(cluster) as (controller, client):
             await until_idle(controller)
-            assert sorted(verb for verb, *_ in client.writes) == ["create"] * 3
+            # kube-system's kube-dns (selecting its pods) gets a slice of its own: count this namespace's writes
+            assert sorted(verb for verb, ns, *_ in client.writes if ns == "restart") == ["create"] * 3
         items = slices(api, "restart", "web")
         assert sizes(items) == [100, 100, 50]
         holder = endpoints_of(items)["pod-7"]["slice"]

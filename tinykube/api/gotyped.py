@@ -119,8 +119,14 @@ def drop_omitted_zeros(obj: dict[str, Any]) -> None:
     `round_trip` it keeps unknown fields and the values' forms (validation judges those), and is cheap enough for
     every write. A kind the schema does not know (a custom resource) is left alone: its zeros are its own."""
     message = KINDS.get((str(obj.get("apiVersion", "")), str(obj.get("kind", ""))))
-    if message is not None:
-        _walk(obj, message)
+    if message is None:
+        return
+    meta = obj.get("metadata")
+    # `managedFields: []` is a client's reset of field ownership, which the field manager reads after this
+    entries = meta.get("managedFields") if isinstance(meta, dict) else None
+    _walk(obj, message)
+    if entries is not None and isinstance(meta, dict):
+        meta["managedFields"] = entries
 
 
 def _walk(obj: dict[str, Any], message: str) -> None:
