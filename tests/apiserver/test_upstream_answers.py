@@ -292,23 +292,19 @@ def test_a_pod_takes_its_runtime_class_overhead_and_scheduling(
     assert "Overhead doesn't match" in refused.json()["message"]
 
 
+def _apply(api: httpx.Client, path: str, config: dict[str, Any]) -> httpx.Response:
+    return api.patch(
+        path, params={"fieldManager": "numbers"}, json=config, headers={"Content-Type": "application/apply-patch+yaml"}
+    )
+
+
 def test_server_side_apply_takes_quantities_given_as_numbers(api: httpx.Client, namespace: str) -> None:
     quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"}, "spec": {"hard": {"pods": 100}}}
-    response = api.patch(
-        f"/api/v1/namespaces/{namespace}/resourcequotas/q",
-        params={"fieldManager": "numbers"},
-        json=quota,
-        headers={"Content-Type": "application/apply-patch+yaml"},
-    )
+    response = _apply(api, f"/api/v1/namespaces/{namespace}/resourcequotas/q", quota)
     assert response.status_code == 201, response.text
     pod = {"apiVersion": "v1", "kind": "Pod", **_pod("p")}
     pod["spec"]["containers"][0]["resources"] = {"limits": {"cpu": 1, "memory": 1000000}}
-    response = api.patch(
-        f"/api/v1/namespaces/{namespace}/pods/p",
-        params={"fieldManager": "numbers"},
-        json=pod,
-        headers={"Content-Type": "application/apply-patch+yaml"},
-    )
+    response = _apply(api, f"/api/v1/namespaces/{namespace}/pods/p", pod)
     assert response.status_code == 201, response.text
 
 
