@@ -175,8 +175,8 @@ def test_a_deployment_runs_its_pods_through_a_hashed_replicaset(
 
 
 class PodWatch:
-    """Pods of one selector as a watch reports them, from a resourceVersion on: the most live at once, the fewest
-    ready at once, and whether pods of two images were ever live together."""
+    """Pods of one selector as a watch reports them, from a resourceVersion on: the most live (not terminating) at
+    once, the fewest ready at once, and whether pods of two images were ever live together."""
 
     def __init__(self, cluster: RunningCluster, ns: str, selector: str, version: str, live: list[Object]) -> None:
         self.live = {p["metadata"]["name"]: (_image(p), _ready(p)) for p in live}
@@ -194,7 +194,9 @@ class PodWatch:
             for line in stream.iter_lines():
                 event = orjson.loads(line)
                 pod = event["object"]
-                if event["type"] == "DELETED":
+                # A terminating pod no longer counts: upstream's ReplicaSet counts active pods only, so a rollout
+                # may surge past a pod that is still shutting down.
+                if event["type"] == "DELETED" or pod["metadata"].get("deletionTimestamp"):
                     self.live.pop(pod["metadata"]["name"], None)
                 else:
                     self.live[pod["metadata"]["name"]] = (_image(pod), _ready(pod))
