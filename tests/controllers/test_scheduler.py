@@ -12,8 +12,7 @@ import pytest
 
 from tests.conftest import eventually
 from tests.controllers.conftest import controllers_cluster
-from tinykube.api.podresources import pod_requests
-from tinykube.controllers.noderesources import (
+from tinykube.api.noderesources import (
     Footprint,
     NodeTotals,
     NodeUsage,
@@ -23,6 +22,7 @@ from tinykube.controllers.noderesources import (
     port_conflict,
     scalar_resource,
 )
+from tinykube.api.podresources import pod_requests
 from tinykube.controllers.preemption import Candidate, pick_candidate, select_victims
 from tinykube.controllers.scheduler import backoff, fit_error, node_changed, spec_changed
 from tinykube.node.agent import node_resources, status_patch

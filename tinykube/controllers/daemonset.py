@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from tinykube.api import errors
+from tinykube.api.nodeaffinity import node_affinity_matches, tolerates
 from tinykube.api.resources import builtin
 from tinykube.client.controller import Loop, run_controller
 from tinykube.client.events import record_event
@@ -36,7 +37,6 @@ from tinykube.controllers.revisions import (
     trim_history,
     update_revision,
 )
-from tinykube.controllers.scheduler import node_affinity_matches, tolerates
 
 log = logging.getLogger(__name__)
 

@@ -171,30 +171,3 @@ def endpoint_view(pod: Object) -> tuple[Any, ...]:
         pod_ready(pod),
         ready_since(pod),
     )
-
-
-def node_selector_term_matches(term: Object, node: Object) -> bool:
-    """One NodeSelectorTerm: every expression on the node's labels and every field (`metadata.name`) holds."""
-    labels = node["metadata"].get("labels") or {}
-    fields = {"metadata.name": node["metadata"]["name"]}
-    checks = [(r, labels) for r in term.get("matchExpressions") or []]
-    checks += [(r, fields) for r in term.get("matchFields") or []]
-    for requirement, values in checks:
-        key, operator, wanted = requirement.get("key"), requirement.get("operator"), requirement.get("values") or []
-        present, value = key in values, values.get(key)
-        if operator == "In" and not (present and value in wanted):
-            return False
-        if operator == "NotIn" and present and value in wanted:
-            return False
-        if operator == "Exists" and not present:
-            return False
-        if operator == "DoesNotExist" and present:
-            return False
-        if operator in ("Gt", "Lt"):
-            try:
-                number, bound = int(str(value)), int(str(wanted[0]))
-            except (ValueError, IndexError):
-                return False
-            if not present or (number <= bound if operator == "Gt" else number >= bound):
-                return False
-    return bool(checks)

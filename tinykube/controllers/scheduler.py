@@ -28,14 +28,14 @@ from typing import Any
 
 from tinykube.api import errors
 from tinykube.api.meta import now
+from tinykube.api.nodeaffinity import node_affinity_matches, tolerates
+from tinykube.api.noderesources import Footprint, NodeTotals, NodeUsage, allocatable, fit_reasons
 from tinykube.api.resources import builtin
 from tinykube.client.controller import Loop, run_controller
 from tinykube.client.events import record_event
 from tinykube.client.informer import object_key
 from tinykube.client.workqueue import WorkQueue
 from tinykube.controllers.context import ControllerContext
-from tinykube.controllers.noderesources import Footprint, NodeTotals, NodeUsage, allocatable, fit_reasons
-from tinykube.controllers.pods import node_selector_term_matches, selector_matches
 from tinykube.controllers.preemption import (
     NEVER,
     NOT_HELPFUL,
@@ -61,32 +61,6 @@ PREEMPTED_CONDITION = {"type": "DisruptionTarget", "status": "True", "reason": "
 def node_ready(node: Object) -> bool:
     conditions = (node.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
-def tolerates(pod: Object, taint: Object) -> bool:
-    for toleration in (pod.get("spec") or {}).get("tolerations") or []:
-        if toleration.get("effect") not in (None, "", taint.get("effect")):
-            continue
-        operator = toleration.get("operator") or "Equal"
-        if not toleration.get("key") and operator == "Exists":
-            return True
-        if toleration.get("key") != taint.get("key"):
-            continue
-        if operator == "Exists" or toleration.get("value", "") == taint.get("value", ""):
-            return True
-    return False
-
-
-def node_affinity_matches(pod: Object, node: Object) -> bool:
-    """The pod's `nodeSelector` and required node affinity (terms ORed) accept the node."""
-    spec = pod.get("spec") or {}
-    if not selector_matches(spec.get("nodeSelector") or {}, node["metadata"].get("labels")):
-        return False
-    required = (
-        ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
-        or {}
-    ).get("nodeSelectorTerms")
-    return not required or any(node_selector_term_matches(term, node) for term in required)
 
 
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}

@@ -13,9 +13,9 @@ import contextlib
 from typing import Any
 
 from tinykube.api import errors
+from tinykube.api.nodeaffinity import node_selector_term_matches
 from tinykube.api.resources import builtin
 from tinykube.controllers.context import ControllerContext
-from tinykube.controllers.pods import node_selector_term_matches
 
 Object = dict[str, Any]
 CLAIMS = builtin("", "v1", "persistentvolumeclaims")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tinykube.api import errors
-from tinykube.api.meta import now
+from tinykube.api.meta import now, parse_time
 from tinykube.api.resource_metrics import ContainerUsage, NodeCpu
 from tinykube.api.resource_metrics import render as render_resource_metrics
 from tinykube.api.resources import builtin
@@ -29,6 +29,7 @@ from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.rest import RestClient, TransportError
 from tinykube.client.workqueue import WorkQueue
+from tinykube.node.admission import Rejection, admit
 from tinykube.node.configsources import api_reader, token_requester
 from tinykube.node.containers import pod_phase
 from tinykube.node.kubelet_server import ENDPOINT_ANNOTATION, KubeletServer
@@ -48,6 +49,8 @@ STATUS_REPORT_FREQUENCY = 300.0  # seconds, the kubelet's nodeStatusReportFreque
 WORKERS = 8
 NO_ADDRESS_RETRY = 5.0  # seconds
 DEFAULT_GRACE = 30  # seconds, the API's default terminationGracePeriodSeconds
+DEADLINE_REASON = "DeadlineExceeded"
+DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
 NODE_CONDITIONS = (
     ("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
     ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
@@ -194,6 +197,10 @@ class NodeAgent:
         self.last_seen: dict[str, Object] = {}  # pod key -> the pod as last synced, for its grace period once gone
         self.terminating: dict[str, asyncio.Task[None]] = {}  # pod key -> its containers being stopped
         self.stopped: dict[str, PodContainers] = {}  # pod key -> how its containers ended, until it is deleted
+        self.admitted: set[str] = set()  # pods let in by admission, not yet ended: what the next one must fit beside
+        self.ending: dict[str, asyncio.Task[None]] = {}  # pod key -> its containers being stopped at its deadline
+        self.ended_why: dict[str, Rejection] = {}  # pod key -> why the kubelet ended it, until it is deleted
+        self.node: Object = {}  # the Node as last read or written, for admission
         self._recording: set[asyncio.Task[None]] = set()  # events being written
         self.registered = asyncio.Event()  # the Node exists with its pod CIDR
         self.lease = NodeLease(client, config.name, duration=config.lease_duration)
@@ -246,8 +253,9 @@ class NodeAgent:
         status = node_status(self.config, self.kubelet.port, found.get("conditions") or [], found)
         clock = asyncio.get_running_loop().time()
         due = force or clock - self._reported_at >= self.config.status_report_frequency
+        self.node = node
         if due or node_status_changed(found, status):
-            await self.client.patch(
+            self.node = await self.client.patch(
                 NODES, "", self.config.name, {"status": status_patch(found, status)}, subresource="status"
             )
             self._reported_at = clock
@@ -289,7 +297,7 @@ class NodeAgent:
         finally:
             self.queue.shutdown()
             # the Lease among them: a stopped agent stops saying it is alive; pods being stopped are ended by close()
-            pending = [*tasks, *self.terminating.values(), *self._recording]
+            pending = [*tasks, *self.terminating.values(), *self.ending.values(), *self._recording]
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
@@ -400,9 +408,15 @@ class NodeAgent:
             return
         self.last_seen[key] = pod
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            self.admitted.discard(key)
             if key in self.started_at and await self.runtime.release(key):  # as a kubelet frees an ended pod's IP
                 self.addresses.release(key)
             return
+        if key not in self.admitted:
+            rejection = await self._admit(key, pod)
+            if rejection is not None:
+                await self._reject(pod, rejection)
+                return
         try:  # a hostNetwork pod has the node's address
             ip = self.config.ip if host_network(pod) else self.addresses.allocate(key)
         except NoFreeAddress as err:  # as a kubelet whose CNI is out of addresses: the pod waits, and is retried
@@ -413,8 +427,76 @@ class NodeAgent:
             started = (pod.get("status") or {}).get("startTime") or now()
             await self.runtime.start(key, pod, ip)  # if it raises, the work queue retries with back-off
             self.started_at[key] = started
+        if self._past_deadline(key, pod):
+            return
         await self.runtime.start_ephemeral(key, pod)
         await self._report(key, pod)
+
+    async def _admit(self, key: str, pod: Object) -> Rejection | None:
+        """Upstream's kubelet admission (`admission.py`): the pod counts as admitted from here, before any await,
+        so that two pods synced at once cannot both take the last room. A pod with a `startTime` was admitted by
+        an earlier run of this agent and is let in again as it is (upstream re-admits in creation order). A
+        refusal against the Node as last read is checked again against the Node as it is now (labels and taints
+        change between status updates)."""
+        if (pod.get("status") or {}).get("startTime"):
+            self.admitted.add(key)
+            return None
+        others = [p for k in self.admitted if (p := self.pods.store.get(k) or self.last_seen.get(k)) is not None]
+        rejection = admit(pod, self.node, others) if self.node else None
+        if rejection is None:
+            self.admitted.add(key)
+            return None
+        node = await self.client.get(NODES, "", self.config.name)
+        others = [p for k in self.admitted if (p := self.pods.store.get(k) or self.last_seen.get(k)) is not None]
+        rejection = admit(pod, node, others)
+        if rejection is None:
+            self.admitted.add(key)
+        return rejection
+
+    async def _reject(self, pod: Object, rejection: Rejection) -> None:
+        """As the kubelet's rejectPod: a Warning event and the pod Failed with the reason; nothing of it runs."""
+        log.info("node %s: rejected %s: %s", self.config.name, object_key(pod), rejection.message)
+        self._event(pod, "Warning", rejection.reason, rejection.message)
+        status: Object = {"phase": "Failed", "reason": rejection.reason, "message": rejection.status_message}
+        qos = (pod.get("status") or {}).get("qosClass")
+        if qos:
+            status["qosClass"] = qos
+        meta = pod["metadata"]
+        with contextlib.suppress(errors.NotFound):
+            await self.client.patch(PODS, meta["namespace"], meta["name"], {"status": status}, subresource="status")
+
+    def _past_deadline(self, key: str, pod: Object) -> bool:
+        """Upstream's active deadline handler: a pod running longer than `spec.activeDeadlineSeconds` since its
+        `startTime` is stopped and ends Failed (DeadlineExceeded); before that, it is looked at again when its
+        deadline comes (a changed deadline reaches `sync` as an update)."""
+        if key in self.ending or key in self.ended_why:
+            return True
+        deadline = (pod.get("spec") or {}).get("activeDeadlineSeconds")
+        started = parse_time(self.started_at[key])
+        if not isinstance(deadline, int) or started is None:
+            return False
+        left = deadline - (time.time() - started.timestamp())
+        if left > 0:
+            self.queue.add_after(key, left)
+            return False
+        task = asyncio.create_task(self._end_at_deadline(key, pod), name=f"node {self.config.name} ends {key}")
+        self.ending[key] = task
+        task.add_done_callback(lambda _t: self.ending.pop(key, None))
+        return True
+
+    async def _end_at_deadline(self, key: str, pod: Object) -> None:
+        """Stop the pod's containers with its grace period, then publish it Failed with why (a worker is not held)."""
+        assert self.runtime is not None
+        self._event(pod, "Normal", DEADLINE_REASON, DEADLINE_MESSAGE)
+        grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds", DEFAULT_GRACE)
+        try:
+            self.stopped[key] = await self.runtime.stop(key, float(grace), pod)
+        except Exception as err:  # whatever failed, the pod must end
+            log.warning("node %s: stopping %s at its deadline: %s", self.config.name, key, err)
+            self.stopped[key] = PodContainers()
+        self.ended_why[key] = Rejection(DEADLINE_REASON, DEADLINE_MESSAGE)
+        self.admitted.discard(key)
+        await self._report(key, self.pods.store.get(key) or pod)
 
     async def _report(self, key: str, pod: Object) -> None:
         """Write the pod's status as its containers are now, if that changed anything."""
@@ -422,7 +504,7 @@ class NodeAgent:
         ip = self.config.ip if host_network(pod) else self.addresses.allocated(key)
         if ip is None:
             return
-        stopped = self.stopped.get(key)
+        stopped, why = self.stopped.get(key), self.ended_why.get(key)
         if stopped is not None:  # the terminating status, published before the final delete
             policy = str((pod.get("spec") or {}).get("restartPolicy") or "Always")
             init, containers, ephemeral = stopped.init_containers, stopped.containers, []
@@ -430,7 +512,9 @@ class NodeAgent:
         else:
             init, containers = self.runtime.init_containers(key, pod), self.runtime.containers(key, pod)
             phase, ephemeral = self.runtime.phase(key, pod), self.runtime.ephemeral_containers(key, pod)
-        state = PodState(ip, self.config.ip, self.started_at[key], containers, phase, ephemeral, init)
+        reason, message = (why.reason, why.message) if why is not None else ("", "")
+        phase = "Failed" if why is not None else phase
+        state = PodState(ip, self.config.ip, self.started_at[key], containers, phase, ephemeral, init, reason, message)
         status = pod_status(pod, state, now())
         if _reported(pod, status):
             return
@@ -494,6 +578,7 @@ class NodeAgent:
             if self.addresses is not None:
                 self.addresses.release(key)
             self.last_seen.pop(key, None)
+            self.admitted.discard(key)
             return
         task = asyncio.create_task(self._stop(key, pod), name=f"node {self.config.name} stops {key}")
         self.terminating[key] = task
@@ -508,7 +593,10 @@ class NodeAgent:
         meta, spec = known.get("metadata") or {}, known.get("spec") or {}
         grace = meta.get("deletionGracePeriodSeconds", spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE))
         try:
-            if key in self.started_at and self.runtime is not None:
+            ending = self.ending.get(key)
+            if ending is not None:  # its deadline's stop is under way: that one ends its containers
+                await asyncio.shield(ending)
+            if key in self.started_at and self.runtime is not None and key not in self.ended_why:
                 for container in (known.get("spec") or {}).get("containers") or [] if pod is not None else []:
                     self._event(known, "Normal", "Killing", f"Stopping container {container.get('name')}")
                 stopped = await self.runtime.stop(key, float(grace), known if pod is not None else None)
@@ -521,6 +609,8 @@ class NodeAgent:
             self.started_at.pop(key, None)
             self.last_seen.pop(key, None)
             self.stopped.pop(key, None)
+            self.ended_why.pop(key, None)
+            self.admitted.discard(key)
             if self.addresses is not None:
                 self.addresses.release(key)
         if pod is not None:

@@ -42,6 +42,8 @@ class PodState:
     phase: str = "Running"  # Pending, Running, Succeeded, Failed
     ephemeral: list[ContainerState] = field(default_factory=list)  # `kubectl debug`'s containers
     init_containers: list[ContainerState] = field(default_factory=list)  # in spec order
+    reason: str = ""  # why the kubelet ended it (DeadlineExceeded), with `message`
+    message: str = ""
 
 
 @dataclass
@@ -173,6 +175,8 @@ def pod_status(pod: Object, state: PodState, now: str) -> Object:
         status["initContainerStatuses"] = [_container_status(c) for c in state.init_containers]
     if state.ephemeral:
         status["ephemeralContainerStatuses"] = [_container_status(c) for c in state.ephemeral]
+    if state.reason:
+        status["reason"], status["message"] = state.reason, state.message
     if state.pod_ip:
         status["podIP"] = state.pod_ip
         status["podIPs"] = [{"ip": state.pod_ip}]

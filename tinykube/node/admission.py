@@ -1,0 +1,104 @@
+"""The kubelet's pod admission (pure): before it runs a pod bound to it, the kubelet checks again what the scheduler
+checked, against the pods it already runs, and a pod that fails is never started. It ends `Failed` with the first
+failure as its reason and `Pod was rejected: <message>` as its message, so that its owner (a StatefulSet, a
+ReplicaSet) replaces it. A pod given a `nodeName` skips the scheduler and meets this check only.
+
+The checks, in upstream's order (its predicate admit handler): the pod's `kubernetes.io/os` label and `spec.os`
+name the node's OS (linux); then, as the scheduler's AdmissionCheck, what the pod requests fits in the node's
+allocatable beside the admitted pods (the pod count first, then cpu, memory, ephemeral-storage and scalar
+resources; an extended resource the node has none of is not checked, as the kubelet drops it), the node matches
+its node selector and required affinity, its host ports are free, and the pod tolerates the node's `NoExecute`
+taints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from tinykube.api.nodeaffinity import node_affinity_matches, tolerates
+from tinykube.api.noderesources import PORTS_REASON, Footprint, NodeTotals, allocatable, port_conflict
+
+Object = dict[str, Any]
+NODE_OS = "linux"
+OS_LABEL = "kubernetes.io/os"
+AFFINITY_REASON = "node(s) didn't match Pod's node affinity/selector"
+TAINT_REASON = "node(s) had taints that the pod didn't tolerate"
+_NATIVE_ORDER = ("cpu", "memory", "ephemeral-storage")
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """Why the kubelet refuses a pod: `reason` and `message` as its event says them."""
+
+    reason: str
+    message: str
+
+    @property
+    def status_message(self) -> str:
+        return f"Pod was rejected: {self.message}"
+
+
+def admit(pod: Object, node: Object, admitted: Iterable[Object]) -> Rejection | None:
+    """None if `pod` may run on `node` beside the `admitted` pods (those it already runs), else the first reason."""
+    labels = pod["metadata"].get("labels") or {}
+    if OS_LABEL in labels and labels[OS_LABEL] != NODE_OS:
+        return Rejection(
+            "PodOSSelectorNodeLabelDoesNotMatch",
+            "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label",
+        )
+    wanted_os = ((pod.get("spec") or {}).get("os") or {}).get("name")
+    if wanted_os is not None and wanted_os != NODE_OS:
+        return Rejection("PodOSNotSupported", "Failed to admit pod as the OS field doesn't match node OS")
+    name = node["metadata"]["name"]
+    totals = NodeTotals()
+    for other in admitted:
+        totals.add(Footprint.of(other, f"{other['metadata'].get('namespace')}/{other['metadata']['name']}", name))
+    alloc = allocatable(node)
+    want = Footprint.of(pod, "", name)
+    short = _insufficient(want, alloc, totals)
+    if short is not None:
+        return short
+    if not node_affinity_matches(pod, node):
+        return _predicate("NodeAffinity", AFFINITY_REASON)
+    if want.ports and port_conflict(want.ports, totals.ports):
+        return _predicate("NodePorts", PORTS_REASON)
+    for taint in (node.get("spec") or {}).get("taints") or []:
+        if taint.get("effect") == "NoExecute" and not tolerates(pod, taint):
+            return _predicate("TaintToleration", TAINT_REASON)
+    return None
+
+
+def _predicate(name: str, description: str) -> Rejection:
+    return Rejection(name, f"Predicate {name} failed: {description}")
+
+
+def _insufficient(want: Footprint, alloc: dict[str, int], totals: NodeTotals) -> Rejection | None:
+    """The first resource the pod asks more of than the node has left (upstream's fitsRequest order)."""
+    pods = len(totals.pods)
+    if pods + 1 > alloc.get("pods", 0):
+        return _short("pods", 1, pods, alloc.get("pods", 0))
+    requests = {
+        resource: amount
+        for resource, amount in want.requests.items()
+        if amount > 0 and (resource in alloc or not _extended(resource))
+    }
+    scalars = sorted(r for r in requests if r not in _NATIVE_ORDER)
+    for resource in [*(r for r in _NATIVE_ORDER if r in requests), *scalars]:
+        used, capacity = totals.requested.get(resource, 0), alloc.get(resource, 0)
+        if requests[resource] > capacity - used:
+            return _short(resource, requests[resource], used, capacity)
+    return None
+
+
+def _extended(resource: str) -> bool:
+    """Upstream's IsExtendedResourceName: a domain-qualified name outside `kubernetes.io/`, not a quota name."""
+    return "/" in resource and "kubernetes.io/" not in resource and not resource.startswith("requests.")
+
+
+def _short(resource: str, requested: int, used: int, capacity: int) -> Rejection:
+    return Rejection(
+        f"OutOf{resource}",
+        f"Node didn't have enough resource: {resource}, requested: {requested}, used: {used}, capacity: {capacity}",
+    )
