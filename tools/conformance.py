@@ -192,6 +192,7 @@ def build(version: str = KUBERNETES_VERSION) -> tuple[Path, Path]:
 API_SKIP: tuple[tuple[str, str], ...] = (
     (r"AdmissionWebhook", "a webhook server in a pod"),
     (r"CustomResourceConversionWebhook", "a conversion webhook server in a pod"),
+    (r"CustomResourceFieldSelectors", "a conversion webhook server in a pod (its CRD converts by webhook)"),
     (r"\[sig-api-machinery\] Aggregator ", "the sample API server in a pod"),
     (r"\[sig-network\] (DNS|Networking|Proxy|HostPort) ", "the pod network, DNS or the proxy to pods"),
     (

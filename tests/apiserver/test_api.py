@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import ssl
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import RunningCluster, eventually
+from tests.conftest import RunningCluster, eventually, start_cluster, stop_cluster
 
 EP = "/api/v1/namespaces/{ns}/endpoints"
 
@@ -246,6 +248,44 @@ def test_paginated_list_is_a_consistent_snapshot(api: httpx.Client, namespace: s
     api.post(url, json=endpoints(namespace, "s9"))
     second = api.get(url, params={"limit": 2, "continue": first["metadata"]["continue"]}).json()
     assert [o["metadata"]["name"] for o in second["items"]] == ["s2", "s3"]
+
+
+def test_a_continue_past_compaction_goes_on_inconsistently(tmp_path: Path) -> None:
+    """Upstream's answer once etcd compacted the first page's revision away: 410 with a token in the Status that
+    continues from the same key at the latest revision, with a remainingItemCount counted from that key."""
+    cluster = start_cluster(tmp_path / "c", "--nodes", "0", "--etcd-compaction-interval", "0.5")
+    try:
+        with cluster.http() as api:
+            url = "/api/v1/namespaces/default/podtemplates"
+            template = {"containers": [{"name": "c", "image": "x"}]}
+            for i in range(10):
+                body = {"metadata": {"name": f"t{i}"}, "template": {"spec": template}}
+                api.post(url, json=body).raise_for_status()
+            first = api.get(url, params={"limit": 3}).json()
+            assert first["metadata"]["remainingItemCount"] == 7
+            api.delete(f"{url}/t9").raise_for_status()  # a change the inconsistent rest will show
+
+            def expired() -> httpx.Response | None:
+                response = api.get(url, params={"limit": 3, "continue": first["metadata"]["continue"]})
+                return response if response.status_code == 410 else None
+
+            refused = eventually(expired, timeout=20).json()
+            assert refused["reason"] == "Expired"
+            assert "use the continue token in this response" in refused["message"]
+            token = refused["metadata"]["continue"]
+            second = api.get(url, params={"limit": 3, "continue": token}).json()
+            assert [i["metadata"]["name"] for i in second["items"]] == ["t3", "t4", "t5"]
+            assert second["metadata"]["resourceVersion"] != first["metadata"]["resourceVersion"]
+            assert second["metadata"]["remainingItemCount"] == 3  # t6 t7 t8: t9 is gone at the latest revision
+            third = api.get(url, params={"limit": 3, "continue": second["metadata"]["continue"]}).json()
+            assert [i["metadata"]["name"] for i in third["items"]] == ["t6", "t7", "t8"]
+            assert "continue" not in third["metadata"] and "remainingItemCount" not in third["metadata"]
+            zero = base64.urlsafe_b64encode(b'{"v":"meta.k8s.io/v1","rv":0,"start":"t1"}').decode()
+            assert status(api.get(url, params={"continue": zero}), 400, "BadRequest")["message"] == (
+                "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
+            )
+    finally:
+        stop_cluster(cluster)
 
 
 def test_cross_namespace_list(api: httpx.Client, namespace: str) -> None:

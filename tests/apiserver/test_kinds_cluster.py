@@ -353,8 +353,10 @@ def test_csr_approval_writes_only_conditions_and_stamps_them() -> None:
     new = copy.deepcopy(old)
     new["spec"]["usages"] = ["server auth"]
     new["status"] = {"conditions": [{"type": "Approved"}], "certificate": b64(pem_certificate())}
+    new["metadata"]["annotations"] = {"patchedapproval": "true"}
     s.prepare_subresource_update("approval", new, old)
     assert new["spec"] == old["spec"]
+    assert new["metadata"]["annotations"] == {"patchedapproval": "true"}  # upstream keeps the sent metadata
     assert "certificate" not in new["status"]
     (condition,) = new["status"]["conditions"]
     assert condition["status"] == "True"  # v1 defaulting

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tinykube.apiserver.schema import definitions, openapiv2, openapiv3, unknownfields
+from tinykube.apiserver.schema import customopenapi, definitions, openapiv2, openapiv3, unknownfields
 from tinykube.apiserver.schema.definitions import RESOURCES, group_versions  # what the documents cover
 
 CORE = "io.k8s.api.core.v1"
@@ -545,3 +545,47 @@ def test_strict_decoding_message() -> None:
         'strict decoding error: unknown field "spec.foo", unknown field "spec.ports[0].bogus"'
     )
     assert unknownfields.unknown_field_warnings(["a.b"]) == ['unknown field "a.b"']
+
+
+# upstream's v2 conversion of a CRD's structural schema (vectors from apiextensions' openapi/v2 conversion tests)
+@pytest.mark.parametrize(
+    ("schema", "expected"),
+    [
+        ({"type": "string", "format": "byte"}, {"type": "string", "format": "byte"}),
+        ({"type": "object", "nullable": True}, {}),
+        (
+            {
+                "type": "object",
+                "properties": {
+                    "a": {"type": "string", "nullable": True},
+                    "b": {"type": "string", "nullable": True},
+                    "c": {"type": "string"},
+                },
+                "required": ["a", "c"],
+            },
+            {"type": "object", "properties": {"a": {}, "b": {}, "c": {"type": "string"}}, "required": ["c"]},
+        ),
+        (
+            {"type": "object", "additionalProperties": {"type": "string", "nullable": True}, "required": ["a", "c"]},
+            {"type": "object", "additionalProperties": {}},
+        ),
+        (
+            {"type": "object", "anyOf": [{"required": ["a"]}], "not": {"required": ["b"]}},
+            {"type": "object"},
+        ),
+        (
+            {"type": "array", "x-kubernetes-preserve-unknown-fields": True, "items": {"type": "string"}},
+            {"x-kubernetes-preserve-unknown-fields": True},
+        ),
+        (
+            {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {"foo": {"type": "string"}}},
+            {"x-kubernetes-preserve-unknown-fields": True},
+        ),
+        (
+            {"type": "object", "properties": {"l": {"type": "array", "items": {"type": "object", "nullable": True}}}},
+            {"type": "object", "properties": {"l": {"type": "array", "items": {}}}},
+        ),
+    ],
+)
+def test_custom_schema_in_v2(schema: dict[str, Any], expected: dict[str, Any]) -> None:
+    assert customopenapi.v2_structural(schema) == expected

@@ -11,7 +11,7 @@ import httpx
 
 from tests.conftest import RunningCluster, eventually
 from tests.controllers.conftest import controllers_cluster
-from tinykube.controllers.job import format_indexes, parse_indexes
+from tinykube.controllers.job import POD_BATCH_PERIOD, format_indexes, parse_indexes
 
 Object = dict[str, Any]
 BATCH = "/apis/batch/v1/namespaces"
@@ -241,3 +241,31 @@ def test_deleting_a_running_job_deletes_its_pods(cluster: RunningCluster, client
     eventually(lambda: len(pods(client, ns, "gone")) == 2, what="two pods running")
     cluster.kubectl("-n", ns, "delete", "job", "gone", "--cascade=background")
     eventually(lambda: not pods(client, ns, "gone"), what="the pods gone, finalizers and all")
+
+
+def test_a_job_readopts_an_orphan_and_releases_a_pod_it_no_longer_selects(client: httpx.Client, ns: str) -> None:
+    """Upstream's Job controller claims pods as the ReplicaSet's does: a matching orphan is adopted (the Job syncs
+    on its pods' ownership changes, not only on its own), a pod whose labels stop matching is let go."""
+    create(client, ns, job("adopt", seconds=300, parallelism=2, completions=4))
+    uid = get(client, ns, "adopt")["metadata"]["uid"]
+    # the Job's last write for now: its pods are ready (so no pod change of its own is left to sync it)
+    eventually(lambda: (get(client, ns, "adopt").get("status") or {}).get("ready") == 2, what="two pods ready")
+    time.sleep(POD_BATCH_PERIOD + 0.5)  # past the batched syncs of its pods' start: only the orphaning can sync it
+    first = pods(client, ns, "adopt")[0]
+    name = first["metadata"]["name"]
+    url = f"/api/v1/namespaces/{ns}/pods/{name}"
+    orphaned = client.patch(
+        url, json={"metadata": {"ownerReferences": None}}, headers={"Content-Type": "application/merge-patch+json"}
+    )
+    assert orphaned.status_code == 200 and "ownerReferences" not in orphaned.json()["metadata"], orphaned.text
+
+    def owner() -> list[str]:
+        refs = client.get(url).json()["metadata"].get("ownerReferences") or []
+        return [r["uid"] for r in refs if r.get("controller")]
+
+    assert eventually(lambda: owner() or None, what="the orphan re-adopted") == [uid]
+    released = client.patch(
+        url, json={"metadata": {"labels": None}}, headers={"Content-Type": "application/merge-patch+json"}
+    )
+    assert released.status_code == 200, released.text
+    eventually(lambda: owner() == [], what="the unlabelled pod released")

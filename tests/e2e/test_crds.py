@@ -355,6 +355,29 @@ def test_discovery_and_explain_know_the_custom_resource(kubectl: Kubectl, make_c
     assert "cronSpec" in explained and "replicas" in explained
 
 
+def test_a_crd_without_a_schema_takes_any_fields_in_kubectl(api: httpx.Client, kubectl: Kubectl, make_crd: Any) -> None:
+    """A root `x-kubernetes-preserve-unknown-fields` schema is published in OpenAPI v2 as a bare object, as upstream
+    does: kubectl validates client-side from v2 and would refuse fields beside any properties listed."""
+    version = {**crd_manifest("x")["spec"]["versions"][0], "subresources": {}, "additionalPrinterColumns": []}
+    version["schema"] = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    del version["selectableFields"]
+    crd = make_crd(versions=[version])
+    group = crd["spec"]["group"]
+    name = f"{'.'.join(reversed(group.split('.')))}.v1.CronTab"
+    definition = api.get("/openapi/v2").json()["definitions"][name]
+    assert definition == {
+        "type": "object",
+        "x-kubernetes-group-version-kind": [{"group": group, "kind": "CronTab", "version": "v1"}],
+    }
+    random = {"apiVersion": f"{group}/v1", "kind": "CronTab", "metadata": {"name": "any"}, "a": {"b": [{"c": "d"}]}}
+    kubectl("create", "-f", "-", input=json.dumps(random))
+    kubectl("delete", f"crontabs.{group}", "any")
+    kubectl("apply", "-f", "-", input=json.dumps(random))
+    assert kubectl.json("get", f"crontabs.{group}", "any")["a"] == {"b": [{"c": "d"}]}
+    explained = kubectl("explain", f"crontabs.{group}").stdout
+    assert "DESCRIPTION:" in explained and "<empty>" in explained
+
+
 def test_a_crd_change_takes_effect_without_a_restart(
     api: httpx.Client, kubectl: Kubectl, make_crd: Any, namespace: str
 ) -> None:

@@ -88,6 +88,16 @@ class Conflict(ApiError):
 class Expired(ApiError):
     code, reason = 410, "Expired"
 
+    def __init__(self, message: str, *, details: dict[str, Any] | None = None, continue_token: str = "") -> None:
+        super().__init__(message, details=details)
+        self.continue_token = continue_token  # an inconsistent list's way on, in the Status's ListMeta
+
+    def status(self) -> dict[str, Any]:
+        body = super().status()
+        if self.continue_token:
+            body["metadata"] = {"continue": self.continue_token}
+        return body
+
 
 class RequestEntityTooLarge(ApiError):
     code, reason = 413, "RequestEntityTooLarge"

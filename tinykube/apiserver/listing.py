@@ -29,10 +29,14 @@ from tinykube.apiserver.storage import consistency
 from tinykube.apiserver.storage.watchcache import CachedObject, decode
 from tinykube.store.errors import Compacted
 
-_EXPIRED_CONTINUE = (
+_EXPIRED_LIST = "The resourceVersion for the provided list is too old."
+_INCONSISTENT_CONTINUE = (
     "The provided continue parameter is too old to display a consistent list result. You can start a new list "
-    "without the continue parameter."
+    "without the continue parameter, or use the continue token in this response to retrieve the remainder of the "
+    "results. Continuing with the provided token results in an inconsistent list - objects that were created, "
+    "modified, or deleted between the time the first chunk was returned and now may show up in the list."
 )
+LATEST = -1  # a continue token's revision for "go on at the latest revision" (upstream's, after a compaction)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +75,13 @@ def decode_continue(token: str) -> tuple[int, str]:
         revision, start = int(data["rv"]), str(data["start"])
     except (binascii.Error, ValueError, KeyError, TypeError, OverflowError) as err:
         raise errors.BadRequest(f"continue key is not valid: {err}") from err
-    if revision <= 0:  # upstream: "continue key is not valid: incorrect encoded start resourceVersion (version …)"
-        raise errors.BadRequest(f"continue key is not valid: incorrect encoded start resourceVersion {revision}")
-    return revision, start
+    if revision == 0:
+        raise errors.BadRequest(
+            "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
+        )
+    if not start:
+        raise errors.BadRequest("continue key is not valid: encoded start key empty (version meta.k8s.io/v1)")
+    return max(revision, LATEST), start
 
 
 def _limit(params: Mapping[str, str]) -> int:
@@ -96,7 +104,8 @@ async def list_objects(registry: Registry, resource: ResourceInfo, namespace: st
     cache = registry.cache(resource)
     if params.get("continue"):
         revision, start = decode_continue(params["continue"])
-        await consistency.check_not_future(registry.revisions, revision, cache)
+        if revision != LATEST:
+            await consistency.check_not_future(registry.revisions, revision, cache)
         return await _from_store(registry, resource, namespace, keep, counted, limit, revision, start)
     wanted = params.get("resourceVersion", "")
     if wanted not in ("", "0") and params.get("resourceVersionMatch") == "Exact":
@@ -148,9 +157,14 @@ async def _from_store(
     cursor = base + start if start else ""
     while True:
         try:
-            batch = await registry.store.scan(prefix, start=cursor, limit=max(limit, 500), revision=revision)
+            batch = await registry.store.scan(prefix, start=cursor, limit=max(limit, 500), revision=max(revision, 0))
         except Compacted:
-            raise errors.Expired(_EXPIRED_CONTINUE) from None
+            if not start:  # an Exact resourceVersion list, not a continuation
+                raise errors.Expired(_EXPIRED_LIST) from None
+            # upstream's way on: the rest of the list at the latest revision, from the same key
+            raise errors.Expired(_INCONSISTENT_CONTINUE, continue_token=encode_continue(LATEST, start)) from None
+        if revision == LATEST:  # the first batch fixes the revision the rest of this list is read at
+            revision = batch.revision
         for index, kv in enumerate(batch.items):
             obj = decode(kv.value, kv.mod_revision, registry.cache(resource).normalize)
             if not keep(obj):

@@ -289,7 +289,7 @@ class JobController:
         self.jobs.add_handler(
             on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new), on_delete=self._on_job_gone
         )
-        self.pods.add_handler(on_add=self._on_pod, on_update=self._on_pod_update, on_delete=self._on_pod)
+        self.pods.add_handler(on_add=self._on_pod_add, on_update=self._on_pod_update, on_delete=self._on_pod)
         await run_controller(self.informers, (self.jobs, self.pods), Loop(self.queue, self.sync, workers=self.workers))
 
     def _enqueue(self, job: Object) -> None:
@@ -300,8 +300,24 @@ class JobController:
             if _tracked(pod):
                 self.queue.add(ORPHAN + object_key(pod))
 
+    def _on_pod_add(self, pod: Object) -> None:
+        self._on_pod(pod)
+        if controller_of(pod) is None:
+            self._enqueue_selecting(pod)
+
     def _on_pod_update(self, old: Object, new: Object) -> None:
+        old_ref, new_ref = controller_of(old), controller_of(new)
+        if old_ref != new_ref and old_ref and old_ref.get("kind") == "Job":  # released: its old Job counts again
+            self.queue.add_after(f"{old['metadata']['namespace']}/{old_ref['name']}", POD_BATCH_PERIOD)
         self._on_pod(new)
+        if new_ref is None and (old_ref != new_ref or old["metadata"].get("labels") != new["metadata"].get("labels")):
+            self._enqueue_selecting(new)  # an orphan now or newly labelled: a Job may adopt it
+
+    def _enqueue_selecting(self, pod: Object) -> None:
+        labels = pod["metadata"].get("labels") or {}
+        for job in self.jobs.store.by_index("namespace", pod["metadata"]["namespace"]):
+            if selector_of(job).matches(labels):
+                self.queue.add_after(object_key(job), POD_BATCH_PERIOD)
 
     def _on_pod(self, pod: Object) -> None:
         ref = controller_of(pod)
@@ -406,8 +422,10 @@ class JobController:
             with contextlib.suppress(errors.NotFound):
                 try:
                     await self.client.patch(PODS, meta["namespace"], meta["name"], patch, patch_type="merge")
-                except errors.Conflict:
-                    self.queue.add_after(f"{meta['namespace']}/{controller_of(pod)['name']}", 0.1)  # type: ignore[index]
+                except errors.Conflict:  # changed meanwhile: the pod's Job (or, an orphan, the pod) is looked at again
+                    ref = controller_of(pod)
+                    again = f"{meta['namespace']}/{ref['name']}" if ref else ORPHAN + object_key(pod)
+                    self.queue.add_after(again, 0.1)
 
     # ---- decisions ---------------------------------------------------------------------------------------------
 

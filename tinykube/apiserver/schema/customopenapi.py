@@ -14,6 +14,7 @@ import dataclasses
 import hashlib
 from typing import Any
 
+from tinykube.api.jsonshape import as_dict
 from tinykube.api.resources import Catalog, ResourceInfo
 from tinykube.apiserver.schema import definitions, openapiv2, openapiv3, paths, render
 
@@ -38,9 +39,15 @@ def _gvk(resource: ResourceInfo, kind: str) -> list[dict[str, str]]:
     return [{"group": resource.group, "kind": kind, "version": resource.version}]
 
 
-def _kind_schema(resource: ResourceInfo) -> Schema:
+def _kind_schema(resource: ResourceInfo, *, v2: bool) -> Schema:
     raw = resource.custom.versions[resource.version].raw_schema
+    if v2 and (not isinstance(raw, dict) or raw.get("x-kubernetes-preserve-unknown-fields") is True):
+        # upstream publishes a bare object here: kubectl's v2 validation would refuse the unknown fields of any
+        # properties listed
+        return {"type": "object", "x-kubernetes-group-version-kind": _gvk(resource, resource.kind)}
     schema: Schema = copy.deepcopy(raw) if isinstance(raw, dict) else {"type": "object"}
+    if v2:
+        schema = v2_structural(schema)
     schema.setdefault("type", "object")
     properties = schema.setdefault("properties", {})
     properties["apiVersion"] = {
@@ -54,6 +61,42 @@ def _kind_schema(resource: ResourceInfo) -> Schema:
     properties["metadata"] = {"$ref": f"{definitions.META}.ObjectMeta", "description": _OBJECT_META_DESCRIPTION}
     schema["x-kubernetes-group-version-kind"] = _gvk(resource, resource.kind)
     return schema
+
+
+def v2_structural(schema: Schema) -> Schema:
+    """upstream's v2 conversion of a structural schema, node by node: junctors go; a nullable node loses its type
+    (and, untyped, its properties and items); an unknown-fields node loses its properties and items, and its
+    type when that is object; an array left without items loses its type; nullable properties are not required."""
+    out = {k: v for k, v in schema.items() if k not in _NOT_IN_V2}
+    for key in ("properties", "patternProperties"):
+        if isinstance(out.get(key), dict):
+            out[key] = {name: _v2_node(sub) for name, sub in out[key].items()}
+    if isinstance(out.get("items"), dict):
+        out["items"] = _v2_node(out["items"])
+    if isinstance(out.get("additionalProperties"), dict):
+        out["additionalProperties"] = _v2_node(out["additionalProperties"])
+    if schema.get("nullable") is True:
+        for key in ("type", "items", "properties"):
+            out.pop(key, None)
+    if schema.get("x-kubernetes-preserve-unknown-fields") is True:
+        out.pop("items", None)
+        out.pop("properties", None)
+    if out.get("type") == "array" and "items" not in out:
+        out.pop("type")
+    if schema.get("x-kubernetes-preserve-unknown-fields") is True and out.get("type") == "object":
+        out.pop("type")
+    nullable = {name for name, sub in as_dict(schema.get("properties")).items() if as_dict(sub).get("nullable") is True}
+    if isinstance(out.get("required"), list) and nullable:
+        out["required"] = [name for name in out["required"] if name not in nullable]
+    if as_dict(schema.get("additionalProperties")).get("nullable") is True:
+        out.pop("required", None)
+    if out.get("required") == []:
+        out.pop("required")
+    return out
+
+
+def _v2_node(schema: Any) -> Any:
+    return v2_structural(schema) if isinstance(schema, dict) else schema
 
 
 def _list_schema(resource: ResourceInfo, kind_def: str) -> Schema:
@@ -71,7 +114,9 @@ def _list_schema(resource: ResourceInfo, kind_def: str) -> Schema:
     }
 
 
-def _group_version(catalog: Catalog, group: str, version: str) -> tuple[list[Any], dict[str, Schema]]:
+def _group_version(
+    catalog: Catalog, group: str, version: str, *, v2: bool = False
+) -> tuple[list[Any], dict[str, Schema]]:
     """The path items and custom definitions of one custom group-version."""
     items = paths.discovery_paths(group, version)
     schemas: dict[str, Schema] = {}
@@ -80,7 +125,7 @@ def _group_version(catalog: Catalog, group: str, version: str) -> tuple[list[Any
             continue
         kind_def = definition_name(group, version, resource.kind)
         list_def = definition_name(group, version, resource.list_kind)
-        schemas[kind_def] = _kind_schema(resource)
+        schemas[kind_def] = _kind_schema(resource, v2=v2)
         schemas[list_def] = _list_schema(resource, kind_def)
         for item in paths.resource_paths(resource, kind_def, list_def):
             ops = tuple(dataclasses.replace(op, patch_types=_PATCH_TYPES) if op.patch else op for op in item.ops)
@@ -144,9 +189,9 @@ def _v2_document(catalog: Catalog) -> Schema:
     items: list[Any] = []
     custom: dict[str, Schema] = {}
     for group, version in _custom_group_versions(catalog):
-        found_items, found = _group_version(catalog, group, version)
+        found_items, found = _group_version(catalog, group, version, v2=True)
         items += found_items
-        custom |= {name: _v2_schema(schema) for name, schema in found.items()}
+        custom |= found
     custom_paths = render.render_refs(render.render_paths(items, v3=False), render.V2_REF, wrap=False)
     custom_definitions = render.render_refs(custom, render.V2_REF, wrap=False)
     return {
@@ -154,14 +199,6 @@ def _v2_document(catalog: Catalog) -> Schema:
         "paths": {**base["paths"], **custom_paths},
         "definitions": dict(sorted({**base["definitions"], **custom_definitions}.items())),
     }
-
-
-def _v2_schema(schema: Any) -> Any:
-    if isinstance(schema, list):
-        return [_v2_schema(v) for v in schema]
-    if not isinstance(schema, dict):
-        return schema
-    return {k: _v2_schema(v) for k, v in schema.items() if k not in _NOT_IN_V2}
 
 
 def v2_json(catalog: Catalog) -> bytes:

@@ -265,6 +265,7 @@ def _hpa_spec_errors(spec: dict[str, Any], min_lower_bound: int) -> list[FieldEr
 
 class HorizontalPodAutoscalerStrategy(Strategy):
     """Works on the stored autoscaling/v2 form; autoscaling/v1 requests are converted before and after."""
+
     status_keeps_sent_metadata = True
 
     has_status = True

@@ -322,6 +322,7 @@ def requester_fields(user: UserInfo | None) -> dict[str, Any]:
 class CertificateSigningRequestStrategy(Strategy):
     """The spec is fixed at create (and the requester's identity is recorded in it, whatever the client sent);
     approval conditions change only through the `approval` subresource and the certificate only through `status`."""
+
     status_keeps_sent_metadata = True
 
     name_rule = staticmethod(any_name)  # upstream: "we don't care what you call your certificate requests"
@@ -351,7 +352,8 @@ class CertificateSigningRequestStrategy(Strategy):
         _populate_condition_times(new, old)
 
     def prepare_subresource_update(self, subresource: str, new: dict[str, Any], old: dict[str, Any]) -> None:
-        """`approval` takes the new conditions and nothing else; `status` is the status write."""
+        """`approval` takes the new conditions and metadata, nothing else of spec and status; `status` is the status
+        write."""
         if subresource == "status":
             self.prepare_status_update(new, old)
             return
@@ -360,9 +362,8 @@ class CertificateSigningRequestStrategy(Strategy):
         self.default(new)
         _populate_condition_times(new, old)
         conditions = as_dict(new.get("status")).get("conditions")
-        new.clear()
-        new.update(copy.deepcopy(old))
-        status = new.setdefault("status", {})
+        new["spec"] = copy.deepcopy(old.get("spec"))
+        status = new["status"] = copy.deepcopy(as_dict(old.get("status")))
         status["conditions"] = conditions
         if conditions is None:
             status.pop("conditions")
