@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 # Only light modules here: every subcommand pays for these imports; the components load in their subcommand.
 from tinykube import cli_flags
 from tinykube.api.defaults import default_data_dir
+from tinykube.apiserver.admission import unknown_plugins
 from tinykube.apiserver.allocators.ranges import IPRange, PortRange, parse_service_ranges
 from tinykube.clusterdir import Refused, locate
 from tinykube.controllers.manager import select_controllers
@@ -52,6 +53,8 @@ def _up(args: argparse.Namespace) -> int:
         dns = cli_flags.dns_options(args, args.service_cluster_ip_range) if args.dns_port != -1 else None
     except ValueError as err:
         return _fail(str(err))
+    if unknown := unknown_plugins(args.disable_admission_plugins):
+        return _fail("; ".join(unknown))
     if not 0 <= args.nodes <= MAX_NODES:
         return _fail(f"--nodes must be between 0 and {MAX_NODES}, not {args.nodes}")
     try:
@@ -108,6 +111,7 @@ def _up(args: argparse.Namespace) -> int:
         etcd_election_timeout=args.etcd_election_timeout,
         insecure=args.insecure,
         authorization_mode=args.authorization_mode,
+        disabled_admission_plugins=frozenset(args.disable_admission_plugins),
         compaction_interval=args.etcd_compaction_interval,
         service_cluster_ip_range=args.service_cluster_ip_range,
         service_node_port_range=args.service_node_port_range,

@@ -147,6 +147,15 @@ def _up_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="RBAC (default: Roles and bindings are enforced; group system:masters may do anything) or AlwaysAllow "
         "(every authenticated request is allowed)",
     )
+    up.add_argument(
+        "--disable-admission-plugins",
+        type=_name_list,
+        default=[],
+        metavar="LIST",
+        help="admission plugins to turn off, comma-separated, as kube-apiserver's flag (envtest's apiserver runs "
+        "without ServiceAccount); tinykube runs LimitRanger, ServiceAccount, Priority, DefaultTolerationSeconds, "
+        "DefaultStorageClass, StorageObjectInUseProtection, RuntimeClass, ResourceQuota",
+    )
     up.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
 
 
@@ -157,6 +166,11 @@ def _cluster_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data-dir", type=Path, help="the cluster's data dir (default: ~/.local/share/tinykube/<name>)"
     )
+
+
+def _name_list(text: str) -> list[str]:
+    """A comma-separated flag value (pflag's StringSlice): its non-empty names."""
+    return [name.strip() for name in text.split(",") if name.strip()]
 
 
 def _kubeconfig_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

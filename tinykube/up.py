@@ -112,6 +112,7 @@ class UpOptions:
     etcd_election_timeout: int = 0  # ms; 0: 250 for one member, EtcdCluster's default for several
     insecure: bool = False
     authorization_mode: str = "RBAC"  # --authorization-mode: RBAC or AlwaysAllow
+    disabled_admission_plugins: frozenset[str] = frozenset()  # --disable-admission-plugins
     compaction_interval: float = 300.0
     service_cluster_ip_range: str = DEFAULT_SERVICE_RANGE
     service_node_port_range: str = DEFAULT_NODE_PORT_RANGE
@@ -261,6 +262,8 @@ class Cluster:
             service_account_key_file=await sa_key,
             metric_resolution=opts.metric_resolution,
             authorization_mode=opts.authorization_mode,
+            disabled_admission_plugins=opts.disabled_admission_plugins,
+            dns_service=opts.dns is not None,
         )
         apiserver = ApiServer(config)
         self._register_health(apiserver)

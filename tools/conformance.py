@@ -402,13 +402,11 @@ REPO = Path(__file__).resolve().parent.parent
 class Cluster:
     """`tinykube up` of this tree in a temporary data dir; stopped (SIGINT, then SIGTERM, then SIGKILL) on exit."""
 
-    def __init__(self, name: str, nodes: int, controllers: str | None = None) -> None:
+    def __init__(self, name: str, nodes: int, flags: Sequence[str] = ("--dns-port", "0")) -> None:
         self.name = name
         self.data_dir = Path(tempfile.mkdtemp(prefix=f"tinykube-{name}-"))
-        cmd = [sys.executable, "-m", "tinykube.cli", "up", "--nodes", str(nodes), "--api-port", "0"]
-        cmd += ["--dns-port", "0", "--name", name, "--data-dir", str(self.data_dir)]
-        if controllers is not None:
-            cmd += ["--controllers", controllers]
+        cmd = [sys.executable, "-m", "tinykube.cli", "up", "--nodes", str(nodes), "--api-port", "0", *flags]
+        cmd += ["--name", name, "--data-dir", str(self.data_dir)]
         env = dict(os.environ, PYTHONPATH=f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}".rstrip(os.pathsep))
         self.env = env
         self.log_path = self.data_dir / "up.log"
@@ -577,6 +575,9 @@ def smoke_floor() -> int:
 # controller-runtime's envtest suites, each against a fresh API-only tinykube (envtest gives each suite a fresh
 # apiserver; USE_EXISTING_CLUSTER=true makes it use the cluster KUBECONFIG names instead of starting one)
 
+# What envtest's control plane is: an apiserver (without the ServiceAccount admission plugin) and etcd, no
+# controllers, no DNS and so no kube-dns Service, no nodes.
+ENVTEST_CLUSTER = ("--controllers", "", "--dns-port", "-1", "--disable-admission-plugins", "ServiceAccount")
 ENVTEST_SUITES = ("client", "cache", "builder", "controller", "manager", "source", "handler", "cluster", "envtest")
 
 
@@ -631,7 +632,7 @@ def run_envtest(suites: Sequence[str], out_dir: Path, timeout: str) -> list[Suit
     out_dir.mkdir(parents=True, exist_ok=True)
     results = []
     for suite in suites:
-        with Cluster(f"conf-envtest-{suite}", nodes=0, controllers="serviceaccount") as cluster:
+        with Cluster(f"conf-envtest-{suite}", nodes=0, flags=ENVTEST_CLUSTER) as cluster:
             kubeconfig = cluster.wait_ready(nodes=0)
             json_path = out_dir / f"{suite}.json"
             env = dict(os.environ, USE_EXISTING_CLUSTER="true", KUBECONFIG=kubeconfig)
@@ -665,7 +666,7 @@ def run_envtest(suites: Sequence[str], out_dir: Path, timeout: str) -> list[Suit
 def envtest_markdown(results: Sequence[SuiteResult]) -> str:
     lines = [
         f"controller-runtime {CONTROLLER_RUNTIME_VERSION} envtest suites, each against a fresh "
-        "`tinykube up --nodes 0 --controllers serviceaccount` (USE_EXISTING_CLUSTER=true):",
+        f"`tinykube up --nodes 0 {shlex.join(ENVTEST_CLUSTER)}` (USE_EXISTING_CLUSTER=true):",
         "",
         "| suite | passed | failed | skipped | exit | minutes |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",

@@ -79,6 +79,30 @@ def test_bad_port_flag_is_refused(tmp_path: Path) -> None:
     assert result.returncode == 1 and "--api-port must be between 0 and 65535" in result.stderr
 
 
+def test_an_envtest_like_control_plane(tmp_path: Path) -> None:
+    """What envtest runs: an apiserver without the ServiceAccount admission plugin, no controllers and no DNS, so a
+    pod naming a missing ServiceAccount is stored and the only Service is `default/kubernetes`."""
+    flags = ("--nodes", "0", "--controllers", "", "--dns-port", "-1", "--disable-admission-plugins", "ServiceAccount")
+    running = start_cluster(tmp_path / "envtest", *flags)
+    try:
+        with running.http() as api:
+            services = api.get("/api/v1/services").json()["items"]
+            names = [(s["metadata"]["namespace"], s["metadata"]["name"]) for s in services]
+            assert names == [("default", "kubernetes")]
+            spec = {"serviceAccountName": "nobody", "containers": [{"name": "c", "image": "x"}]}
+            body = {"metadata": {"name": "p"}, "spec": spec}
+            created = api.post("/api/v1/namespaces/default/pods", json=body)
+            assert created.status_code == 201, created.text
+            assert "volumes" not in created.json()["spec"]  # no token volume either: that is the plugin's too
+    finally:
+        stop_cluster(running)
+
+
+def test_an_unknown_admission_plugin_is_refused(tmp_path: Path) -> None:
+    result = tinykube("up", "--disable-admission-plugins", "ServiceAccount,Bogus", "--data-dir", str(tmp_path / "x"))
+    assert result.returncode == 1 and result.stderr == 'tinykube: disable-admission-plugins plugin "Bogus" is unknown\n'
+
+
 def test_external_etcd_is_used_and_left_running(tmp_path: Path) -> None:
     from tinykube.store.launcher import EtcdProcess, find_etcd
 

@@ -86,6 +86,8 @@ class ApiServerConfig:
     service_account_issuer: str = ISSUER  # also the API audience, as upstream's --api-audiences defaults to it
     metric_resolution: float = DEFAULT_RESOLUTION  # how often the node agents' resource metrics are scraped
     authorization_mode: str = "RBAC"  # --authorization-mode: RBAC or AlwaysAllow
+    disabled_admission_plugins: frozenset[str] = frozenset()  # --disable-admission-plugins
+    dns_service: bool = True  # keep `kube-system/kube-dns` (a cluster without its DNS server has none)
 
     @property
     def api_port(self) -> int:
@@ -108,7 +110,7 @@ class ApiServer:
             else None,
         )
         self.registry = Registry(self.store, self.caches, strategies(self.pools, config.event_ttl))
-        self.registry.admission = admission.standard(self.registry)
+        self.registry.admission = admission.standard(self.registry, config.disabled_admission_plugins)
         self.catalog = self.registry.catalog
         self.custom_resources = CustomResources(self.registry, self.catalog)
         self.events = EventRecorder(self.registry)
@@ -173,7 +175,7 @@ class ApiServer:
         """Upstream's repair controllers and bootstrap controller in one pass: allocations rebuilt from the
         Services, the system Services in place."""
         await self.repair.run_once()
-        await ensure_system_services(self.registry, self.pools, self.config.api_port)
+        await ensure_system_services(self.registry, self.pools, self.config.api_port, dns=self.config.dns_service)
         await self._serve_pending_load_balancers()
 
     def _serve_pending_load_balancers_soon(self) -> None:

@@ -44,7 +44,9 @@ SYSTEM_PRIORITY_CLASSES = (
 )
 
 
-def system_services(pools: ServicePools, api_port: int) -> list[dict[str, Any]]:
+def system_services(pools: ServicePools, api_port: int, *, dns: bool = True) -> list[dict[str, Any]]:
+    """`default/kubernetes`, and `kube-system/kube-dns` when the cluster runs its DNS server (kubeadm's DNS addon
+    makes it, not the apiserver: an API-only cluster, as envtest's, has none)."""
     primary = pools.cluster_ips[0].range
     kubernetes = {
         "metadata": {
@@ -57,7 +59,7 @@ def system_services(pools: ServicePools, api_port: int) -> list[dict[str, Any]]:
             "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": api_port}],
         },
     }
-    dns = {
+    kube_dns = {
         "metadata": {
             "name": "kube-dns",
             "namespace": "kube-system",
@@ -74,7 +76,7 @@ def system_services(pools: ServicePools, api_port: int) -> list[dict[str, Any]]:
             ],
         },
     }
-    return [kubernetes, dns]
+    return [kubernetes, kube_dns] if dns else [kubernetes]
 
 
 async def ensure_namespaces(registry: Registry) -> None:
@@ -84,9 +86,9 @@ async def ensure_namespaces(registry: Registry) -> None:
             await registry.create(Request(NAMESPACES), {"metadata": {"name": name}})
 
 
-async def ensure_system_services(registry: Registry, pools: ServicePools, api_port: int) -> None:
+async def ensure_system_services(registry: Registry, pools: ServicePools, api_port: int, *, dns: bool) -> None:
     assert SERVICES is not None
-    for svc in system_services(pools, api_port):
+    for svc in system_services(pools, api_port, dns=dns):
         meta = svc["metadata"]
         request = Request(SERVICES, meta["namespace"], meta["name"])
         found = registry.cache(SERVICES).get(f"{meta['namespace']}/{meta['name']}")
