@@ -231,6 +231,16 @@ API_SKIP: tuple[tuple[str, str], ...] = (
     (r"Job should allow to use the pod failure policy on exit code", "a container's exit code"),
 )
 
+# Specs of the selections that never end on tinykube: they poll without a deadline for something tinykube does
+# not do yet, and would hold a parallel process (and every [Serial] spec after them) until the suite's timeout.
+# A run leaves them out and reports each as failed, with its reason.
+HANGS: tuple[tuple[str, str], ...] = (
+    (
+        r"ValidatingAdmissionPolicy .*should (validate against a Deployment|allow expressions to refer variables)",
+        "ValidatingAdmissionPolicies are not enforced yet (the admission issue): it waits for a denial forever",
+    ),
+)
+
 # The smoke selection: api specs that are quick (no waiting on controllers for minutes) and cover discovery,
 # CRUD, watch, CRDs, field validation, quota and the core kinds; run in CI, its pass count a floor.
 SMOKE_FOCUS = (
@@ -251,9 +261,11 @@ class Selection:
     name: str
     focus: str
     skip: str  # "" for none
+    also: str = ""  # a second focus (`run --focus`): the part of the selection that matches it too
 
     def selects(self, text: str) -> bool:
-        return bool(re.search(self.focus, text)) and not (self.skip and re.search(self.skip, text))
+        focused = bool(re.search(self.focus, text)) and (not self.also or bool(re.search(self.also, text)))
+        return focused and not (self.skip and re.search(self.skip, text))
 
 
 def selection(name: str) -> Selection:
@@ -498,12 +510,17 @@ def leftover_processes(data_dir: Path) -> list[int]:
 # Running the suite
 
 
-def run(chosen: Selection, kubeconfig: str | None, out_dir: Path, timeout: str, nodes: int, version: str) -> Report:
+def run(
+    chosen: Selection, kubeconfig: str | None, out_dir: Path, timeout: str, nodes: int, version: str, focus: str = ""
+) -> Report:
     binary, ginkgo = build(version)
     out_dir.mkdir(parents=True, exist_ok=True)
     all_specs = list_specs(binary)
+    if focus:  # a part of the selection only (its report counts that part)
+        chosen = Selection(chosen.name, chosen.focus, chosen.skip, focus)
     selected = [t for t in all_specs if chosen.selects(t)]
-    log(f"selection {chosen.name}: {len(selected)} specs of {len(all_specs)}")
+    hanging = {t: reason for t in selected for rule, reason in HANGS if re.search(rule, t)}
+    log(f"selection {chosen.name}: {len(selected)} specs of {len(all_specs)} ({len(hanging)} left out: they hang)")
     (out_dir / "selected.txt").write_text("\n".join(selected) + "\n")
     cluster = None
     try:
@@ -516,8 +533,10 @@ def run(chosen: Selection, kubeconfig: str | None, out_dir: Path, timeout: str, 
         cmd += [f"--output-dir={out_dir}", "--json-report=report.json", str(binary), "--"]
         cmd += [f"--kubeconfig={kubeconfig}", "--provider=skeleton", f"--kubectl-path={kubectl}"]
         cmd += [f"--report-dir={out_dir}", f"--ginkgo.focus={chosen.focus}"]
-        if chosen.skip:
-            cmd.append(f"--ginkgo.skip={chosen.skip}")
+        if chosen.also:
+            cmd.append(f"--ginkgo.focus={chosen.also}")  # ginkgo runs specs matching every focus given
+        skip = "|".join(filter(None, (chosen.skip, *(rule for rule, _ in HANGS))))
+        cmd.append(f"--ginkgo.skip={skip}")
         log("running: " + " ".join(cmd[:6]) + " -- ... (full command in " + str(out_dir / "command.txt") + ")")
         (out_dir / "command.txt").write_text(shlex.join(cmd) + "\n")
         t0 = time.monotonic()
@@ -527,7 +546,10 @@ def run(chosen: Selection, kubeconfig: str | None, out_dir: Path, timeout: str, 
     finally:
         if cluster is not None:
             cluster.stop()
-    return load_report(out_dir / "report.json", chosen, version, seconds)
+    report = load_report(out_dir / "report.json", chosen, version, seconds)
+    report.specs = [s for s in report.specs if s.text not in hanging]  # ginkgo's "skipped" for them
+    report.specs += [SpecResult(t, "failed", f"left out of the run, it never ends: {r}") for t, r in hanging.items()]
+    return report
 
 
 def run_interruptibly(cmd: list[str], out: IO[bytes], cwd: Path) -> int:
@@ -706,6 +728,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_run.add_argument("--timeout", default="4h", help="ginkgo's suite timeout (default 4h)")
     p_run.add_argument("--out", type=Path, help="where the JSON report and logs go (default: a temporary dir)")
     p_run.add_argument("--markdown", type=Path, help="also write the report here")
+    p_run.add_argument("--focus", default="", help="run only the selection's specs that also match this regex")
     p_env = sub.add_parser("envtest", help="controller-runtime's envtest suites, each on a fresh cluster")
     p_env.add_argument("suites", nargs="*", default=list(ENVTEST_SUITES), help=f"of {', '.join(ENVTEST_SUITES)}")
     p_env.add_argument("--out", type=Path, help="where the reports and logs go (default: a temporary dir)")
@@ -737,7 +760,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report = load_report(args.json, chosen, args.version)
     else:
         out = args.out or Path(tempfile.mkdtemp(prefix=f"conformance-{chosen.name}-"))
-        report = run(chosen, args.kubeconfig, out, args.timeout, args.nodes, args.version)
+        report = run(chosen, args.kubeconfig, out, args.timeout, args.nodes, args.version, args.focus)
         log(f"ginkgo's output and JSON report: {out}")
     text = markdown(report)
     print(text)

@@ -14,6 +14,7 @@ import pytest
 
 from tests.conftest import RunningCluster, eventually, fresh_namespace, running_cluster
 from tinykube.controllers.deployment import HASH_LABEL, REVISION, same_template, surge_and_unavailable, template_hash
+from tinykube.controllers.deploymentscale import DESIRED_REPLICAS, MAX_REPLICAS, is_scaling_event, scale_plan
 from tinykube.controllers.replicaset import Expectations, deletion_order
 
 Object = dict[str, Any]
@@ -56,6 +57,48 @@ def test_surge_and_unavailable_as_upstream(
 ) -> None:
     strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": surge, "maxUnavailable": unavailable}}
     assert surge_and_unavailable({"spec": {"replicas": replicas, "strategy": strategy}}) == expected
+
+
+def rs(name: str, replicas: int, created: str, max_replicas: int | None = None, desired: int = 10) -> Object:
+    annotations = {DESIRED_REPLICAS: str(desired)}
+    if max_replicas is not None:
+        annotations[MAX_REPLICAS] = str(max_replicas)
+    meta = {"name": name, "creationTimestamp": created, "annotations": annotations}
+    return {"metadata": meta, "spec": {"replicas": replicas}}
+
+
+def sizes(plan: list[tuple[Object, int]]) -> list[tuple[str, int]]:
+    return [(r["metadata"]["name"], size) for r, size in plan]
+
+
+def test_a_scaling_mid_rollout_is_proportional() -> None:
+    """Upstream's conformance numbers: 10 replicas (surge 3) at 8 old and 5 new, scaled to 30, become 20 and 13;
+    and back down to 10, 8 and 5 again."""
+    old, new = rs("old", 8, "2026-01-01T00:00:00Z", 13), rs("new", 5, "2026-01-02T00:00:00Z", 13)
+    up = {"spec": {"replicas": 30}, "status": {"replicas": 13}}
+    assert sizes(scale_plan(up, new, [old], surge=3, rolling=True)) == [("old", 20), ("new", 13)]
+    old, new = rs("old", 20, "2026-01-01T00:00:00Z", 33), rs("new", 13, "2026-01-02T00:00:00Z", 33)
+    down = {"spec": {"replicas": 10}, "status": {"replicas": 33}}
+    assert sizes(scale_plan(down, new, [old], surge=3, rolling=True)) == [("old", 8), ("new", 5)]
+
+
+def test_a_single_active_replicaset_takes_the_whole_count() -> None:
+    old, new = rs("old", 0, "2026-01-01T00:00:00Z"), rs("new", 4, "2026-01-02T00:00:00Z")
+    assert sizes(scale_plan({"spec": {"replicas": 7}}, new, [old], surge=2, rolling=True)) == [("new", 7)]
+    idle = [rs("a", 0, "2026-01-01T00:00:00Z"), rs("b", 0, "2026-01-03T00:00:00Z")]
+    assert sizes(scale_plan({"spec": {"replicas": 2}}, None, idle, surge=1, rolling=True)) == [("b", 2)]  # newest
+
+
+def test_a_saturated_new_replicaset_leaves_the_old_ones_at_zero() -> None:
+    new = {**rs("new", 4, "2026-01-02T00:00:00Z", desired=4), "status": {"availableReplicas": 4}}
+    old = rs("old", 1, "2026-01-01T00:00:00Z", desired=4)
+    assert sizes(scale_plan({"spec": {"replicas": 4}}, new, [old], surge=1, rolling=True)) == [("old", 0)]
+    assert scale_plan({"spec": {"replicas": 4}}, rs("n", 2, "b"), [old], surge=0, rolling=False) == []  # Recreate
+
+
+def test_a_scaling_event_is_a_replicaset_sized_for_another_count() -> None:
+    assert is_scaling_event(30, [rs("old", 8, "t"), rs("idle", 0, "t", desired=5)])
+    assert not is_scaling_event(10, [rs("old", 8, "t"), rs("idle", 0, "t", desired=5)])
 
 
 def test_pods_to_delete_first_are_unscheduled_then_pending_then_not_ready_then_newest() -> None:
@@ -361,6 +404,28 @@ def test_a_paused_deployment_rolls_out_only_when_resumed(
     workloads.kubectl("-n", ns, "rollout", "resume", "deployment/pz")
     eventually(lambda: rolled_out(client, ns, "pz", 2), what="the rollout after resuming")
     assert {_image(p) for p in pods(client, ns, "app=pz")} == {"nginx:1.25"}
+
+
+def test_scaling_a_stalled_rollout_scales_both_replicasets_in_proportion(
+    workloads: RunningCluster, client: httpx.Client, ns: str
+) -> None:
+    """The conformance spec's scenario, with pods that never get ready standing in for its unpullable image."""
+    strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 3, "maxUnavailable": 2}}
+    client.post(f"{APPS}/{ns}/deployments", json=deployment("prop", 10, strategy=strategy))
+    eventually(lambda: rolled_out(client, ns, "prop", 10), what="first rollout")
+    stall = {"spec": {"template": {"metadata": {"annotations": {"tinykube.io/ready": "false"}}}}}
+    assert client.patch(f"{APPS}/{ns}/deployments/prop", json=stall, headers=MERGE).status_code == 200
+
+    def replicas() -> list[int] | None:
+        found = items(client, f"{APPS}/{ns}/replicasets", labelSelector="app=prop")
+        found.sort(key=lambda r: int(r["metadata"]["annotations"][REVISION]))
+        counts = [r["spec"]["replicas"] for r in found]
+        return counts if len(counts) == 2 else None
+
+    assert eventually(lambda: (got := replicas()) == [8, 5] and got, what="the rollout stalled at 8 + 5")
+    scale = {"spec": {"replicas": 30}}
+    assert client.patch(f"{APPS}/{ns}/deployments/prop", json=scale, headers=MERGE).status_code == 200
+    assert eventually(lambda: (got := replicas()) == [20, 13] and got, what="20 old + 13 new")
 
 
 def test_the_controllers_writes_do_not_make_new_generations(client: httpx.Client, ns: str) -> None:

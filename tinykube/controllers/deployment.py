@@ -29,6 +29,13 @@ from tinykube.client.events import record_event
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.workqueue import WorkQueue
 from tinykube.controllers.context import ControllerContext
+from tinykube.controllers.deploymentscale import (
+    DESIRED_REPLICAS,
+    MAX_REPLICAS,
+    is_scaling_event,
+    replicas_of,
+    scale_plan,
+)
 from tinykube.controllers.intstr import scaled
 from tinykube.controllers.ownership import (
     CONTROLLER_INDEX,
@@ -50,8 +57,6 @@ WORKERS = 5  # upstream's --concurrent-deployment-syncs
 COMPONENT = "deployment-controller"
 HASH_LABEL = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"
-DESIRED_REPLICAS = "deployment.kubernetes.io/desired-replicas"
-MAX_REPLICAS = "deployment.kubernetes.io/max-replicas"
 _SAFE_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # upstream's rand.SafeEncodeString alphabet
 
 
@@ -92,13 +97,16 @@ def surge_and_unavailable(deployment: Object) -> tuple[int, int]:
     return surge, min(unavailable, replicas)
 
 
+def _max_surge(deployment: Object) -> int:
+    """The surge a scaling allows: none for Recreate (upstream's MaxSurge)."""
+    if ((deployment.get("spec") or {}).get("strategy") or {}).get("type") == "Recreate":
+        return 0
+    return surge_and_unavailable(deployment)[0]
+
+
 def revision(rs: Object) -> int:
     text = (rs["metadata"].get("annotations") or {}).get(REVISION, "0")
     return int(text) if str(text).isdigit() else 0
-
-
-def _replicas(rs: Object) -> int:
-    return int((rs.get("spec") or {}).get("replicas", 0))
 
 
 def _status(rs: Object, field: str) -> int:
@@ -168,8 +176,10 @@ class DeploymentController:
         new = next((rs for rs in replicasets if same_template(rs["spec"].get("template") or {}, template)), None)
         olds = [rs for rs in replicasets if rs is not new]
         created = False
-        if (deployment.get("spec") or {}).get("paused"):
-            await self._scale_paused(deployment, new, olds)
+        wanted = int((deployment.get("spec") or {}).get("replicas", 1))
+        if (deployment.get("spec") or {}).get("paused") or is_scaling_event(wanted, replicasets):
+            # upstream's sync: a paused Deployment, or a new `replicas`, is scaled and rolls nothing out this time
+            await self._scale_all(deployment, new, olds)
         else:
             if new is None:
                 new, created = await self._create_new(deployment, olds), True
@@ -204,9 +214,9 @@ class DeploymentController:
         surge, _ = surge_and_unavailable(deployment)
         name = f"{deployment['metadata']['name']}-{hashed}"
         if spec.get("strategy", {}).get("type") == "Recreate":
-            start = 0 if any(_replicas(rs) or _status(rs, "replicas") for rs in olds) else replicas
+            start = 0 if any(replicas_of(rs) or _status(rs, "replicas") for rs in olds) else replicas
         else:
-            start = max(min(replicas + surge - sum(_replicas(rs) for rs in olds), replicas), 0)
+            start = max(min(replicas + surge - sum(replicas_of(rs) for rs in olds), replicas), 0)
         body = {
             "apiVersion": "apps/v1",
             "kind": "ReplicaSet",
@@ -217,7 +227,7 @@ class DeploymentController:
                 "annotations": {
                     REVISION: str(max((revision(rs) for rs in olds), default=0) + 1),
                     DESIRED_REPLICAS: str(replicas),
-                    MAX_REPLICAS: str(replicas + surge),
+                    MAX_REPLICAS: str(replicas + _max_surge(deployment)),
                 },
                 "ownerReferences": [controller_ref(deployment, DEPLOYMENTS)],
             },
@@ -255,16 +265,23 @@ class DeploymentController:
             new.update(patched or {})
 
     async def _scale(self, deployment: Object, rs: Object, replicas: int) -> None:
-        if _replicas(rs) == replicas:
-            return
-        surge, _ = surge_and_unavailable(deployment)
+        """Size `rs` and record the Deployment size it is for (the annotations a later scaling reads)."""
         wanted = int((deployment.get("spec") or {}).get("replicas", 1))
-        annotations = {DESIRED_REPLICAS: str(wanted), MAX_REPLICAS: str(wanted + surge)}
+        annotations = {DESIRED_REPLICAS: str(wanted), MAX_REPLICAS: str(wanted + _max_surge(deployment))}
+        current = rs["metadata"].get("annotations") or {}
+        if replicas_of(rs) == replicas and all(current.get(k) == v for k, v in annotations.items()):
+            return
         patched = await self._patch_rs(rs, {"metadata": {"annotations": annotations}, "spec": {"replicas": replicas}})
         if patched is None:
             return  # gone or changed meanwhile: the next sync scales from what is there
-        before, rs["spec"] = _replicas(rs), patched["spec"]
-        await self._scaled_event(deployment, rs["metadata"]["name"], before, replicas)
+        before, rs["spec"], rs["metadata"] = replicas_of(rs), patched["spec"], patched["metadata"]
+        if before != replicas:
+            await self._scaled_event(deployment, rs["metadata"]["name"], before, replicas)
+
+    async def _scale_all(self, deployment: Object, new: Object | None, olds: list[Object]) -> None:
+        rolling = ((deployment.get("spec") or {}).get("strategy") or {}).get("type") != "Recreate"
+        for rs, size in scale_plan(deployment, new, olds, surge=_max_surge(deployment), rolling=rolling):
+            await self._scale(deployment, rs, size)
 
     async def _scaled_event(self, deployment: Object, name: str, before: int, after: int) -> None:
         message = f"Scaled {'up' if after > before else 'down'} replica set {name} from {before} to {after}"
@@ -276,37 +293,32 @@ class DeploymentController:
         wanted = int((deployment.get("spec") or {}).get("replicas", 1))
         surge, unavailable = surge_and_unavailable(deployment)
         # The new ReplicaSet grows into the surge ...
-        if _replicas(new) > wanted:
+        if replicas_of(new) > wanted:
             await self._scale(deployment, new, wanted)
-        elif _replicas(new) < wanted:
-            room = wanted + surge - _replicas(new) - sum(_replicas(rs) for rs in olds)
+        elif replicas_of(new) < wanted:
+            room = wanted + surge - replicas_of(new) - sum(replicas_of(rs) for rs in olds)
             if room > 0:
-                await self._scale(deployment, new, _replicas(new) + min(room, wanted - _replicas(new)))
+                await self._scale(deployment, new, replicas_of(new) + min(room, wanted - replicas_of(new)))
         # ... and old ones shrink, never below `wanted - unavailable` available pods.
-        if not any(_replicas(rs) for rs in olds):
+        if not any(replicas_of(rs) for rs in olds):
             return
-        total = _replicas(new) + sum(_replicas(rs) for rs in olds)
-        new_unavailable = _replicas(new) - _status(new, "availableReplicas")
+        total = replicas_of(new) + sum(replicas_of(rs) for rs in olds)
+        new_unavailable = replicas_of(new) - _status(new, "availableReplicas")
         budget = total - (wanted - unavailable) - new_unavailable
         for rs in sorted(olds, key=lambda rs: (revision(rs), rs["metadata"].get("creationTimestamp") or "")):
-            unhealthy = _replicas(rs) - _status(rs, "availableReplicas")  # unavailable old pods go first
+            unhealthy = replicas_of(rs) - _status(rs, "availableReplicas")  # unavailable old pods go first
             cut = min(budget, max(unhealthy, 0))
             if cut > 0:
-                await self._scale(deployment, rs, _replicas(rs) - cut)
+                await self._scale(deployment, rs, replicas_of(rs) - cut)
                 budget -= cut
         # Then healthy ones, as far as the available pods allow.
         available = _status(new, "availableReplicas") + sum(_status(rs, "availableReplicas") for rs in olds)
         budget = available - (wanted - unavailable)
         for rs in sorted(olds, key=lambda rs: (revision(rs), rs["metadata"].get("creationTimestamp") or "")):
-            cut = min(budget, _replicas(rs))
+            cut = min(budget, replicas_of(rs))
             if cut > 0:
-                await self._scale(deployment, rs, _replicas(rs) - cut)
+                await self._scale(deployment, rs, replicas_of(rs) - cut)
                 budget -= cut
-
-    async def _scale_paused(self, deployment: Object, new: Object | None, olds: list[Object]) -> None:
-        """A paused Deployment rolls nothing out but still follows `replicas` when one ReplicaSet runs its pods."""
-        if new is not None and not any(_replicas(rs) for rs in olds):
-            await self._scale(deployment, new, int((deployment.get("spec") or {}).get("replicas", 1)))
 
     async def _recreate(self, deployment: Object, new: Object, olds: list[Object]) -> None:
         for rs in olds:
@@ -319,7 +331,7 @@ class DeploymentController:
     async def _prune_history(self, deployment: Object, olds: list[Object]) -> None:
         limit = int((deployment.get("spec") or {}).get("revisionHistoryLimit", 10))
         idle = sorted(
-            (rs for rs in olds if not _replicas(rs) and not _status(rs, "replicas")), key=lambda rs: revision(rs)
+            (rs for rs in olds if not replicas_of(rs) and not _status(rs, "replicas")), key=lambda rs: revision(rs)
         )
         for rs in idle[: max(len(idle) - limit, 0)]:
             with contextlib.suppress(errors.NotFound):
@@ -339,7 +351,7 @@ class DeploymentController:
             "updatedReplicas": _status(new, "replicas") if new else 0,
             "readyReplicas": sum(_status(rs, "readyReplicas") for rs in everything),
             "availableReplicas": available,
-            "unavailableReplicas": max(sum(_replicas(rs) for rs in everything) - available, 0),
+            "unavailableReplicas": max(sum(replicas_of(rs) for rs in everything) - available, 0),
         }
         _, unavailable = surge_and_unavailable(deployment)
         conditions = {c["type"]: c for c in old_status.get("conditions") or []}
