@@ -52,8 +52,14 @@ def test_future_resource_version_is_504_too_large(api: httpx.Client, namespace: 
     body = refused(api.get(path, params=future), 504, "Timeout")
     assert body["message"].startswith("Too large resource version: 999999999, current: ")
     assert body["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
-    token = base64.urlsafe_b64encode(json.dumps({"v": "meta.k8s.io/v1", "rv": 999999999, "start": ""}).encode())
+    start = f"{namespace}/p\u0000"
+    token = base64.urlsafe_b64encode(json.dumps({"v": "meta.k8s.io/v1", "rv": 999999999, "start": start}).encode())
     refused(api.get(path, params={"limit": "1", "continue": token.decode()}), 504, "Timeout")
+    # a token without a start key is refused before its revision is looked at, as upstream's DecodeContinue does
+    empty = base64.urlsafe_b64encode(json.dumps({"v": "meta.k8s.io/v1", "rv": 999999999, "start": ""}).encode())
+    assert refused(api.get(path, params={"limit": "1", "continue": empty.decode()}), 400, "BadRequest")["message"] == (
+        "continue key is not valid: encoded start key empty (version meta.k8s.io/v1)"
+    )
     refused(api.get("/api/v1/namespaces/default", params={"resourceVersion": "999999999"}), 504, "Timeout")
     for bad in ("-1", "1_0", " 5", "x"):
         refused(api.get(path, params={"resourceVersion": bad}), 400, "BadRequest")
