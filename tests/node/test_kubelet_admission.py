@@ -4,14 +4,13 @@ a real `tinykube up --nodes 1`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import orjson
-import pytest
 
-from tests.conftest import RunningCluster, eventually, fresh_namespace, running_cluster
+from tests.conftest import eventually
+from tests.node.conftest import simulated_cluster
 from tinykube.node.admission import Rejection, admit
 
 Object = dict[str, Any]
@@ -81,22 +80,7 @@ def test_an_extended_resource_the_node_lacks_is_not_checked_but_one_it_has_is() 
 # On a cluster
 
 
-@pytest.fixture(scope="module")
-def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
-    with running_cluster(tmp_path_factory.mktemp("admission") / "c", "--nodes", "1", "--controllers", "*") as running:
-        yield running
-
-
-@pytest.fixture
-def client(sim: RunningCluster) -> Iterator[httpx.Client]:
-    with sim.http() as http:
-        yield http
-
-
-@pytest.fixture
-def ns(client: httpx.Client, request: pytest.FixtureRequest) -> Iterator[str]:
-    with fresh_namespace(client, request) as name:
-        yield name
+sim = simulated_cluster("admission")
 
 
 def read(client: httpx.Client, ns: str, name: str) -> Object:

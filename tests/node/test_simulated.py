@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import RunningCluster, eventually, fresh_namespace, running_cluster
+from tests.conftest import eventually
+from tests.node.conftest import simulated_cluster
 from tinykube.node.containers import pod_phase
 from tinykube.node.lifetimes import Lifetime, lifetime
 from tinykube.node.status import ContainerState, PodState, pod_status
@@ -89,22 +89,7 @@ def test_initialized_lists_the_init_containers_not_done() -> None:
 # On a cluster
 
 
-@pytest.fixture(scope="module")
-def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
-    with running_cluster(tmp_path_factory.mktemp("simulated") / "c", "--nodes", "1", "--controllers", "*") as running:
-        yield running
-
-
-@pytest.fixture
-def client(sim: RunningCluster) -> Iterator[httpx.Client]:
-    with sim.http() as http:
-        yield http
-
-
-@pytest.fixture
-def ns(client: httpx.Client, request: pytest.FixtureRequest) -> Iterator[str]:
-    with fresh_namespace(client, request) as name:
-        yield name
+sim = simulated_cluster("simulated")
 
 
 def container(name: str, *command: str, **fields: Any) -> Object:
