@@ -45,3 +45,14 @@ def client(sim: RunningCluster) -> Iterator[httpx.Client]:
 def ns(client: httpx.Client, request: pytest.FixtureRequest) -> Iterator[str]:
     with fresh_namespace(client, request) as name:
         yield name
+
+
+def read(client: httpx.Client, ns: str, name: str) -> dict[str, Any]:
+    response = client.get(f"/api/v1/namespaces/{ns}/pods/{name}")
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+def phase_is(client: httpx.Client, ns: str, name: str, phase: str) -> dict[str, Any] | None:
+    found = read(client, ns, name)
+    return found if (found.get("status") or {}).get("phase") == phase else None

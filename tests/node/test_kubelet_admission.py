@@ -10,7 +10,7 @@ import httpx
 import orjson
 
 from tests.conftest import eventually
-from tests.node.conftest import simulated_cluster
+from tests.node.conftest import phase_is, simulated_cluster
 from tinykube.node.admission import Rejection, admit
 
 Object = dict[str, Any]
@@ -81,17 +81,6 @@ def test_an_extended_resource_the_node_lacks_is_not_checked_but_one_it_has_is() 
 
 
 sim = simulated_cluster("admission")
-
-
-def read(client: httpx.Client, ns: str, name: str) -> Object:
-    response = client.get(f"/api/v1/namespaces/{ns}/pods/{name}")
-    assert response.status_code == 200, response.text
-    return dict(response.json())
-
-
-def phase_is(client: httpx.Client, ns: str, name: str, phase: str) -> Object | None:
-    found = read(client, ns, name)
-    return found if (found.get("status") or {}).get("phase") == phase else None
 
 
 def first_failed(client: httpx.Client, ns: str, name: str, version: str) -> Object:

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tests.conftest import eventually
-from tests.node.conftest import simulated_cluster
+from tests.node.conftest import phase_is, read, simulated_cluster
 from tinykube.node.containers import pod_phase
 from tinykube.node.lifetimes import Lifetime, lifetime
 from tinykube.node.status import ContainerState, PodState, pod_status
@@ -104,17 +104,6 @@ def create(client: httpx.Client, ns: str, name: str, *containers: Object, **spec
     body = {"metadata": {"name": name, "annotations": annotations}, "spec": {"containers": list(containers), **spec}}
     response = client.post(f"/api/v1/namespaces/{ns}/pods", json=body)
     assert response.status_code == 201, response.text
-
-
-def read(client: httpx.Client, ns: str, name: str) -> Object:
-    response = client.get(f"/api/v1/namespaces/{ns}/pods/{name}")
-    assert response.status_code == 200, response.text
-    return dict(response.json())
-
-
-def phase_is(client: httpx.Client, ns: str, name: str, phase: str) -> Object | None:
-    found = read(client, ns, name)
-    return found if (found.get("status") or {}).get("phase") == phase else None
 
 
 def condition(pod: Object, kind: str) -> Object:
