@@ -20,9 +20,8 @@ from dataclasses import dataclass, field
 
 from tinykube.api.golang import parse_go_duration, time_parse_error
 from tinykube.apiextensions import formats
-from tinykube.apiextensions.node import UNSET, Node
+from tinykube.apiextensions.node import Node
 
-MAX_REQUEST_BYTES = 3 * 1024 * 1024
 _TOKEN = re.compile(
     r"""
     (?P<ws>\s+|//[^\n]*)
@@ -170,11 +169,6 @@ METHODS = frozenset(
         "format",
     )
 )
-_STRING_OPERATORS = frozenset(("+", "==", "!=", "<", ">", "<=", ">="))
-_STRING_COST = frozenset(
-    ("contains", "startsWith", "endsWith", "matches", "find", "findAll", "split", "replace", "lowerAscii")
-)
-_STRING_COST_UPPER = frozenset(("upperAscii", "trim", "indexOf", "lastIndexOf", "substring", "reverse", "charAt"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +195,6 @@ class Analysis:
     functions: set[str] = field(default_factory=set)
     renames: list[int] = field(default_factory=list)  # source offsets of `.if` style selections of `__if__` fields
     uses_size: bool = False
-    cost: int = 0
 
 
 def tokenize(src: str) -> list[Token]:
@@ -280,16 +273,14 @@ def escape(name: str) -> str | None:
 @dataclass(frozen=True, slots=True)
 class _T:
     """A declared type: a schema node (`resource`: root or embedded, so TypeMeta and restricted metadata), the
-    restricted `metadata`, a plain string, or unknown (anything goes)."""
+    restricted `metadata`, or unknown (anything goes: a plain string, too, has no fields the scan follows)."""
 
     node: Node | None = None
     resource: bool = False
     meta: bool = False
-    string: bool = False
 
 
 _UNKNOWN = _T()
-_STRING = _T(string=True)
 _META = _T(meta=True)
 
 
@@ -330,13 +321,13 @@ def field_name(name: str) -> str:
 def _select(t: _T, name: str) -> tuple[_T, str | None]:
     """The type of `t.name`, and an issue message if the checker refuses the selection."""
     if t.meta:
-        return (_STRING, None) if name in ("name", "generateName") else (_UNKNOWN, f"undefined field '{name}'")
+        return (_UNKNOWN, None) if name in ("name", "generateName") else (_UNKNOWN, f"undefined field '{name}'")
     node = t.node
     if node is None or node.int_or_string or node.type != "object":
         return _UNKNOWN, None
     resource = t.resource and not declares_type_meta(node)
     if resource and name in ("apiVersion", "kind"):
-        return _STRING, None
+        return _UNKNOWN, None
     if resource and name == "metadata":
         return _META, None
     if node.properties is not None or resource:
@@ -364,55 +355,8 @@ def _map_key_type(t: _T) -> _T:
     """A macro over a map ranges over its keys (strings)."""
     node = t.node
     if node is not None and node.type == "object":
-        return _STRING
+        return _UNKNOWN
     return _element(t)
-
-
-# ---- sizes for the cost estimate -----------------------------------------------------------------------------------
-
-
-def min_size(node: Node) -> int:
-    """upstream's MinSerializedSize of a schema's values."""
-    if node.int_or_string:
-        return 1
-    if node.type == "object" and node.properties is not None:
-        total = 2
-        for name in node.required:
-            child = node.properties.get(name)
-            if child is not None and child.default is UNSET:
-                total += len(name) + min_size(child) + 4
-        return total
-    return {"string": 2, "boolean": 4, "integer": 1, "number": 1, "array": 2, "object": 2}.get(node.type, 1)
-
-
-def max_elements(node: Node) -> int:
-    """How many elements a collection (or characters a string) can have in one request."""
-    if node.type == "array":
-        if node.max_items is not None:
-            return max(node.max_items, 0)
-        items = node.items
-        return (MAX_REQUEST_BYTES - 2) // ((min_size(items) if items else 1) + 1)
-    if node.type == "object":
-        if node.additional is None:
-            return len(node.properties or ())
-        if node.max_props is not None:
-            return max(node.max_props, 0)
-        return (MAX_REQUEST_BYTES - 2) // (min_size(node.additional) + 6)
-    if node.type == "string" or node.int_or_string:
-        if node.max_length is not None:
-            return max(node.max_length, 0) * 4
-        if node.enum and node.type == "string":
-            return max((len(e) for e in node.enum if isinstance(e, str)), default=0)
-        if node.format in ("duration", "date", "date-time"):
-            return 64
-        return MAX_REQUEST_BYTES - 2
-    return 1
-
-
-def _size_of(t: _T) -> int:
-    if t.node is not None:
-        return max_elements(t.node)
-    return 1 if not t.string else 253
 
 
 # ---- the scan -----------------------------------------------------------------------------------------------------
@@ -430,33 +374,29 @@ class _Scanner:
     def issue(self, at: int, message: str) -> None:
         self.result.issues.append(Issue(self.tokens[at].pos, message))
 
-    def scan(self, lo: int, hi: int, scope: dict[str, _T]) -> int:
-        """Scan tokens[lo:hi]; the estimated cost of evaluating them once."""
+    def scan(self, lo: int, hi: int, scope: dict[str, _T]) -> None:
+        """Scan tokens[lo:hi]."""
         toks = self.tokens
-        cost = 0
         i = lo
         while i < hi:
             tok = toks[i]
-            cost += 1
             if tok.kind == "op" and tok.text in (".", ".?") and i + 1 < hi and toks[i + 1].kind == "id":
                 if tok.text == ".?":
                     self.issue(i, "optional field selection ('.?') is not supported by this server")
-                i, more = self.member(i, hi, _UNKNOWN, scope)
-                cost += more
+                i = self.member(i, hi, _UNKNOWN, scope)
                 continue
             if tok.kind != "id":
                 i += 1
                 continue
-            i, more = self.identifier(i, hi, scope)
-            cost += more
-        return cost
+            i = self.identifier(i, hi, scope)
 
-    def identifier(self, i: int, hi: int, scope: dict[str, _T]) -> tuple[int, int]:
+    def identifier(self, i: int, hi: int, scope: dict[str, _T]) -> int:
+        """The identifier at token i, checked; the index after what it took."""
         toks = self.tokens
         name = toks[i].text
         calls = i + 1 < hi and toks[i + 1].text == "("
         if name in _KEYWORDS:
-            return i + 1, 0
+            return i + 1
         if calls:
             self.result.functions.add(name)
             if name == "size":
@@ -465,19 +405,19 @@ class _Scanner:
                 self.issue(i, f"undeclared reference to '{name}' (in container '')")
             elif name in ("duration", "timestamp"):
                 self.literal_argument(i + 1, hi, name)
-            return i + 1, 0
+            return i + 1
         if name == "google" and i + 4 < hi and toks[i + 2].text == "protobuf":
             self.issue(i, "google.protobuf type names are not supported by this server")
-            return i + 5, 0
+            return i + 5
         if name in NAMESPACES and i + 3 < hi and toks[i + 1].text == "." and toks[i + 3].text == "(":
             full = f"{name}.{toks[i + 2].text}"
             self.result.functions.add(full)
             if full == "cel.bind":
                 self.issue(i, "cel.bind is not supported by this server")
-                return self.match.get(i + 3, hi - 1) + 1, 1
+                return self.match.get(i + 3, hi - 1) + 1
             if full not in GLOBAL_FUNCTIONS:
                 self.issue(i, f"undeclared reference to '{full}' (in container '')")
-            return i + 3, 0
+            return i + 3
         if name in ("self", "oldSelf") and name not in scope:
             if name == "oldSelf":
                 self.result.uses_old_self = True
@@ -486,23 +426,22 @@ class _Scanner:
         if name in scope:
             return self.chain(i, hi, scope[name], scope, top=None)
         if name in _TYPE_NAMES:
-            return i + 1, 0
+            return i + 1
         self.issue(i, f"undeclared reference to '{name}' (in container '')")
-        return i + 1, 0
+        return i + 1
 
-    def chain(self, i: int, hi: int, t: _T, scope: dict[str, _T], *, top: str | None) -> tuple[int, int]:
-        """Follow `var.a.b[...]...` from token i; returns the next index and the cost of what was consumed."""
+    def chain(self, i: int, hi: int, t: _T, scope: dict[str, _T], *, top: str | None) -> int:
+        """Follow `var.a.b[...]...` from token i; returns the next index."""
         toks = self.tokens
         j = i + 1
         first = True
-        cost = 0
         while j < hi:
             tok = toks[j]
             if tok.text == "." and j + 1 < hi and toks[j + 1].kind == "id":
                 if j + 2 < hi and toks[j + 2].text == "(":
                     if first and top is not None:
                         self.whole(top)
-                    return self.call(j, hi, t, scope, cost)
+                    return self.call(j, hi, t, scope)
                 name = toks[j + 1].text
                 if first and top is not None:
                     self.field_used(top, name)
@@ -512,14 +451,13 @@ class _Scanner:
                 if problem is not None:
                     self.issue(j, problem)
                 first = False
-                cost += 1
                 j += 2
                 continue
             if tok.text == "[":
                 if first and top is not None:
                     self.whole(top)
                 close = self.match.get(j, hi - 1)
-                cost += self.scan(j + 1, close, scope)
+                self.scan(j + 1, close, scope)
                 t = _element(t)
                 first = False
                 j = close + 1
@@ -527,29 +465,16 @@ class _Scanner:
             break
         if first and top is not None:
             self.whole(top)
-        return j, cost + self.string_operands(i, j, t)
+        return j
 
-    def string_operands(self, start: int, end: int, t: _T) -> int:
-        """A string compared or concatenated costs about a tenth of its length bound, as cel-go estimates."""
-        if not (t.string or (t.node is not None and (t.node.type == "string" or t.node.int_or_string))):
-            return 0
-        toks = self.tokens
-        before = toks[start - 1].text if start > 0 else ""
-        after = toks[end].text if end < len(toks) else ""
-        if before in _STRING_OPERATORS or after in _STRING_OPERATORS:
-            return max(1, _size_of(t) // 10)
-        if before == "(" and start > 1 and toks[start - 2].text == "string":
-            return max(1, _size_of(t) // 10)
-        return 0
-
-    def member(self, j: int, hi: int, t: _T, scope: dict[str, _T]) -> tuple[int, int]:
+    def member(self, j: int, hi: int, t: _T, scope: dict[str, _T]) -> int:
         """`.name` on something the scanner does not type (a call result, a literal ...)."""
         toks = self.tokens
         if j + 2 < hi and toks[j + 2].text == "(":
-            return self.call(j, hi, t, scope, 0)
-        return j + 2, 1
+            return self.call(j, hi, t, scope)
+        return j + 2
 
-    def call(self, j: int, hi: int, t: _T, scope: dict[str, _T], cost: int) -> tuple[int, int]:
+    def call(self, j: int, hi: int, t: _T, scope: dict[str, _T]) -> int:
         """`.name(args)` at token j (the dot): macros bind variables; other methods are checked by name."""
         toks = self.tokens
         name = toks[j + 1].text
@@ -559,22 +484,16 @@ class _Scanner:
         if name == "size":
             self.result.uses_size = True
         if name in MACROS:
-            return close + 1, cost + self.macro(j, open_, close, t, scope)
+            self.macro(j, open_, close, t, scope)
+            return close + 1
         if name == "matches":
             self.literal_argument(open_, close + 1, name)
         if name in _UNSUPPORTED_MACROS:
             self.issue(j + 1, f"the {name} macro is not supported by this server")
         elif name not in METHODS:
             self.issue(j + 1, f"undeclared reference to '{name}' (in container '')")
-        factor = 1
-        if name in _STRING_COST or name in _STRING_COST_UPPER:
-            factor = max(1, _size_of(t) // 10)
-            if name in ("matches", "find", "findAll"):
-                pattern = toks[open_ + 1] if open_ + 1 < close else None
-                factor *= (len(pattern.text) if pattern is not None and pattern.kind == "str" else 10) // 4 + 1
-        elif name in ("isSorted", "sum", "min", "max", "distinct", "flatten", "sort", "join"):
-            factor = max(1, _size_of(t))
-        return close + 1, cost + factor + self.scan(open_ + 1, close, scope)
+        self.scan(open_ + 1, close, scope)
+        return close + 1
 
     def literal_argument(self, open_: int, hi: int, function: str) -> None:
         """cel-go's literal validators: a constant argument of duration(), timestamp() or matches() must be valid."""
@@ -597,19 +516,20 @@ class _Scanner:
         if not ok:
             self.issue(open_ + 1, problem)
 
-    def macro(self, j: int, open_: int, close: int, t: _T, scope: dict[str, _T]) -> int:
+    def macro(self, j: int, open_: int, close: int, t: _T, scope: dict[str, _T]) -> None:
         toks = self.tokens
         args = _split_args(toks, open_ + 1, close, self.match)
         if len(args) == 3 and all(toks[a].kind == "id" and b == a + 1 for a, b in args[:2]):
             self.issue(j + 1, f"the two-variable form of {toks[j + 1].text} is not supported by this server")
-            return 1
+            return
         three = len(args) == 3 and toks[j + 1].text == "map"  # map(x, filter, transform)
         if not (len(args) == 2 or three) or toks[args[0][0]].kind != "id" or args[0][1] != args[0][0] + 1:
-            return self.scan(open_ + 1, close, scope)
+            self.scan(open_ + 1, close, scope)
+            return
         var = toks[args[0][0]].text
         inner = {**scope, var: _map_key_type(t) if t.node is not None and t.node.type == "object" else _element(t)}
-        body = sum(self.scan(lo, hi, inner) for lo, hi in args[1:])
-        return max(1, _size_of(t)) * (body + 1)
+        for lo, hi in args[1:]:
+            self.scan(lo, hi, inner)
 
     def field_used(self, top: str, name: str) -> None:
         attr = "self_fields" if top == "self" else "old_self_fields"
@@ -705,5 +625,5 @@ def analyze(src: str, node: Node, *, resource: bool, optional_old_self: bool = F
     """Statically check rule (or messageExpression) `src` written at schema `node`."""
     tokens = tokenize(src)
     scanner = _Scanner(src, tokens, node_type(node, resource=resource), optional_old_self=optional_old_self)
-    scanner.result.cost = scanner.scan(0, len(tokens), {})
+    scanner.scan(0, len(tokens), {})
     return scanner.result
