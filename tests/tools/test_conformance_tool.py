@@ -4,6 +4,8 @@ ginkgo's JSON (no Go, no cluster)."""
 from __future__ import annotations
 
 import importlib.util
+import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -166,3 +168,25 @@ def test_suite_level_failures_are_reported_apart() -> None:
     specs, suite_failures = tool.parse_ginkgo_json(data, tool.selection("api"))
     assert specs == []
     assert suite_failures == ["SynchronizedBeforeSuite: BeforeSuite: no nodes"]
+
+
+VAP = "[sig-api-machinery] ValidatingAdmissionPolicy [Privileged:ClusterAdmin] should validate against a Deployment [Conformance]"  # noqa: E501
+
+
+def test_a_hanging_spec_is_reported_as_failed_with_its_reason(tmp_path: Path) -> None:
+    data = [{"SpecReports": [_spec([VAP.rsplit(" should", 1)[0]], "should" + VAP.rsplit(" should", 1)[1], "skipped")]}]
+    (tmp_path / "report.json").write_text(json.dumps(data))
+    report = tool.load_report(tmp_path / "report.json", tool.selection("api"), "v1.32.13", 60.0)
+    (spec,) = report.specs
+    assert spec.text == VAP and tool.outcome(spec) == "failed"
+    assert spec.message.startswith(tool.LEFT_OUT) and "not enforced" in spec.message
+    assert "0 ran in 1 min (1 left out: they hang)." in tool.markdown(report)
+
+
+def test_focus_narrows_a_selection_and_is_sent_as_literal_texts() -> None:
+    part = tool.Selection("api", tool.FOCUS, tool.selection("api").skip, r"\[Serial\]")
+    assert part.selects("[sig-apps] Daemon set [Serial] should run and stop simple daemon [Conformance]")
+    assert not part.selects(WATCH)
+    text = "[sig-apps] Job should run (a|b) job. {x} ^$ +*?"
+    literal = tool.go_literal(text)
+    assert re.fullmatch(literal, text) and "\\ " not in literal  # RE2 refuses an escaped space
