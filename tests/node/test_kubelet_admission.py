@@ -11,6 +11,7 @@ import orjson
 
 from tests.conftest import eventually
 from tests.node.conftest import phase_is, simulated_cluster
+from tinykube.api.noderesources import Footprint, NodeTotals
 from tinykube.node.admission import Rejection, admit
 
 Object = dict[str, Any]
@@ -19,6 +20,14 @@ NODE: Object = {
     "spec": {},
     "status": {"allocatable": {"cpu": "2", "memory": "1Gi", "pods": "3", "example.com/gpu": "1"}},
 }
+
+
+def running(*pods: Object) -> NodeTotals:
+    """What the node already runs, summed as the agent keeps it."""
+    totals = NodeTotals()
+    for p in pods:
+        totals.add(Footprint.of(p, f"ns/{p['metadata']['name']}", "n1"))
+    return totals
 
 
 def pod(name: str, *, cpu: str = "", port: int = 0, **spec: Any) -> Object:
@@ -31,11 +40,12 @@ def pod(name: str, *, cpu: str = "", port: int = 0, **spec: Any) -> Object:
 
 
 def test_a_pod_that_fits_is_admitted() -> None:
-    assert admit(pod("a", cpu="1", port=80, nodeSelector={"disk": "ssd"}), NODE, [pod("b", cpu="1", port=81)]) is None
+    beside = running(pod("b", cpu="1", port=81))
+    assert admit(pod("a", cpu="1", port=80, nodeSelector={"disk": "ssd"}), NODE, beside) is None
 
 
 def test_the_first_failure_in_upstreams_order_is_the_reason() -> None:
-    full = [pod("b", cpu="1500m", port=80)]
+    full = running(pod("b", cpu="1500m", port=80))
     assert admit(pod("a", cpu="1", port=80), NODE, full) == Rejection(
         "OutOfcpu", "Node didn't have enough resource: cpu, requested: 1000, used: 1500, capacity: 2000"
     )
@@ -44,25 +54,25 @@ def test_the_first_failure_in_upstreams_order_is_the_reason() -> None:
     assert ports.status_message == (
         "Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
     )
-    many = [pod(str(i)) for i in range(3)]
+    many = running(*(pod(str(i)) for i in range(3)))
     assert admit(pod("a"), NODE, many) == Rejection(
         "OutOfpods", "Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3"
     )
 
 
 def test_affinity_taints_and_the_os_are_checked_again() -> None:
-    wrong = admit(pod("a", nodeSelector={"disk": "hdd"}), NODE, [])
+    wrong = admit(pod("a", nodeSelector={"disk": "hdd"}), NODE, running())
     assert wrong == Rejection(
         "NodeAffinity", "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
     )
     tainted = {**NODE, "spec": {"taints": [{"key": "k", "value": "v", "effect": "NoExecute"}]}}
-    refused = admit(pod("a"), tainted, [])
+    refused = admit(pod("a"), tainted, running())
     assert refused is not None and refused.reason == "TaintToleration"
     tolerating = pod("a", tolerations=[{"key": "k", "operator": "Exists"}])
-    assert admit(tolerating, tainted, []) is None
+    assert admit(tolerating, tainted, running()) is None
     no_schedule = {**NODE, "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]}}
-    assert admit(pod("a"), no_schedule, []) is None  # the kubelet looks at NoExecute only
-    windows = admit(pod("a", os={"name": "windows"}), NODE, [])
+    assert admit(pod("a"), no_schedule, running()) is None  # the kubelet looks at NoExecute only
+    windows = admit(pod("a", os={"name": "windows"}), NODE, running())
     assert windows is not None and windows.reason == "PodOSNotSupported"
 
 
@@ -72,8 +82,8 @@ def test_an_extended_resource_the_node_lacks_is_not_checked_but_one_it_has_is() 
         found["spec"]["containers"][0]["resources"] = {"requests": {resource: amount}, "limits": {resource: amount}}
         return found
 
-    assert admit(wanting("other.com/fpga", "5"), NODE, []) is None
-    short = admit(wanting("example.com/gpu", "2"), NODE, [])
+    assert admit(wanting("other.com/fpga", "5"), NODE, running()) is None
+    short = admit(wanting("example.com/gpu", "2"), NODE, running())
     assert short is not None and short.reason == "OutOfexample.com/gpu"
 
 

@@ -13,7 +13,6 @@ taints.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,8 +39,8 @@ class Rejection:
         return f"Pod was rejected: {self.message}"
 
 
-def admit(pod: Object, node: Object, admitted: Iterable[Object]) -> Rejection | None:
-    """None if `pod` may run on `node` beside the `admitted` pods (those it already runs), else the first reason."""
+def admit(pod: Object, node: Object, totals: NodeTotals) -> Rejection | None:
+    """None if `pod` may run on `node` beside the pods it already runs (their `totals`), else the first reason."""
     labels = pod["metadata"].get("labels") or {}
     if OS_LABEL in labels and labels[OS_LABEL] != NODE_OS:
         return Rejection(
@@ -51,12 +50,8 @@ def admit(pod: Object, node: Object, admitted: Iterable[Object]) -> Rejection | 
     wanted_os = ((pod.get("spec") or {}).get("os") or {}).get("name")
     if wanted_os is not None and wanted_os != NODE_OS:
         return Rejection("PodOSNotSupported", "Failed to admit pod as the OS field doesn't match node OS")
-    name = node["metadata"]["name"]
-    totals = NodeTotals()
-    for other in admitted:
-        totals.add(Footprint.of(other, f"{other['metadata'].get('namespace')}/{other['metadata']['name']}", name))
     alloc = allocatable(node)
-    want = Footprint.of(pod, "", name)
+    want = Footprint.of(pod, "", node["metadata"]["name"])
     short = _insufficient(want, alloc, totals)
     if short is not None:
         return short

@@ -21,6 +21,7 @@ from typing import Any
 
 from tinykube.api import errors
 from tinykube.api.meta import now, parse_time
+from tinykube.api.noderesources import Footprint, NodeTotals
 from tinykube.api.resource_metrics import ContainerUsage, NodeCpu
 from tinykube.api.resource_metrics import render as render_resource_metrics
 from tinykube.api.resources import builtin
@@ -197,7 +198,8 @@ class NodeAgent:
         self.last_seen: dict[str, Object] = {}  # pod key -> the pod as last synced, for its grace period once gone
         self.terminating: dict[str, asyncio.Task[None]] = {}  # pod key -> its containers being stopped
         self.stopped: dict[str, PodContainers] = {}  # pod key -> how its containers ended, until it is deleted
-        self.admitted: set[str] = set()  # pods let in by admission, not yet ended: what the next one must fit beside
+        # pods let in by admission and not yet ended, summed as admitted: what the next one must fit beside
+        self.admitted = NodeTotals()
         self.ending: dict[str, asyncio.Task[None]] = {}  # pod key -> its containers being stopped at its deadline
         self.ended_why: dict[str, Rejection] = {}  # pod key -> why the kubelet ended it, until it is deleted
         self.node: Object = {}  # the Node as last read or written, for admission
@@ -408,11 +410,11 @@ class NodeAgent:
             return
         self.last_seen[key] = pod
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-            self.admitted.discard(key)
+            self._unadmit(key)
             if key in self.started_at and await self.runtime.release(key):  # as a kubelet frees an ended pod's IP
                 self.addresses.release(key)
             return
-        if key not in self.admitted:
+        if key not in self.admitted.pods:
             rejection = await self._admit(key, pod)
             if rejection is not None:
                 await self._reject(pod, rejection)
@@ -438,20 +440,21 @@ class NodeAgent:
         an earlier run of this agent and is let in again as it is (upstream re-admits in creation order). A
         refusal against the Node as last read is checked again against the Node as it is now (labels and taints
         change between status updates)."""
+        footprint = Footprint.of(pod, key, self.config.name)
         if (pod.get("status") or {}).get("startTime"):
-            self.admitted.add(key)
+            self.admitted.add(footprint)
             return None
-        others = [p for k in self.admitted if (p := self.pods.store.get(k) or self.last_seen.get(k)) is not None]
-        rejection = admit(pod, self.node, others) if self.node else None
+        rejection = admit(pod, self.node, self.admitted) if self.node else None
+        if rejection is not None:
+            rejection = admit(pod, await self.client.get(NODES, "", self.config.name), self.admitted)
         if rejection is None:
-            self.admitted.add(key)
-            return None
-        node = await self.client.get(NODES, "", self.config.name)
-        others = [p for k in self.admitted if (p := self.pods.store.get(k) or self.last_seen.get(k)) is not None]
-        rejection = admit(pod, node, others)
-        if rejection is None:
-            self.admitted.add(key)
+            self.admitted.add(footprint)
         return rejection
+
+    def _unadmit(self, key: str) -> None:
+        footprint = self.admitted.pods.get(key)
+        if footprint is not None:
+            self.admitted.remove(footprint)
 
     async def _reject(self, pod: Object, rejection: Rejection) -> None:
         """As the kubelet's rejectPod: a Warning event and the pod Failed with the reason; nothing of it runs."""
@@ -495,7 +498,7 @@ class NodeAgent:
             log.warning("node %s: stopping %s at its deadline: %s", self.config.name, key, err)
             self.stopped[key] = PodContainers()
         self.ended_why[key] = Rejection(DEADLINE_REASON, DEADLINE_MESSAGE)
-        self.admitted.discard(key)
+        self._unadmit(key)
         await self._report(key, self.pods.store.get(key) or pod)
 
     async def _report(self, key: str, pod: Object) -> None:
@@ -578,7 +581,7 @@ class NodeAgent:
             if self.addresses is not None:
                 self.addresses.release(key)
             self.last_seen.pop(key, None)
-            self.admitted.discard(key)
+            self._unadmit(key)
             return
         task = asyncio.create_task(self._stop(key, pod), name=f"node {self.config.name} stops {key}")
         self.terminating[key] = task
@@ -610,7 +613,7 @@ class NodeAgent:
             self.last_seen.pop(key, None)
             self.stopped.pop(key, None)
             self.ended_why.pop(key, None)
-            self.admitted.discard(key)
+            self._unadmit(key)
             if self.addresses is not None:
                 self.addresses.release(key)
         if pod is not None:
