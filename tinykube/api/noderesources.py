@@ -169,16 +169,52 @@ def port_conflict(wanted: Iterable[Port], used: Mapping[Port, int]) -> bool:
     return False
 
 
+_NATIVE_ORDER = ("cpu", "memory", "ephemeral-storage")
+
+
+@dataclass(frozen=True, slots=True)
+class Shortage:
+    """A resource a pod asks more of than a node has left (upstream's InsufficientResource)."""
+
+    resource: str
+    requested: int
+    used: int
+    capacity: int
+
+
+def shortages(
+    want: Footprint, alloc: Mapping[str, int], totals: NodeTotals, *, skip_missing_extended: bool = False
+) -> list[Shortage]:
+    """Upstream's fitsRequest, in its order: the pod count at the node's allowance, then cpu, memory,
+    ephemeral-storage and the scalar resources. `skip_missing_extended`: an extended resource the node has none
+    of is not checked (the kubelet's admission drops it)."""
+    found = []
+    pods = len(totals.pods)
+    if pods + 1 > alloc.get("pods", 0):
+        found.append(Shortage("pods", 1, pods, alloc.get("pods", 0)))
+    requests = {
+        name: amount
+        for name, amount in want.requests.items()
+        if amount > 0 and not (skip_missing_extended and name not in alloc and _extended(name))
+    }
+    order = [*(r for r in _NATIVE_ORDER if r in requests), *sorted(r for r in requests if r not in _NATIVE_ORDER)]
+    for name in order:
+        used, capacity = totals.requested.get(name, 0), alloc.get(name, 0)
+        if requests[name] > capacity - used:
+            found.append(Shortage(name, requests[name], used, capacity))
+    return found
+
+
+def _extended(resource: str) -> bool:
+    """Upstream's IsExtendedResourceName: a domain-qualified name outside `kubernetes.io/`, not a quota name."""
+    return "/" in resource and "kubernetes.io/" not in resource and not resource.startswith("requests.")
+
+
 def insufficient(want: Footprint, alloc: Mapping[str, int], totals: NodeTotals) -> list[str]:
-    """Upstream's fitsRequest: each resource the pod requests more of than the node has left, and a pod count at
-    the node's allowance."""
-    reasons = []
-    if len(totals.pods) + 1 > alloc.get("pods", 0):
-        reasons.append(TOO_MANY_PODS)
-    for name, amount in want.requests.items():
-        if amount > 0 and amount > alloc.get(name, 0) - totals.requested.get(name, 0):
-            reasons.append(f"Insufficient {name}")
-    return reasons
+    """The scheduler's NodeResourcesFit reasons: `Too many pods`, `Insufficient <resource>`."""
+    return [
+        TOO_MANY_PODS if s.resource == "pods" else f"Insufficient {s.resource}" for s in shortages(want, alloc, totals)
+    ]
 
 
 def fit_reasons(want: Footprint, alloc: Mapping[str, int], totals: NodeTotals) -> list[str]:

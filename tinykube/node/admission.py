@@ -17,14 +17,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from tinykube.api.nodeaffinity import node_affinity_matches, tolerates
-from tinykube.api.noderesources import PORTS_REASON, Footprint, NodeTotals, allocatable, port_conflict
+from tinykube.api.noderesources import (
+    PORTS_REASON,
+    Footprint,
+    NodeTotals,
+    Shortage,
+    allocatable,
+    port_conflict,
+    shortages,
+)
 
 Object = dict[str, Any]
 NODE_OS = "linux"
 OS_LABEL = "kubernetes.io/os"
 AFFINITY_REASON = "node(s) didn't match Pod's node affinity/selector"
 TAINT_REASON = "node(s) had taints that the pod didn't tolerate"
-_NATIVE_ORDER = ("cpu", "memory", "ephemeral-storage")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +59,9 @@ def admit(pod: Object, node: Object, totals: NodeTotals) -> Rejection | None:
         return Rejection("PodOSNotSupported", "Failed to admit pod as the OS field doesn't match node OS")
     alloc = allocatable(node)
     want = Footprint.of(pod, "", node["metadata"]["name"])
-    short = _insufficient(want, alloc, totals)
-    if short is not None:
-        return short
+    short = shortages(want, alloc, totals, skip_missing_extended=True)
+    if short:
+        return _short(short[0])
     if not node_affinity_matches(pod, node):
         return _predicate("NodeAffinity", AFFINITY_REASON)
     if want.ports and port_conflict(want.ports, totals.ports):
@@ -69,31 +76,9 @@ def _predicate(name: str, description: str) -> Rejection:
     return Rejection(name, f"Predicate {name} failed: {description}")
 
 
-def _insufficient(want: Footprint, alloc: dict[str, int], totals: NodeTotals) -> Rejection | None:
-    """The first resource the pod asks more of than the node has left (upstream's fitsRequest order)."""
-    pods = len(totals.pods)
-    if pods + 1 > alloc.get("pods", 0):
-        return _short("pods", 1, pods, alloc.get("pods", 0))
-    requests = {
-        resource: amount
-        for resource, amount in want.requests.items()
-        if amount > 0 and (resource in alloc or not _extended(resource))
-    }
-    scalars = sorted(r for r in requests if r not in _NATIVE_ORDER)
-    for resource in [*(r for r in _NATIVE_ORDER if r in requests), *scalars]:
-        used, capacity = totals.requested.get(resource, 0), alloc.get(resource, 0)
-        if requests[resource] > capacity - used:
-            return _short(resource, requests[resource], used, capacity)
-    return None
-
-
-def _extended(resource: str) -> bool:
-    """Upstream's IsExtendedResourceName: a domain-qualified name outside `kubernetes.io/`, not a quota name."""
-    return "/" in resource and "kubernetes.io/" not in resource and not resource.startswith("requests.")
-
-
-def _short(resource: str, requested: int, used: int, capacity: int) -> Rejection:
+def _short(shortage: Shortage) -> Rejection:
     return Rejection(
-        f"OutOf{resource}",
-        f"Node didn't have enough resource: {resource}, requested: {requested}, used: {used}, capacity: {capacity}",
+        f"OutOf{shortage.resource}",
+        f"Node didn't have enough resource: {shortage.resource}, requested: {shortage.requested}, "
+        f"used: {shortage.used}, capacity: {shortage.capacity}",
     )
