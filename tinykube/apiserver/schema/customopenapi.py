@@ -68,19 +68,19 @@ def v2_structural(schema: Schema) -> Schema:
     (and, untyped, its properties and items); an unknown-fields node loses its properties and items, and its
     type when that is object; an array left without items loses its type; nullable properties are not required."""
     out = {k: v for k, v in schema.items() if k not in _NOT_IN_V2}
+    dropped = set()
+    if schema.get("nullable") is True:
+        dropped |= {"type", "items", "properties"}
+    if schema.get("x-kubernetes-preserve-unknown-fields") is True:
+        dropped |= {"items", "properties"}
+    for key in dropped:
+        out.pop(key, None)
     for key in ("properties", "patternProperties"):
         if isinstance(out.get(key), dict):
             out[key] = {name: _v2_node(sub) for name, sub in out[key].items()}
-    if isinstance(out.get("items"), dict):
-        out["items"] = _v2_node(out["items"])
-    if isinstance(out.get("additionalProperties"), dict):
-        out["additionalProperties"] = _v2_node(out["additionalProperties"])
-    if schema.get("nullable") is True:
-        for key in ("type", "items", "properties"):
-            out.pop(key, None)
-    if schema.get("x-kubernetes-preserve-unknown-fields") is True:
-        out.pop("items", None)
-        out.pop("properties", None)
+    for key in ("items", "additionalProperties"):
+        if isinstance(out.get(key), dict):
+            out[key] = _v2_node(out[key])
     if out.get("type") == "array" and "items" not in out:
         out.pop("type")
     if schema.get("x-kubernetes-preserve-unknown-fields") is True and out.get("type") == "object":
