@@ -305,6 +305,10 @@ class DeploymentController:
         total = replicas_of(new) + sum(replicas_of(rs) for rs in olds)
         new_unavailable = replicas_of(new) - _status(new, "availableReplicas")
         budget = total - (wanted - unavailable) - new_unavailable
+        if budget <= 0:
+            # Upstream stops here too: an old ReplicaSet's available count may not yet show the pods this
+            # controller's last scale-down removed, and reading it would cut below the minimum again.
+            return
         for rs in sorted(olds, key=lambda rs: (revision(rs), rs["metadata"].get("creationTimestamp") or "")):
             unhealthy = replicas_of(rs) - _status(rs, "availableReplicas")  # unavailable old pods go first
             cut = min(budget, max(unhealthy, 0))
