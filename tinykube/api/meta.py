@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -24,8 +25,15 @@ _LABEL_VALUE = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # upstream's generateName alphabet: no vowels, no look-alikes
 
 
+_stamp: tuple[int, str] = (-1, "")  # the last second formatted: a write stamps several fields, many writes a second
+
+
 def now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    global _stamp
+    second = int(time.time())
+    if second != _stamp[0]:
+        _stamp = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return _stamp[1]
 
 
 def micro_now() -> str:

@@ -53,6 +53,7 @@ import orjson
 from tinykube.api.depth import check_depth
 from tinykube.api.errors import BadRequest, Invalid, RequestEntityTooLarge, UnsupportedMediaType
 from tinykube.api.golang import json_type
+from tinykube.api.jsoncopy import json_copy
 
 JSONMap = dict[str, Any]
 
@@ -79,8 +80,9 @@ def apply_patch(original: JSONMap, patch: bytes, content_type: str, *, kind: str
     applier = _APPLIERS.get(media_type)
     if applier is None:
         raise unsupported_patch_type()
-    patched = applier(copy.deepcopy(original), patch, kind)
-    check_depth(patched)
+    patched = applier(json_copy(original), patch, kind)
+    if media_type == JSON_PATCH:  # a merge nests no deeper than the stored object or the (checked) patch
+        check_depth(patched)
     return patched
 
 

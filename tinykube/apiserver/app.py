@@ -51,6 +51,7 @@ from tinykube.apiserver.crds import CustomResources
 from tinykube.apiserver.events import EventRecorder
 from tinykube.apiserver.handlers import ResourceHandler, json_response, raw_json_response
 from tinykube.apiserver.http.limits import Limits, RequestLimits
+from tinykube.apiserver.http.resourceroute import ResourceRoute
 from tinykube.apiserver.http.upgrade import WebSocketAsHttp
 from tinykube.apiserver.kinds.strategies import strategies
 from tinykube.apiserver.metrics import Metrics
@@ -264,6 +265,7 @@ class ApiServer:
         methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
         app.router.add_route("/api/{path:path}", counted, methods=methods)
         app.router.add_route("/apis/{path:path}", counted, methods=methods)
+        app.router.routes.insert(0, ResourceRoute("/api/{path:path}", counted, methods=methods))
         # Outermost last: authentication, impersonation, limits, authorization (upstream's filter order)
         app.add_middleware(Authorization, authorizer=authorizer, cached=self._cached_object)
         app.add_middleware(RequestLimits, limits=self.config.limits)  # inside authentication, as upstream's

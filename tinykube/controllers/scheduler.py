@@ -32,7 +32,7 @@ from tinykube.api.nodeaffinity import node_affinity_matches, tolerates
 from tinykube.api.noderesources import Footprint, NodeTotals, NodeUsage, allocatable, fit_reasons
 from tinykube.api.resources import builtin
 from tinykube.client.controller import Loop, run_controller
-from tinykube.client.events import record_event
+from tinykube.client.eventrecorder import EventRecorder
 from tinykube.client.informer import object_key
 from tinykube.client.workqueue import WorkQueue
 from tinykube.controllers.context import ControllerContext
@@ -143,6 +143,9 @@ def needs_scheduling(pod: Object) -> bool:
     )
 
 
+SCHEDULER_QPS, SCHEDULER_BURST = 50.0, 100
+
+
 class Scheduler:
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
@@ -156,6 +159,8 @@ class Scheduler:
         self.unschedulable: dict[str, float] = {}  # pod key -> loop time its backoff ends
         self.attempts: Counter[str] = Counter()  # pod key -> failed attempts in a row
         self._allocatable: dict[str, tuple[str, dict[str, int]]] = {}  # node -> (resourceVersion, allocatable)
+        # written in the background at kube-scheduler's client rate (its clientConnection qps 50, burst 100)
+        self.events = EventRecorder(ctx.client, SCHEDULER_NAME, qps=SCHEDULER_QPS, burst=SCHEDULER_BURST)
 
     async def run(self) -> None:
         self.pods.add_handler(on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_gone)
@@ -171,7 +176,10 @@ class Scheduler:
             on_add=self._cluster_changed, on_update=lambda _old, new: self._cluster_changed(new)
         )
         await run_controller(
-            self.ctx.informers, (self.pods, self.nodes, self.volumes), Loop(self.queue, self.schedule, workers=WORKERS)
+            self.ctx.informers,
+            (self.pods, self.nodes, self.volumes),
+            Loop(self.queue, self.schedule, workers=WORKERS),
+            beside=[self.events.run],
         )
 
     # What the informers tell: the per-node accounting, nominations, and which waiting pods to try again
@@ -376,7 +384,7 @@ class Scheduler:
                 continue
             log.info("preempting %s on %s for %s", footprint.key, node, key)
             await self._evict(victim)
-            await self._event(victim, "Normal", "Preempted", f"Preempted by pod {uid} on node {node}")
+            self._event(victim, "Normal", "Preempted", f"Preempted by pod {uid} on node {node}")
         for other in [f for f in self.nominated.values() if f.node == node and f.priority < want.priority]:
             self.nominated.pop(other.key, None)
             namespace, name = other.key.split("/", 1)
@@ -417,11 +425,10 @@ class Scheduler:
         else:
             log.debug("bound %s to %s", key, node)
             self._forget(key)
-            await self._event(pod, "Normal", "Scheduled", f"Successfully assigned {key} to {node}")
+            self._event(pod, "Normal", "Scheduled", f"Successfully assigned {key} to {node}")
 
-    async def _event(self, pod: Object, type_: str, reason: str, message: str) -> None:
-        await record_event(self.ctx.client, pod, type_=type_, reason=reason, message=message,
-                           component=SCHEDULER_NAME)  # fmt: skip
+    def _event(self, pod: Object, type_: str, reason: str, message: str) -> None:
+        self.events.record(pod, type_, reason, message)
 
     async def _failed(self, pod: Object, message: str, *, nominate: str | None = None) -> None:
         """Upstream's handleSchedulingFailure: the pod waits (backoff, then the next change that may help), its
@@ -434,7 +441,7 @@ class Scheduler:
         if nominate == "":
             self.nominated.pop(key, None)
         await self._write_unschedulable(pod, message, nominate)
-        await self._event(pod, "Warning", "FailedScheduling", message)
+        self._event(pod, "Warning", "FailedScheduling", message)
 
     async def _write_unschedulable(self, pod: Object, message: str, nominate: str | None) -> None:
         status = pod.get("status") or {}

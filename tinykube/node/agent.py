@@ -26,7 +26,7 @@ from tinykube.api.resource_metrics import ContainerUsage, NodeCpu
 from tinykube.api.resource_metrics import render as render_resource_metrics
 from tinykube.api.resources import builtin
 from tinykube.client.controller import run_workers
-from tinykube.client.events import record_event
+from tinykube.client.eventrecorder import EventRecorder
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.rest import RestClient, TransportError
 from tinykube.client.workqueue import WorkQueue
@@ -162,6 +162,12 @@ def status_patch(found: Object, status: Object) -> Object:
     return {**status, "capacity": dict(NODE_RESOURCES), "allocatable": allocatable}
 
 
+def _revision(obj: Object) -> int:
+    """The object's resourceVersion as a number (tinykube's are etcd revisions), 0 when it is not one."""
+    text = str(obj["metadata"].get("resourceVersion") or "")
+    return int(text) if text.isdigit() else 0
+
+
 def _reported(pod: Object, status: Object) -> bool:
     """Whether the pod already shows `status` (compared on the fields we set)."""
     current = pod.get("status") or {}
@@ -203,7 +209,11 @@ class NodeAgent:
         self.ending: dict[str, asyncio.Task[None]] = {}  # pod key -> its containers being stopped at its deadline
         self.ended_why: dict[str, Rejection] = {}  # pod key -> why the kubelet ended it, until it is deleted
         self.node: Object = {}  # the Node as last read or written, for admission
-        self._recording: set[asyncio.Task[None]] = set()  # events being written
+        # pod key -> (uid, resourceVersion, patch) of the last status this agent wrote. As the kubelet's status
+        # manager remembers what it sent: a sync that reads the pod before its own write reached the cache, or
+        # reads the write back as the apiserver stored it (nulls and zeros dropped), sends nothing again.
+        self.written: dict[str, tuple[str, int, Object]] = {}
+        self.events = EventRecorder(client, "kubelet", host=config.name)  # the kubelet's event rate and queue
         self.registered = asyncio.Event()  # the Node exists with its pod CIDR
         self.lease = NodeLease(client, config.name, duration=config.lease_duration)
         self._reported_at = 0.0  # loop time of the last status write
@@ -274,7 +284,7 @@ class NodeAgent:
 
     async def run(self) -> None:
         await self.kubelet.start()
-        tasks: list[asyncio.Task[None]] = []
+        tasks = [asyncio.create_task(self.events.run(), name=f"node {self.config.name} events")]
         try:
             await self.register()
             tasks.append(asyncio.create_task(self.lease.run(), name=f"node {self.config.name} lease"))
@@ -299,7 +309,7 @@ class NodeAgent:
         finally:
             self.queue.shutdown()
             # the Lease among them: a stopped agent stops saying it is alive; pods being stopped are ended by close()
-            pending = [*tasks, *self.terminating.values(), *self.ending.values(), *self._recording]
+            pending = [*tasks, *self.terminating.values(), *self.ending.values()]
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
@@ -339,12 +349,7 @@ class NodeAgent:
 
     def _event(self, pod: Object, type_: str, reason: str, message: str) -> None:
         """Record an Event about the pod, as the kubelet does, without waiting for it."""
-        work = record_event(
-            self.client, pod, type_=type_, reason=reason, message=message, component="kubelet", host=self.config.name
-        )
-        task = asyncio.create_task(work, name=f"node {self.config.name} event")
-        self._recording.add(task)
-        task.add_done_callback(self._recording.discard)
+        self.events.record(pod, type_, reason, message)
 
     def _logs(self, key: str, container: str, **options: Any) -> AsyncIterator[bytes]:
         static = self.static.get(key)
@@ -526,8 +531,13 @@ class NodeAgent:
         # wrote, even if it changed since this pod was read.
         ours = [c for c in status["conditions"] if c["type"] in CONDITION_ORDER]
         patch = {"status": {**status, "conditions": ours}}
+        uid = str(meta.get("uid") or "")
+        sent = self.written.get(key)
+        if sent is not None and sent[0] == uid and _revision(pod) <= sent[1] and sent[2] == patch:
+            return
         with contextlib.suppress(errors.NotFound):  # deleted meanwhile: the delete event stops it
-            await self.client.patch(PODS, meta["namespace"], meta["name"], patch, subresource="status")
+            written = await self.client.patch(PODS, meta["namespace"], meta["name"], patch, subresource="status")
+            self.written[key] = (uid, _revision(written), patch)
 
     # Mirror pods (the kubelet's mirror client and podManager, for the static pods given at construction)
 
@@ -581,6 +591,7 @@ class NodeAgent:
             if self.addresses is not None:
                 self.addresses.release(key)
             self.last_seen.pop(key, None)
+            self.written.pop(key, None)
             self._unadmit(key)
             return
         task = asyncio.create_task(self._stop(key, pod), name=f"node {self.config.name} stops {key}")
@@ -611,6 +622,7 @@ class NodeAgent:
         finally:
             self.started_at.pop(key, None)
             self.last_seen.pop(key, None)
+            self.written.pop(key, None)
             self.stopped.pop(key, None)
             self.ended_why.pop(key, None)
             self._unadmit(key)

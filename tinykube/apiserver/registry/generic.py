@@ -8,7 +8,6 @@ generateName, finalizers and deletionTimestamp, dry-run, reading from the watch 
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -20,6 +19,7 @@ from tinykube.api import errors
 from tinykube.api.conversion import Converted
 from tinykube.api.errors import FieldError, invalid
 from tinykube.api.gotyped import drop_omitted_zeros
+from tinykube.api.jsoncopy import json_copy
 from tinykube.api.meta import (
     NameValidator,
     dns1123_subdomain,
@@ -140,7 +140,7 @@ class Strategy:
         comes from the stored object."""
         status, meta = new.get("status"), new.get("metadata")
         new.clear()
-        new.update(copy.deepcopy(old))
+        new.update(json_copy(old))
         if status is not None:
             new["status"] = status
         if self.status_keeps_sent_metadata and isinstance(meta, dict):
@@ -195,15 +195,9 @@ class Strategy:
         obj["metadata"].setdefault("deletionGracePeriodSeconds", 0)
 
 
-def _clone(obj: dict[str, Any]) -> dict[str, Any]:
-    """A deep copy of a JSON object (several times faster than `copy.deepcopy`, and API objects are JSON)."""
-    clone: dict[str, Any] = orjson.loads(orjson.dumps(obj))
-    return clone
-
-
 def _copy_field(src: dict[str, Any], dst: dict[str, Any], field: str) -> None:
     if field in src:
-        dst[field] = copy.deepcopy(src[field])
+        dst[field] = json_copy(src[field])
     else:
         dst.pop(field, None)
 
@@ -395,7 +389,7 @@ class Registry:
                 meta["name"] = generate_name(meta["generateName"])
             self._check_namespace(req, meta.get("name", ""))
             key = self.key(Request(req.resource, req.namespace, meta.get("name", "")))
-            candidate = _clone(obj) if strategy.allocates else obj
+            candidate = json_copy(obj) if strategy.allocates else obj
             allocation = strategy.allocate(candidate, None, req.dry_run)
             try:
                 self._validate(req, candidate, None)
@@ -564,7 +558,7 @@ class Registry:
         allocates = strategy.allocates and not req.subresource
         admitted = False
         for _attempt in range(_CREATE_ATTEMPTS):
-            candidate = _clone(new) if allocates else new
+            candidate = json_copy(new) if allocates else new
             allocation = strategy.allocate(candidate, old, req.dry_run) if allocates else Allocation()
             try:
                 self._validate(req, candidate, old)
@@ -623,7 +617,7 @@ class Registry:
         for _attempt in range(_UPDATE_ATTEMPTS):
             old, revision = await self._read(req)
             _check_preconditions(req, old, preconditions or {})
-            new = _clone(old)
+            new = json_copy(old)
             mutate(new)
             if req.dry_run:
                 return new
@@ -659,7 +653,7 @@ class Registry:
             old, revision = await self._read(req)
             _check_preconditions(req, old, options.get("preconditions") or {})
             strategy.check_delete(old)
-            pending = copy.deepcopy(old)
+            pending = json_copy(old)
             if not _start_grace_period(strategy, pending, options.get("gracePeriodSeconds")):
                 return old, False  # a graceful deletion is under way and not shortened: nothing changes
             strategy.mark_deleting(pending)

@@ -1,0 +1,78 @@
+"""The background event recorder: the kubelet's rate (a token bucket), a bounded queue that drops, and events that
+reach a real apiserver in the order they were recorded."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+import pytest
+
+from tests.conftest import RunningCluster
+from tinykube.api.resources import by_path
+from tinykube.client.eventrecorder import EventRecorder, TokenBucket
+from tinykube.client.rest import RestClient
+
+pytestmark = pytest.mark.anyio
+EVENTS = by_path("", "v1", "events")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+async def client(cluster: RunningCluster) -> AsyncIterator[RestClient]:
+    rest = RestClient.from_kubeconfig(cluster.kubeconfig)
+    try:
+        yield rest
+    finally:
+        await rest.close()
+
+
+def test_the_bucket_gives_the_burst_at_once_then_one_token_per_interval() -> None:
+    bucket = TokenBucket(qps=50.0, burst=100, now=0.0)
+    assert [bucket.delay(0.0) for _ in range(100)] == [0.0] * 100
+    waits = [bucket.delay(0.0) for _ in range(3)]
+    assert waits == pytest.approx([0.02, 0.04, 0.06])
+    assert bucket.delay(10.0) == 0.0  # refilled meanwhile, never beyond the burst
+    assert bucket.tokens == pytest.approx(99.0)
+
+
+def test_no_rate_means_no_wait() -> None:
+    bucket = TokenBucket(qps=0.0, burst=0, now=0.0)
+    assert all(bucket.delay(0.0) == 0.0 for _ in range(1000))
+
+
+async def test_a_full_queue_drops_further_events(client: RestClient) -> None:
+    recorder = EventRecorder(client, "test", capacity=2)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default", "uid": "u"}}
+    for reason in ("A", "B", "C", "D"):
+        recorder.record(pod, "Normal", reason, "m")
+    assert [entry[2] for entry in recorder.pending] == ["A", "B"] and recorder.dropped == 2
+
+
+async def test_recorded_events_are_written_in_order(client: RestClient) -> None:
+    recorder = EventRecorder(client, "recorder-test", host="node-x", qps=0.0)
+    uid = "8d2f4c3e-0000-4000-8000-000000000001"
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "rec", "namespace": "default", "uid": uid}}
+    for reason in ("Pulled", "Created", "Started"):
+        recorder.record(pod, "Normal", reason, f"{reason} it")
+    task = asyncio.create_task(recorder.run())
+    try:
+        assert EVENTS is not None
+        for _ in range(500):
+            found = (await client.list(EVENTS, "default", fieldSelector=f"involvedObject.uid={uid}"))["items"]
+            if len(found) == 3:
+                break
+            await asyncio.sleep(0.01)
+        found.sort(key=lambda e: int(e["metadata"]["resourceVersion"]))
+        assert [e["reason"] for e in found] == ["Pulled", "Created", "Started"]
+        assert {e["source"]["component"] for e in found} == {"recorder-test"}
+        assert {e["source"]["host"] for e in found} == {"node-x"}
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
