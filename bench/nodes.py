@@ -4,16 +4,21 @@
 one watch on pods from the list's resourceVersion, then N pods created by 32 connections. Time from the first create
 being sent to the watch event that shows the last pod Running with `Ready=True`; also when the last create returned.
 
-`python nodes.py [pods, default 1000] [nodes, default 10: 110 pods each, as the kubelet's max-pods]`.
+`python nodes.py [pods, default 1000] [nodes, default 10: 110 pods each, as the kubelet's max-pods]
+[REFERENCE_TREE [ROUNDS, default 2]]`. With REFERENCE_TREE (`git worktree add /tmp/old <commit>`), this tree and the
+reference (on PYTHONPATH) alternate, ROUNDS times each: the reference measured in the same run.
 Exits 1 if the target (all Ready within 10 s) is missed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import compileall
 import contextlib
+import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -21,6 +26,7 @@ import uvloop
 from common import Connection, start
 
 NS = "bench"
+HERE = Path(__file__).resolve().parent.parent
 TARGET_SECONDS = 10.0
 CONCURRENCY = 32
 
@@ -80,7 +86,24 @@ async def run(pods: int, nodes: int) -> int:
         bench.stop()
 
 
+def main(pods: int, nodes: int, reference: Path | None, rounds: int) -> int:
+    if reference is None:
+        return uvloop.run(run(pods, nodes))
+    missed = 0
+    for tree in (HERE, reference):
+        compileall.compile_dir(tree / "tinykube", quiet=1)
+    for _ in range(rounds):
+        for label, tree in (("this tree", HERE), ("reference", reference)):
+            os.environ["PYTHONPATH"] = str(tree)
+            print(f"{label} ({tree}):", end=" ")
+            code = uvloop.run(run(pods, nodes))
+            if tree == HERE:  # the target is this tree's; the reference's result is only reported
+                missed |= code
+    return missed
+
+
 if __name__ == "__main__":
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
     node_count = int(sys.argv[2]) if len(sys.argv) > 2 else 10
-    sys.exit(uvloop.run(run(count, node_count)))
+    ref = Path(sys.argv[3]).resolve() if len(sys.argv) > 3 else None
+    sys.exit(main(count, node_count, ref, int(sys.argv[4]) if len(sys.argv) > 4 else 2))

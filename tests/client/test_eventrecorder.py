@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import RunningCluster
 from tinykube.api.resources import by_path
-from tinykube.client.eventrecorder import EventRecorder, TokenBucket
+from tinykube.client.eventrecorder import COMBINED, Correlated, Correlator, EventRecorder, TokenBucket
 from tinykube.client.rest import RestClient
 
 pytestmark = pytest.mark.anyio
@@ -76,3 +76,45 @@ async def test_recorded_events_are_written_in_order(client: RestClient) -> None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns", "uid": "u1"}}
+
+
+def test_ten_messages_then_the_rest_are_combined_into_one_event() -> None:
+    correlator = Correlator(Clock())
+    results = [correlator.correlate("kubelet|n1", POD, "Warning", "Failed", f"try {i}") for i in range(12)]
+    assert [r.message for r in results if r is not None][:10] == [f"try {i}" for i in range(10)]
+    assert all(r is not None and r.series is None for r in results[:10])
+    assert results[10] == Correlated("(combined from similar events): try 10", series=COMBINED)
+    assert results[11] == Correlated("(combined from similar events): try 11", series=COMBINED)
+
+
+def test_aggregation_starts_again_after_ten_quiet_minutes() -> None:
+    clock = Clock()
+    correlator = Correlator(clock)
+    for i in range(11):
+        correlator.correlate("c", POD, "Normal", "R", f"m{i}")
+    clock.now += 601
+    assert correlator.correlate("c", POD, "Normal", "R", "fresh") == Correlated("fresh")
+
+
+def test_a_source_gets_25_events_per_object_then_one_per_five_minutes() -> None:
+    clock = Clock()
+    correlator = Correlator(clock)
+    kept = [correlator.correlate("replicaset-controller|", POD, "Normal", "SuccessfulCreate", f"Created pod: p{i}")
+            for i in range(40)]  # fmt: skip
+    assert sum(r is not None for r in kept) == 25
+    other = {**POD, "metadata": {**POD["metadata"], "name": "q", "uid": "u2"}}
+    assert correlator.correlate("replicaset-controller|", other, "Normal", "SuccessfulCreate", "x") is not None
+    clock.now += 300
+    assert correlator.correlate("replicaset-controller|", POD, "Normal", "SuccessfulCreate", "later") is not None
+    assert correlator.correlate("replicaset-controller|", POD, "Normal", "SuccessfulCreate", "again") is None

@@ -11,10 +11,20 @@ from tinykube.api.shapes import ObjectMeta
 
 
 def new_event(
-    obj: dict[str, Any], type_: str, reason: str, message: str, component: str, action: str = "", host: str = ""
+    obj: dict[str, Any],
+    type_: str,
+    reason: str,
+    message: str,
+    component: str,
+    action: str = "",
+    host: str = "",
+    series: str | None = None,
 ) -> dict[str, Any]:
+    """`series` names what repeats of this event have in common, if not its message (an aggregated event's
+    message changes with every similar event it stands for)."""
     meta: ObjectMeta = obj["metadata"]
-    digest = hashlib.sha256(f"{meta.get('uid')}/{reason}/{message}".encode()).hexdigest()[:16]
+    same = message if series is None else series
+    digest = hashlib.sha256(f"{meta.get('uid')}/{reason}/{same}".encode()).hexdigest()[:16]
     stamp = now()
     event: dict[str, Any] = {
         "apiVersion": "v1",
@@ -44,5 +54,6 @@ def new_event(
 
 
 def repeated(existing: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]:
-    """The stored event counted once more."""
-    return {**existing, "count": int(existing.get("count") or 1) + 1, "lastTimestamp": event["lastTimestamp"]}
+    """The stored event counted once more, with the newest message (an aggregated event's changes)."""
+    count = int(existing.get("count") or 1) + 1
+    return {**existing, "count": count, "message": event["message"], "lastTimestamp": event["lastTimestamp"]}

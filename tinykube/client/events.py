@@ -16,10 +16,18 @@ EVENTS = by_path("", "v1", "events")
 
 
 async def record_event(
-    client: RestClient, obj: dict[str, Any], *, type_: str, reason: str, message: str, component: str, host: str = ""
+    client: RestClient,
+    obj: dict[str, Any],
+    *,
+    type_: str,
+    reason: str,
+    message: str,
+    component: str,
+    host: str = "",
+    series: str | None = None,
 ) -> None:
     assert EVENTS is not None
-    event = new_event(obj, type_, reason, message, component, host=host)
+    event = new_event(obj, type_, reason, message, component, host=host, series=series)
     namespace, name = event["metadata"]["namespace"], event["metadata"]["name"]
     try:
         try:

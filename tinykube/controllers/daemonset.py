@@ -20,7 +20,7 @@ from tinykube.api import errors
 from tinykube.api.nodeaffinity import node_affinity_matches, tolerates
 from tinykube.api.resources import builtin
 from tinykube.client.controller import Loop, run_controller
-from tinykube.client.events import record_event
+from tinykube.client.eventrecorder import EventRecorder
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.workqueue import WorkQueue
 from tinykube.controllers.context import ControllerContext
@@ -111,6 +111,8 @@ class DaemonSetController:
     def __init__(self, ctx: ControllerContext, workers: int = WORKERS) -> None:
         self.client = ctx.client
         self.informers = ctx.informers
+        # written in the background, correlated as upstream's recorder (no client rate: tinykube models none)
+        self.events = EventRecorder(ctx.client, COMPONENT, qps=0.0)
         self.sets: Informer = ctx.informers.informer(DAEMONSETS)
         self.pods: Informer = ctx.informers.informer(PODS)
         self.nodes: Informer = ctx.informers.informer(NODES)
@@ -129,6 +131,7 @@ class DaemonSetController:
             self.informers,
             (self.sets, self.pods, self.nodes, self.revisions),
             Loop(self.queue, self.sync, workers=self.workers),
+            beside=[self.events.run],
         )
 
     def _enqueue(self, ds: Object) -> None:
@@ -251,18 +254,18 @@ class DaemonSetController:
             created = await self.client.create(PODS, ds["metadata"]["namespace"], pod)
         except errors.ApiError as err:
             if not errors.is_namespace_terminating(err):
-                await self._event(ds, "Warning", "FailedCreate", f"Error creating: {err}")
+                self._event(ds, "Warning", "FailedCreate", f"Error creating: {err}")
             raise
-        await self._event(ds, "Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}")
+        self._event(ds, "Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}")
 
     async def _delete(self, ds: Object, pod: Object) -> None:
         meta = pod["metadata"]
         with contextlib.suppress(errors.NotFound):
             await self.client.delete(PODS, meta["namespace"], meta["name"])
-            await self._event(ds, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
+            self._event(ds, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
 
-    async def _event(self, ds: Object, type_: str, reason: str, message: str) -> None:
-        await record_event(self.client, ds, type_=type_, reason=reason, message=message, component=COMPONENT)
+    def _event(self, ds: Object, type_: str, reason: str, message: str) -> None:
+        self.events.record(ds, type_, reason, message)
 
     async def _write_status(
         self, ds: Object, update: Object, wanted: set[str], by_node: dict[str, list[Object]], collisions: int

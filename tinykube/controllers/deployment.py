@@ -25,7 +25,7 @@ from tinykube.api import errors
 from tinykube.api.meta import now, parse_time
 from tinykube.api.resources import builtin
 from tinykube.client.controller import Loop, run_controller
-from tinykube.client.events import record_event
+from tinykube.client.eventrecorder import EventRecorder
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.workqueue import WorkQueue
 from tinykube.controllers.context import ControllerContext
@@ -117,6 +117,8 @@ class DeploymentController:
     def __init__(self, ctx: ControllerContext, workers: int = WORKERS) -> None:
         self.client = ctx.client
         self.informers = ctx.informers
+        # written in the background, correlated as upstream's recorder (no client rate: tinykube models none)
+        self.events = EventRecorder(ctx.client, COMPONENT, qps=0.0)
         self.deployments: Informer = ctx.informers.informer(DEPLOYMENTS)
         self.replicasets: Informer = ctx.informers.informer(REPLICASETS)
         self.pods: Informer = ctx.informers.informer(PODS)
@@ -134,6 +136,7 @@ class DeploymentController:
             self.informers,
             (self.deployments, self.replicasets, self.pods),
             Loop(self.queue, self.sync, workers=self.workers),
+            beside=[self.events.run],
         )
 
     # ---- events ------------------------------------------------------------------------------------------------
@@ -241,7 +244,7 @@ class DeploymentController:
         try:
             created = await self.client.create(REPLICASETS, deployment["metadata"]["namespace"], body)
             if start:
-                await self._scaled_event(deployment, name, 0, start)
+                self._scaled_event(deployment, name, 0, start)
             return created
         except errors.AlreadyExists:
             existing = await self.client.get(REPLICASETS, deployment["metadata"]["namespace"], name)
@@ -276,18 +279,16 @@ class DeploymentController:
             return  # gone or changed meanwhile: the next sync scales from what is there
         before, rs["spec"], rs["metadata"] = replicas_of(rs), patched["spec"], patched["metadata"]
         if before != replicas:
-            await self._scaled_event(deployment, rs["metadata"]["name"], before, replicas)
+            self._scaled_event(deployment, rs["metadata"]["name"], before, replicas)
 
     async def _scale_all(self, deployment: Object, new: Object | None, olds: list[Object]) -> None:
         rolling = ((deployment.get("spec") or {}).get("strategy") or {}).get("type") != "Recreate"
         for rs, size in scale_plan(deployment, new, olds, surge=_max_surge(deployment), rolling=rolling):
             await self._scale(deployment, rs, size)
 
-    async def _scaled_event(self, deployment: Object, name: str, before: int, after: int) -> None:
+    def _scaled_event(self, deployment: Object, name: str, before: int, after: int) -> None:
         message = f"Scaled {'up' if after > before else 'down'} replica set {name} from {before} to {after}"
-        await record_event(
-            self.client, deployment, type_="Normal", reason="ScalingReplicaSet", message=message, component=COMPONENT
-        )
+        self.events.record(deployment, "Normal", "ScalingReplicaSet", message)
 
     async def _roll(self, deployment: Object, new: Object, olds: list[Object]) -> None:
         wanted = int((deployment.get("spec") or {}).get("replicas", 1))

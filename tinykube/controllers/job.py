@@ -36,7 +36,7 @@ from tinykube.api import errors
 from tinykube.api.meta import now, parse_time
 from tinykube.api.resources import builtin
 from tinykube.client.controller import Loop, run_controller
-from tinykube.client.events import record_event
+from tinykube.client.eventrecorder import EventRecorder
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.workqueue import WorkQueue
 from tinykube.controllers.context import ControllerContext
@@ -278,6 +278,8 @@ class JobController:
     def __init__(self, ctx: ControllerContext, workers: int = WORKERS) -> None:
         self.client = ctx.client
         self.informers = ctx.informers
+        # written in the background, correlated as upstream's recorder (no client rate: tinykube models none)
+        self.events = EventRecorder(ctx.client, COMPONENT, qps=0.0)
         self.jobs: Informer = ctx.informers.informer(JOBS)
         self.pods: Informer = ctx.informers.informer(PODS)
         self.queue: WorkQueue[str] = WorkQueue()
@@ -290,7 +292,12 @@ class JobController:
             on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new), on_delete=self._on_job_gone
         )
         self.pods.add_handler(on_add=self._on_pod_add, on_update=self._on_pod_update, on_delete=self._on_pod)
-        await run_controller(self.informers, (self.jobs, self.pods), Loop(self.queue, self.sync, workers=self.workers))
+        await run_controller(
+            self.informers,
+            (self.jobs, self.pods),
+            Loop(self.queue, self.sync, workers=self.workers),
+            beside=[self.events.run],
+        )
 
     def _enqueue(self, job: Object) -> None:
         self.queue.add(object_key(job))
@@ -485,7 +492,7 @@ class JobController:
         await self._delete(job, active)
         if not active and not uncounted:  # once the pods deleted, and any held, are counted (a later sync)
             set_condition(job, "Failed", "True", reason, message)
-            await self._event(job, "Warning", reason, message)
+            self._event(job, "Warning", reason, message)
 
     async def _complete(self, job: Object, active: list[Object], reason: str, message: str, *, uncounted: bool) -> None:
         set_condition(job, "SuccessCriteriaMet", "True", reason, message)
@@ -493,20 +500,20 @@ class JobController:
         if not active and not uncounted:  # once the pods deleted, and any held, are counted (a later sync)
             set_condition(job, "Complete", "True", reason, message)
             job["status"]["completionTime"] = now()
-            await self._event(job, "Normal", "Completed", "Job completed")
+            self._event(job, "Normal", "Completed", "Job completed")
 
     async def _suspend(self, job: Object, active: list[Object]) -> None:
         await self._delete(job, active)
         if not _condition_true(job, "Suspended"):
             set_condition(job, "Suspended", "True", "JobSuspended", "Job suspended")
-            await self._event(job, "Normal", "Suspended", "Job suspended")
+            self._event(job, "Normal", "Suspended", "Job suspended")
 
     async def _resume(self, job: Object) -> None:
         status = job["status"]
         if _condition_true(job, "Suspended"):
             set_condition(job, "Suspended", "False", "JobResumed", "Job resumed")
             status["startTime"] = now()  # upstream starts the deadline again
-            await self._event(job, "Normal", "Resumed", "Job resumed")
+            self._event(job, "Normal", "Resumed", "Job resumed")
         status.setdefault("startTime", now())
 
     async def _manage(self, job: Object, pods: list[Object], active: list[Object], delayed: dict[int, Object]) -> None:
@@ -561,10 +568,10 @@ class JobController:
         )
         for result in results:
             if isinstance(result, dict):
-                await self._event(job, "Normal", "SuccessfulCreate", f"Created pod: {result['metadata']['name']}")
+                self._event(job, "Normal", "SuccessfulCreate", f"Created pod: {result['metadata']['name']}")
         failed = [r for r in results if isinstance(r, BaseException) and not errors.is_namespace_terminating(r)]
         if failed:
-            await self._event(job, "Warning", "FailedCreate", f"Error creating: {failed[0]}")
+            self._event(job, "Warning", "FailedCreate", f"Error creating: {failed[0]}")
             raise failed[0]
 
     def _new_pod(self, job: Object, index: int | None, replacing: dict[int, Object]) -> Object:
@@ -608,7 +615,7 @@ class JobController:
                 continue
             with contextlib.suppress(errors.NotFound):
                 await self.client.delete(PODS, meta["namespace"], meta["name"])
-                await self._event(job, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
+                self._event(job, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
 
     async def _write(self, job: Object) -> None:
         current = self.jobs.store.get(object_key(job))
@@ -616,8 +623,8 @@ class JobController:
             return
         await update_status(self.client, JOBS, job, job["status"])
 
-    async def _event(self, job: Object, type_: str, reason: str, message: str) -> None:
-        await record_event(self.client, job, type_=type_, reason=reason, message=message, component=COMPONENT)
+    def _event(self, job: Object, type_: str, reason: str, message: str) -> None:
+        self.events.record(job, type_, reason, message)
 
 
 def _terminal(pod: Object) -> bool:

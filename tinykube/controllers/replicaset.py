@@ -21,7 +21,7 @@ from tinykube.api.meta import now, parse_time
 from tinykube.api.resources import ResourceInfo, builtin
 from tinykube.api.selectors import LabelSelector, selector_from_label_selector
 from tinykube.client.controller import Loop, run_controller
-from tinykube.client.events import record_event
+from tinykube.client.eventrecorder import EventRecorder
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.rest import RestClient
 from tinykube.client.workqueue import WorkQueue
@@ -141,6 +141,8 @@ class ReplicaSetController:
         self.client = ctx.client
         self.informers = ctx.informers
         self.resource = resource
+        # written in the background, correlated as upstream's recorder (no client rate: tinykube models none)
+        self.events = EventRecorder(ctx.client, COMPONENTS[resource.plural], qps=0.0)
         self.replicasets: Informer = ctx.informers.informer(resource)
         self.pods: Informer = ctx.informers.informer(PODS)
         self.queue: WorkQueue[str] = WorkQueue()
@@ -155,7 +157,10 @@ class ReplicaSetController:
         )
         self.pods.add_handler(on_add=self._on_pod_add, on_update=self._on_pod_update, on_delete=self._on_pod_delete)
         await run_controller(
-            self.informers, (self.replicasets, self.pods), Loop(self.queue, self.sync, workers=self.workers)
+            self.informers,
+            (self.replicasets, self.pods),
+            Loop(self.queue, self.sync, workers=self.workers),
+            beside=[self.events.run],
         )
 
     # ---- events ------------------------------------------------------------------------------------------------
@@ -245,13 +250,14 @@ class ReplicaSetController:
         for _ in failed:  # no event will come for these
             self.expectations.observed_add(key)
         created = [r["metadata"]["name"] for r in results if isinstance(r, dict)]
-        await asyncio.gather(*(self._event(rs, "Normal", "SuccessfulCreate", f"Created pod: {n}") for n in created))
+        for name in created:
+            self._event(rs, "Normal", "SuccessfulCreate", f"Created pod: {name}")
         # As upstream: creates in a namespace being deleted keep failing until it is gone, so they are no error and
         # get no event; the ReplicaSet goes with its namespace.
         failed = [err for err in failed if not errors.is_namespace_terminating(err)]
         if failed:
             err = failed[0]
-            await self._event(rs, "Warning", "FailedCreate", f"Error creating: {err}")
+            self._event(rs, "Warning", "FailedCreate", f"Error creating: {err}")
             message = f"{len(failed)} of {count} pod creates for {key} failed: {err}"
             if isinstance(err, errors.ApiError):  # the API's refusal, kept as such (the work queue logs it in a line)
                 raise ReplicasFailed(type(err)(message, details=err.details), err) from err
@@ -263,16 +269,15 @@ class ReplicaSetController:
             meta = pod["metadata"]
             try:
                 await self.client.delete(PODS, meta["namespace"], meta["name"])
-                await self._event(rs, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
+                self._event(rs, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
             except errors.NotFound:
                 self.expectations.observed_delete(key, meta["name"])  # its event may have come and gone already
             except errors.ApiError:
                 self.expectations.observed_delete(key, meta["name"])
                 raise
 
-    async def _event(self, rs: Object, type_: str, reason: str, message: str) -> None:
-        component = COMPONENTS[self.resource.plural]
-        await record_event(self.client, rs, type_=type_, reason=reason, message=message, component=component)
+    def _event(self, rs: Object, type_: str, reason: str, message: str) -> None:
+        self.events.record(rs, type_, reason, message)
 
     async def _write_status(self, rs: Object, pods: list[Object], failure: errors.ApiError | None = None) -> None:
         spec = rs.get("spec") or {}

@@ -21,7 +21,7 @@ from typing import Any
 from tinykube.api import errors
 from tinykube.api.resources import builtin
 from tinykube.client.controller import Loop, run_controller
-from tinykube.client.events import record_event
+from tinykube.client.eventrecorder import EventRecorder
 from tinykube.client.informer import Informer, object_key
 from tinykube.client.workqueue import WorkQueue
 from tinykube.controllers.context import ControllerContext
@@ -76,6 +76,8 @@ class StatefulSetController:
     def __init__(self, ctx: ControllerContext, workers: int = WORKERS) -> None:
         self.client = ctx.client
         self.informers = ctx.informers
+        # written in the background, correlated as upstream's recorder (no client rate: tinykube models none)
+        self.events = EventRecorder(ctx.client, COMPONENT, qps=0.0)
         self.sets: Informer = ctx.informers.informer(STATEFULSETS)
         self.pods: Informer = ctx.informers.informer(PODS)
         self.revisions: Informer = ctx.informers.informer(REVISIONS)
@@ -91,7 +93,10 @@ class StatefulSetController:
         )
         self.pods.add_handler(on_add=self._on_pod, on_update=self._on_pod_update, on_delete=self._on_pod)
         await run_controller(
-            self.informers, (self.sets, self.pods, self.revisions), Loop(self.queue, self.sync, workers=self.workers)
+            self.informers,
+            (self.sets, self.pods, self.revisions),
+            Loop(self.queue, self.sync, workers=self.workers),
+            beside=[self.events.run],
         )
 
     def _enqueue(self, sts: Object) -> None:
@@ -233,9 +238,9 @@ class StatefulSetController:
         except errors.ApiError as err:
             if not errors.is_namespace_terminating(err):
                 message = f"create Pod {pod['metadata']['name']} in StatefulSet {sts['metadata']['name']} failed"
-                await self._event(sts, "Warning", "FailedCreate", f"{message} error: {err}")
+                self._event(sts, "Warning", "FailedCreate", f"{message} error: {err}")
             raise
-        await self._event(
+        self._event(
             sts,
             "Normal",
             "SuccessfulCreate",
@@ -291,7 +296,7 @@ class StatefulSetController:
             await self.client.create(CLAIMS, sts["metadata"]["namespace"], body)
         except errors.AlreadyExists:
             return
-        await self._event(
+        self._event(
             sts,
             "Normal",
             "SuccessfulCreate",
@@ -315,15 +320,15 @@ class StatefulSetController:
             await self.client.delete(PODS, meta["namespace"], meta["name"])
         except errors.NotFound:
             return
-        await self._event(
+        self._event(
             sts,
             "Normal",
             "SuccessfulDelete",
             f"delete Pod {meta['name']} in StatefulSet {sts['metadata']['name']} successful",
         )
 
-    async def _event(self, sts: Object, type_: str, reason: str, message: str) -> None:
-        await record_event(self.client, sts, type_=type_, reason=reason, message=message, component=COMPONENT)
+    def _event(self, sts: Object, type_: str, reason: str, message: str) -> None:
+        self.events.record(sts, type_, reason, message)
 
     # ---- status ------------------------------------------------------------------------------------------------
 
