@@ -22,7 +22,7 @@ from tinykube.api.conversion import Converted
 from tinykube.api.resources import ResourceInfo
 from tinykube.apiserver.http.negotiation import Rendering, partial_metadata
 from tinykube.apiserver.kinds.printers import table
-from tinykube.apiserver.listing import object_filter
+from tinykube.apiserver.listing import object_filter, watch_trigger
 from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.storage.watchcache import CachedObject, CacheEvent, Watcher
 from tinykube.store.errors import Compacted
@@ -84,7 +84,7 @@ async def watch_response(
         scoped = keep
         keep = lambda o: o.namespace == namespace and scoped(o)  # noqa: E731
     cache = registry.cache(resource)
-    watcher = Watcher(keep)
+    watcher = Watcher(keep, watch_trigger(resource, params, namespace))
     wanted = params.get("resourceVersion", "")
     initial: list[CachedObject] = []
     send_initial = params.get("sendInitialEvents") == "true" or wanted in ("", "0")

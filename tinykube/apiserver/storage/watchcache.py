@@ -73,11 +73,28 @@ def stamped(obj: dict[str, Any], revision: int) -> CachedObject:
     return CachedObject(copy, orjson.dumps(copy), revision)
 
 
-class Watcher:
-    """A client watch: the cache pushes matching events into its queue; None marks the end (closed or too slow)."""
+# A watcher's trigger: (field, value) that every object it can match has, so that the cache offers an event only
+# to the watchers of the values its object had and has (upstream's cacher "indexed triggers": each node's kubelet
+# watches the pods of its node, and a pod's change must not cost one selector test per node).
+Trigger = tuple[str, str]
+NAMESPACE = "metadata.namespace"
+NODE_NAME = "spec.nodeName"
+TRIGGER_FIELDS = {("", "pods"): NODE_NAME}  # resource (group, plural) -> its indexed field, beside the namespace
 
-    def __init__(self, matches: Callable[[CachedObject], bool]) -> None:
+
+def trigger_value(field: str, cached: CachedObject) -> str:
+    if field == NAMESPACE:
+        return cached.namespace
+    return str((cached.obj.get("spec") or {}).get("nodeName") or "")  # NODE_NAME, the one other
+
+
+class Watcher:
+    """A client watch: the cache pushes matching events into its queue; None marks the end (closed or too slow).
+    `trigger`, if given, is a (field, value) every object `matches` accepts has."""
+
+    def __init__(self, matches: Callable[[CachedObject], bool], trigger: Trigger | None = None) -> None:
         self.matches = matches
+        self.trigger = trigger
         self.queue: asyncio.Queue[CacheEvent | None] = asyncio.Queue()
 
     def offer(self, event: CacheEvent) -> None:
@@ -112,6 +129,8 @@ class WatchCache:
         self.oldest = 0  # watches may resume from any revision >= oldest
         self.events: deque[CacheEvent] = deque(maxlen=EVENT_WINDOW)
         self.watchers: set[Watcher] = set()
+        self._untriggered: set[Watcher] = set()
+        self._triggered: dict[str, dict[str, set[Watcher]]] = {}  # field -> value -> the watchers of that value
         # (revision, tiebreak, future) for writers waiting to see their own write: woken in revision order
         self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
         self._writers: list[tuple[int, int, asyncio.Future[None]]] = []  # the same, woken by events only
@@ -200,8 +219,18 @@ class WatchCache:
         if len(self.events) == self.events.maxlen:
             self.oldest = self.events[0].revision
         self.events.append(event)
-        for watcher in list(self.watchers):
+        for watcher in self.receivers(event):
             watcher.offer(event)
+
+    def receivers(self, event: CacheEvent) -> list[Watcher]:
+        """The watchers that may match `event`: the untriggered ones and those of its object's trigger values."""
+        found = list(self._untriggered)
+        for field, by_value in self._triggered.items():
+            value = trigger_value(field, event.current)
+            found += by_value.get(value, ())
+            if event.previous is not None and (before := trigger_value(field, event.previous)) != value:
+                found += by_value.get(before, ())
+        return found
 
     async def wait_for(self, revision: int, timeout: float = 3.0, *, own_write: bool = False) -> bool:
         """Wait until the cache has seen `revision`; False if it did not within `timeout`. A writer waiting for its
@@ -246,9 +275,25 @@ class WatchCache:
             if event.revision > since:
                 watcher.offer(event)
         self.watchers.add(watcher)
+        if watcher.trigger is None:
+            self._untriggered.add(watcher)
+        else:
+            field, value = watcher.trigger
+            self._triggered.setdefault(field, {}).setdefault(value, set()).add(watcher)
 
     def unsubscribe(self, watcher: Watcher) -> None:
         self.watchers.discard(watcher)
+        if watcher.trigger is None:
+            self._untriggered.discard(watcher)
+            return
+        field, value = watcher.trigger
+        by_value = self._triggered.get(field, {})
+        watchers = by_value.get(value, set())
+        watchers.discard(watcher)
+        if not watchers:
+            by_value.pop(value, None)
+        if not by_value:
+            self._triggered.pop(field, None)
 
 
 def _wake(waiters: list[tuple[int, int, asyncio.Future[None]]], revision: int) -> None:
