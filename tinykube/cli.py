@@ -28,11 +28,11 @@ if TYPE_CHECKING:
     from tinykube.client.leaderelection import ElectionConfig
     from tinykube.client.rest import RestClient
 
-MAX_NODES = 250  # simulated nodes get 172.20.0.2-251
+MAX_NODES = 1000  # simulated nodes' addresses are the sandbox LAN's (node_address); 1,000 are Ready in ~15 s
 
 
 def _up(args: argparse.Namespace) -> int:
-    from tinykube.controllers.nodeipam import CidrAllocator
+    from tinykube.controllers.nodeipam import NODE_CIDR_MASK, CidrAllocator
     from tinykube.upetcd import launch_etcd
 
     _logging(args.verbose)
@@ -58,9 +58,14 @@ def _up(args: argparse.Namespace) -> int:
     if not 0 <= args.nodes <= MAX_NODES:
         return _fail(f"--nodes must be between 0 and {MAX_NODES}, not {args.nodes}")
     try:
-        CidrAllocator(args.cluster_cidr)
+        capacity = CidrAllocator(args.cluster_cidr).capacity
     except ValueError as err:
         return _fail(f"--cluster-cidr: {err}")
+    if args.nodes > capacity:  # the nodes beyond would wait for a pod range for ever
+        return _fail(
+            f"--nodes {args.nodes}: --cluster-cidr {args.cluster_cidr} has pod ranges (/{NODE_CIDR_MASK}) for "
+            f"{capacity} nodes; give a wider one (10.128.0.0/11 has 8192)"
+        )
     if args.dataplane == "netns" and os.geteuid() != 0:
         return _fail("--dataplane netns needs root (it creates network namespaces)")
     if args.dataplane == "netns" and not re.fullmatch(r"[a-z0-9-]{1,40}", args.name):

@@ -115,7 +115,8 @@ def _up_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--nodes",
         type=int,
         default=1,
-        help="node agents to run (simulated runtime: pods get an IP and run; nothing is executed) (default: 1)",
+        help="node agents to run, at most 1000 (simulated runtime: pods get an IP and run; nothing is executed); "
+        "each takes a /24 of --cluster-cidr, so more than 256 need a wider one (default: 1)",
     )
     up.add_argument(
         "--dataplane",

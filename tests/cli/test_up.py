@@ -79,6 +79,14 @@ def test_bad_port_flag_is_refused(tmp_path: Path) -> None:
     assert result.returncode == 1 and "--api-port must be between 0 and 65535" in result.stderr
 
 
+def test_more_nodes_than_the_cluster_cidr_has_ranges_for_is_refused(tmp_path: Path) -> None:
+    result = tinykube("up", "--nodes", "300", "--data-dir", str(tmp_path / "wide"))
+    assert result.returncode == 1 and result.stderr.count("\n") == 1, result
+    assert "--nodes 300: --cluster-cidr 10.244.0.0/16 has pod ranges (/24) for 256 nodes" in result.stderr
+    result = tinykube("up", "--nodes", "1001", "--data-dir", str(tmp_path / "many"))
+    assert result.returncode == 1 and "--nodes must be between 0 and 1000, not 1001" in result.stderr
+
+
 def test_an_envtest_like_control_plane(tmp_path: Path) -> None:
     """What envtest runs: an apiserver without the ServiceAccount admission plugin, no controllers and no DNS, so a
     pod naming a missing ServiceAccount is stored and the only Service is `default/kubernetes`."""

@@ -37,6 +37,11 @@ class CidrAllocator:
         self.mask = mask
         self.used: dict[str, str] = {}  # CIDR -> node
 
+    @property
+    def capacity(self) -> int:
+        """How many nodes get a range."""
+        return int(2 ** (self.mask - self.network.prefixlen))
+
     def occupy(self, cidr: str, node: str) -> None:
         self.used[cidr] = node
 

@@ -53,8 +53,9 @@ def short_hash(text: str, length: int = 8) -> str:
 
 
 def node_address(index: int) -> str:
-    """node-N's IP on the LAN (node-1 is 172.20.0.2)."""
-    return str(ipaddress.ip_network(LAN_CIDR).network_address + index + 1)
+    """node-N's IP on the LAN (node-1 is 172.20.0.2), stepping over the external client's."""
+    address = ipaddress.IPv4Network(LAN_CIDR).network_address + index + 1
+    return str(address + 1 if address >= ipaddress.IPv4Address(EXTERNAL_IP) else address)
 
 
 def _check_name(kind: str, name: str) -> None:
