@@ -24,7 +24,7 @@ from tinykube.api.noderesources import (
 )
 from tinykube.api.podresources import pod_requests
 from tinykube.controllers.preemption import Candidate, pick_candidate, select_victims
-from tinykube.controllers.scheduler import backoff, fit_error, node_changed, spec_changed
+from tinykube.controllers.scheduler import backoff, feasible_nodes_to_find, fit_error, node_changed, spec_changed
 from tinykube.node.agent import node_resources, status_patch
 
 cluster = controllers_cluster("--nodes", "2")
@@ -338,3 +338,13 @@ def test_pods_with_the_same_host_port_share_a_node_only_on_other_addresses_or_pr
         "1 node(s) didn't match Pod's node affinity/selector. preemption: 0/2 nodes are available: "
         "1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
     )
+
+
+@pytest.mark.parametrize(
+    ("nodes", "feasible"),
+    [(1, 1), (99, 99), (100, 100), (250, 120), (1000, 420), (5000, 500), (6000, 300), (100_000, 5000)],
+)
+def test_a_big_cluster_is_searched_until_upstreams_share_of_its_nodes_fits(nodes: int, feasible: int) -> None:
+    """numFeasibleNodesToFind with the default percentageOfNodesToScore: 50 % less 1 % per 125 nodes, at least
+    5 % and at least 100 nodes; a cluster under 100 nodes is searched whole."""
+    assert feasible_nodes_to_find(nodes) == feasible
