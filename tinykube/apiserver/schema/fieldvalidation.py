@@ -147,6 +147,9 @@ def duplicate_keys(request: Request, body: bytes, content_type: str) -> list[str
     refuses (`strict decoding error: duplicate field "metadata.name"`, beside any unknown field: `field_check`
     reports both). Warn and Ignore keep the last value, as orjson does, without the scan (it costs a second parse
     of the body)."""
+    query: bytes = request.scope.get("query_string", b"")
+    if b"fieldValidation" not in query and b"%" not in query:  # most requests: no need to parse the query
+        return []
     if request.query_params.get("fieldValidation") != "Strict" or "json" not in (content_type or "application/json"):
         return []
     return duplicate_fields(body)
