@@ -78,7 +78,11 @@ async def run(pods: int, nodes: int) -> int:
         await asyncio.gather(watch, return_exceptions=True)
         await asyncio.gather(*(c.close() for c in [admin, watcher, *conns]))
         print(f"{pods} pods on {nodes} simulated nodes: all created after {created:.2f} s,", end=" ")
-        print(f"all Running and Ready after {done:.2f} s")
+        print(f"all Running and Ready after {done:.2f} s; RSS then (tinykube + etcd) {bench.rss_mb():.0f} MB")
+        times = sorted(seen_ready.values())
+        if len(times) == pods >= 2000:  # flat: the last thousand take no longer each than the first thousand
+            first, last = times[999] - times[0], times[-1] - times[-1000]
+            print(f"first 1,000 Ready in {first:.2f} s, last 1,000 in {last:.2f} s ({last / first:.2f}x)")
         met = done <= TARGET_SECONDS
         print(f"target: all Ready within {TARGET_SECONDS:.0f} s — {'met' if met else 'NOT met'}")
         return 0 if met else 1
