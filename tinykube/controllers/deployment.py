@@ -109,6 +109,10 @@ def revision(rs: Object) -> int:
     return int(text) if str(text).isdigit() else 0
 
 
+def _available(rs: Object) -> int:
+    return min(_status(rs, "availableReplicas"), replicas_of(rs))
+
+
 def _status(rs: Object, field: str) -> int:
     return int((rs.get("status") or {}).get(field) or 0)
 
@@ -317,7 +321,9 @@ class DeploymentController:
                 await self._scale(deployment, rs, replicas_of(rs) - cut)
                 budget -= cut
         # Then healthy ones, as far as the available pods allow.
-        available = _status(new, "availableReplicas") + sum(_status(rs, "availableReplicas") for rs in olds)
+        # An old ReplicaSet just scaled down may still report the pods it is losing as available: no more than its
+        # new size are counted, or the next sync cuts below the minimum again.
+        available = _available(new) + sum(_available(rs) for rs in olds)
         budget = available - (wanted - unavailable)
         for rs in sorted(olds, key=lambda rs: (revision(rs), rs["metadata"].get("creationTimestamp") or "")):
             cut = min(budget, replicas_of(rs))
