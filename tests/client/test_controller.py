@@ -25,11 +25,6 @@ CONFIG_MAPS = by_path("", "v1", "configmaps")
 assert CONFIG_MAPS is not None
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def no_informers() -> SharedInformers:
     """Shared informers nobody asks anything of: their client is never used."""
     return SharedInformers(RestClient(Credentials(server="http://127.0.0.1:9", token="", ca_data=None)))

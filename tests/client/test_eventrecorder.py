@@ -5,31 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.conftest import RunningCluster
 from tinykube.api.resources import by_path
 from tinykube.client.eventrecorder import COMBINED, Correlated, Correlator, EventRecorder, TokenBucket
 from tinykube.client.rest import RestClient
 
 pytestmark = pytest.mark.anyio
 EVENTS = by_path("", "v1", "events")
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-async def client(cluster: RunningCluster) -> AsyncIterator[RestClient]:
-    rest = RestClient.from_kubeconfig(cluster.kubeconfig)
-    try:
-        yield rest
-    finally:
-        await rest.close()
 
 
 def test_the_bucket_gives_the_burst_at_once_then_one_token_per_interval() -> None:

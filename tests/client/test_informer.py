@@ -30,18 +30,6 @@ PODS = core("pods")
 ENDPOINTS = core("endpoints")
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-async def client(cluster: RunningCluster) -> AsyncIterator[RestClient]:
-    rest = RestClient.from_kubeconfig(cluster.kubeconfig)
-    yield rest
-    await rest.close()
-
-
 def pod(name: str, **labels: str) -> Object:
     return {"metadata": {"name": name, "labels": labels}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
 

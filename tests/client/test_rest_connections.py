@@ -4,28 +4,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.conftest import RunningCluster
 from tinykube.api.resources import builtin
 from tinykube.client.rest import RestClient
 
 pytestmark = pytest.mark.anyio
 CONFIGMAPS = builtin("", "v1", "configmaps")
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-async def client(cluster: RunningCluster) -> AsyncIterator[RestClient]:
-    rest = RestClient.from_kubeconfig(cluster.kubeconfig)
-    yield rest
-    await rest.close()
 
 
 async def test_a_request_is_served_while_more_watches_run_than_the_request_pool_holds(client: RestClient) -> None:

@@ -11,11 +11,6 @@ from tinykube.client.workqueue import ExponentialBackoff, ShutDown, WorkQueue
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def get(queue: WorkQueue[str]) -> str:
     return await asyncio.wait_for(queue.get(), 5)
 

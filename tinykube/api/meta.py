@@ -52,6 +52,12 @@ def parse_time(value: Any) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+def resource_version_number(obj: dict[str, Any]) -> int:
+    """An object's resourceVersion as a number (tinykube's are etcd revisions), 0 when it is none."""
+    text = str(obj["metadata"].get("resourceVersion") or "")
+    return int(text) if text.isdigit() else 0
+
+
 def new_uid() -> str:
     return str(uuid.uuid4())
 

@@ -134,11 +134,10 @@ class EventRecorder:
         qps: float = KUBELET_QPS,
         burst: int = KUBELET_BURST,
         capacity: int = QUEUE_LENGTH,
-        correlator: Correlator | None = None,
     ) -> None:
         self.client, self.component, self.host = client, component, host
         self.qps, self.burst, self.capacity = qps, burst, capacity
-        self.correlator = correlator or Correlator()
+        self.correlator = Correlator()
         self.pending: collections.deque[tuple[Object, str, str, Correlated, str]] = collections.deque()
         self.dropped = 0
         self._wake = asyncio.Event()

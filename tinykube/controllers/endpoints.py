@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from tinykube.api import errors
+from tinykube.api.meta import resource_version_number
 from tinykube.api.resources import ResourceInfo, by_path
 from tinykube.client.controller import Loop, run_controller
 from tinykube.client.events import record_event
@@ -264,11 +265,8 @@ def _set_or_drop(mapping: dict[str, str], key: str, value: str | None) -> None:
 # ---- the controller --------------------------------------------------------------------------------------------
 
 
-def _resource_version(obj: Object) -> int:
-    try:
-        return int(obj["metadata"].get("resourceVersion") or 0)
-    except ValueError:
-        return 0
+def _newer(obj: Object, than: Object) -> bool:
+    return resource_version_number(obj) > resource_version_number(than)
 
 
 class EndpointsController:
@@ -379,9 +377,8 @@ class EndpointsController:
         """The stored Endpoints: the cached one, or our own newer write the cache has not seen yet (so that a sync
         right after a write neither writes again nor fails on a stale resourceVersion)."""
         cached, written = self.endpoints.store.get(key), self._written.get(key)
-        if written is not None and (cached is None or _resource_version(written) > _resource_version(cached)):
-            return written
-        return cached
+        newer = written is not None and (cached is None or _newer(written, cached))
+        return written if newer else cached
 
     async def _write(self, key: str, endpoints: Object, *, creating: bool) -> None:
         """PUT: it creates the object when absent (Endpoints allow create-on-update)."""
@@ -394,14 +391,14 @@ class EndpointsController:
             await self._warn_failed(endpoints, err, creating=creating)
             raise
         cached = self.endpoints.store.get(key)
-        if cached is None or _resource_version(written) > _resource_version(cached):  # not so when nothing changed
+        if cached is None or _newer(written, cached):  # not so when nothing changed
             self._written[key] = written
 
     def _endpoints_seen(self, endpoints: Object) -> None:
         """The cache has caught up with our write: forget the write."""
         key = object_key(endpoints)
         written = self._written.get(key)
-        if written is not None and _resource_version(endpoints) >= _resource_version(written):
+        if written is not None and resource_version_number(endpoints) >= resource_version_number(written):
             del self._written[key]
 
     async def _delete(self, namespace: str, name: str) -> None:

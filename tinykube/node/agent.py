@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tinykube.api import errors
-from tinykube.api.meta import now, parse_time
+from tinykube.api.meta import now, parse_time, resource_version_number
 from tinykube.api.noderesources import Footprint, NodeTotals
 from tinykube.api.resource_metrics import ContainerUsage, NodeCpu
 from tinykube.api.resource_metrics import render as render_resource_metrics
@@ -160,12 +160,6 @@ def status_patch(found: Object, status: Object) -> Object:
     allocatable: dict[str, Any] = dict(status["allocatable"])
     allocatable.update({k: None for k in found.get("allocatable") or {} if k not in allocatable})
     return {**status, "capacity": dict(NODE_RESOURCES), "allocatable": allocatable}
-
-
-def _revision(obj: Object) -> int:
-    """The object's resourceVersion as a number (tinykube's are etcd revisions), 0 when it is not one."""
-    text = str(obj["metadata"].get("resourceVersion") or "")
-    return int(text) if text.isdigit() else 0
 
 
 def _reported(pod: Object, status: Object) -> bool:
@@ -533,11 +527,11 @@ class NodeAgent:
         patch = {"status": {**status, "conditions": ours}}
         uid = str(meta.get("uid") or "")
         sent = self.written.get(key)
-        if sent is not None and sent[0] == uid and _revision(pod) <= sent[1] and sent[2] == patch:
+        if sent is not None and sent[0] == uid and resource_version_number(pod) <= sent[1] and sent[2] == patch:
             return
         with contextlib.suppress(errors.NotFound):  # deleted meanwhile: the delete event stops it
             written = await self.client.patch(PODS, meta["namespace"], meta["name"], patch, subresource="status")
-            self.written[key] = (uid, _revision(written), patch)
+            self.written[key] = (uid, resource_version_number(written), patch)
 
     # Mirror pods (the kubelet's mirror client and podManager, for the static pods given at construction)
 
