@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "tinykube"
 
 # Highest first. A component is a tuple of units that form one (the apiserver serves the CRD machinery it owns).
 LAYERS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
-    ("entry points", (("cli", "cli_flags", "up", "upetcd", "wiring", "testing"),)),
+    ("entry points", (("cli", "cli_flags", "up", "upetcd", "wiring", "testing", "signals"),)),
     ("tools", (("trace", "ui"),)),
     (
         "components",

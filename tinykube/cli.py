@@ -3,6 +3,11 @@
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # `python -m tinykube.cli`: Ctrl-C works from the first import on (tinykube.signals)
+    from tinykube.signals import take_sigint
+
+    take_sigint()
+
 import argparse
 import contextlib
 import logging
@@ -12,6 +17,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from signal import SIGINT
 from typing import TYPE_CHECKING, Any
 
 # Only light modules here: every subcommand pays for these imports; the components load in their subcommand.
@@ -23,6 +29,7 @@ from tinykube.clusterdir import Refused, locate
 from tinykube.controllers.manager import select_controllers
 from tinykube.dns.options import host_resolver_hint
 from tinykube.proxy.modes import DEFAULT_MODE
+from tinykube.signals import take_sigint
 
 if TYPE_CHECKING:
     from tinykube.client.leaderelection import ElectionConfig
@@ -224,42 +231,42 @@ def _election(args: argparse.Namespace, identity: str) -> ElectionConfig | None:
 
 def _with_client(args: argparse.Namespace, what: str, serve: Callable[[RestClient], Awaitable[None]]) -> int:
     """The shape `controllers`, `dns` and `node` share: connect with `--kubeconfig`, run `serve(client)` until
-    Ctrl-C or SIGTERM (which stop it as cleanly: a leader releases its Lease), close the client."""
+    SIGINT or SIGTERM (either stops it as cleanly: a leader releases its Lease; a second one exits at once, see
+    tinykube.signals), close the client. Ctrl-C exits with 130, as a shell expects of an interrupted command."""
     import asyncio
-    import signal
 
     import uvloop
 
     from tinykube.client.rest import RestClient
     from tinykube.gcpause import tune_gc_for_caches
+    from tinykube.signals import Stopper
 
     try:
         client = RestClient.from_kubeconfig(args.kubeconfig, args.context)
     except (ValueError, OSError, KeyError, StopIteration) as err:
         return _fail(f"cannot run {what}: {err or type(err).__name__}")
+    tasks: list[asyncio.Future[None]] = []
+
+    def stop(_signal: int) -> None:
+        for task in tasks:
+            task.cancel()
+
+    stopper = Stopper(stop)
 
     async def main() -> None:
         tune_gc_for_caches()  # their informers' caches
-        terminated = False
-
-        def terminate(task: asyncio.Task[Any]) -> None:
-            nonlocal terminated
-            terminated = True
-            task.cancel()
-
-        current = asyncio.current_task()
-        assert current is not None
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, terminate, current)
+        tasks.append(asyncio.ensure_future(serve(client)))
+        stopper.install(asyncio.get_running_loop())
         try:
-            await serve(client)
+            await tasks[0]  # a stop cancels it: this returns once it has unwound
         except asyncio.CancelledError:
-            if not terminated:
-                raise  # Ctrl-C: asyncio turns it back into KeyboardInterrupt
+            if stopper.received is None:
+                raise
         finally:
             await client.close()
 
     uvloop.run(main())
-    return 0
+    return 130 if stopper.received == SIGINT else 0
 
 
 def _controllers(args: argparse.Namespace) -> int:
@@ -530,6 +537,7 @@ def _note(message: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    take_sigint()  # Ctrl-C works even where SIGINT was inherited ignored (tinykube.signals)
     args = cli_flags.parser().parse_args(argv)
     handlers = {
         "up": _up,

@@ -16,7 +16,6 @@ import json
 import logging
 import os
 import secrets
-import signal
 import socket
 import ssl
 import time
@@ -61,6 +60,7 @@ from tinykube.node.runtime import Runtime, RuntimeHost
 from tinykube.node.simulated import SimulatedRuntime
 from tinykube.node.staticpods import StaticPod, control_plane_pods, proxy_pod
 from tinykube.sandbox.topology import LAN_GATEWAY, SandboxError, netns_prefix, node_address
+from tinykube.signals import Stopper
 from tinykube.store.launcher import EtcdCluster, EtcdProcess, process_start
 from tinykube.upetcd import LaunchedEtcd
 from tinykube.upetcd import say as _say
@@ -570,14 +570,23 @@ class Cluster:
 
 
 async def run_up(opts: UpOptions, etcd: LaunchedEtcd, started: float) -> None:
-    """Run the cluster until SIGINT or SIGTERM; `etcd` was launched at `started` (on the monotonic clock)."""
+    """Run the cluster until SIGINT or SIGTERM (a second one exits at once, see tinykube.signals); `etcd` was
+    launched at `started` (on the monotonic clock). A signal while the cluster is still starting (waiting for its
+    nodes, say) stops it there; either way the stop is clean (`up` exits 0)."""
     cluster = Cluster(opts, etcd)
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    stopper = Stopper(lambda _sig: stop.set())
+    stopper.install(asyncio.get_running_loop())
+    stopping = asyncio.ensure_future(stop.wait())
     try:
-        await cluster.start()
+        starting = asyncio.ensure_future(cluster.start())
+        await asyncio.wait((starting, stopping), return_when=asyncio.FIRST_COMPLETED)
+        if not starting.done():
+            _say("stopping (the cluster had not started yet)")
+            starting.cancel()
+            await asyncio.gather(starting, return_exceptions=True)
+            return
+        starting.result()
         tune_gc_for_caches()
         _say(f"tinykube cluster '{opts.name}' is ready ({time.monotonic() - started:.2f}s)")
         _say(f"  kubeconfig: {cluster.kubeconfig}")
@@ -586,7 +595,8 @@ async def run_up(opts: UpOptions, etcd: LaunchedEtcd, started: float) -> None:
             _say("  live picture: http://{}:{}/?token={}".format(*cluster.ui.address, cluster.ui.token))
         if cluster.dns is not None:
             _say(host_resolver_hint(*cluster.dns.server.address, cluster.dns.options.cluster_domain))
-        await stop.wait()
+        await stopping
         _say("stopping")
     finally:
+        stopping.cancel()
         await cluster.stop()
