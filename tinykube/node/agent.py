@@ -217,7 +217,21 @@ class NodeAgent:
     # Node
 
     async def register(self) -> Object:
-        """Create (or take over) the Node and report its status; returns the Node."""
+        """Create (or take over) the Node and report its status; returns the Node. An apiserver that cannot be
+        reached (or answers 5xx) is tried again, as the kubelet's registerWithAPIServer does: from 100 ms, doubling
+        to 7 s."""
+        delay = 0.1
+        while True:
+            try:
+                return await self._register_once()
+            except (TransportError, errors.InternalError, errors.ServiceUnavailable) as err:
+                log.warning(
+                    "unable to register node %s with API server: %s", self.config.name, err or type(err).__name__
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 7.0)
+
+    async def _register_once(self) -> Object:
         node = node_object(self.config, self.kubelet.port)
         try:
             found = await self.client.create(NODES, "", node)
