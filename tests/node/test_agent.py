@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import signal
 import subprocess
@@ -64,6 +65,33 @@ def running_and_ready(client: httpx.Client, ns: str, name: str) -> dict[str, Any
     found = get(client, f"/api/v1/namespaces/{ns}/pods/{name}")
     ok = found["status"].get("phase") == "Running" and condition(found, "Ready").get("status") == "True"
     return found if ok else None
+
+
+@contextlib.contextmanager
+def component(args: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A `tinykube <args>` process, stopped by SIGINT (Ctrl-C) afterwards and killed if that did not end it, whatever
+    the test did: a failing test must leave nothing running. It must have ended by SIGINT alone, with Ctrl-C's
+    status (a SIGINT ignored, or a stop that hangs, fails the test once the process is gone)."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "tinykube.cli", *args], stdout=out, stderr=subprocess.STDOUT)
+    try:
+        yield proc
+    finally:
+        code = stop(proc)
+    assert code == 130, f"tinykube {args[0]} did not end by SIGINT ({code}):\n{log.read_text()[-3000:]}"
+
+
+def stop(proc: subprocess.Popen[bytes]) -> int | None:
+    """SIGINT, then SIGKILL if it is still there 30 s later; its status after SIGINT, None if it had to be killed."""
+    if proc.poll() is not None:
+        return proc.returncode
+    proc.send_signal(signal.SIGINT)
+    try:
+        return proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return None
 
 
 def test_nodes_register_ready_with_pod_cidrs(client: httpx.Client) -> None:
@@ -201,40 +229,24 @@ def test_deleted_pods_give_their_address_back(client: httpx.Client, ns: str) -> 
 
 
 def test_tinykube_node_joins_a_cluster(nodes_cluster: RunningCluster, client: httpx.Client, tmp_path: Path) -> None:
-    log = (tmp_path / "node.log").open("wb")
-    agent = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tinykube.cli",
-            "node",
-            "--kubeconfig",
-            str(nodes_cluster.kubeconfig),
-            "--name",
-            "extra",
-            "--node-ip",
-            "172.20.0.99",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    args = ["node", "--kubeconfig", str(nodes_cluster.kubeconfig), "--name", "extra", "--node-ip", "172.20.0.99"]
     try:
-        node = eventually(
-            lambda: (
-                client.get("/api/v1/nodes/extra").json()
-                if client.get("/api/v1/nodes/extra").status_code == 200
-                else None
-            ),
-            what="node extra",
-        )
-        ready = eventually(
-            lambda: condition(get(client, "/api/v1/nodes/extra"), "Ready").get("status") == "True", what="extra ready"
-        )
-        assert ready and node["metadata"]["name"] == "extra"
-        assert eventually(lambda: get(client, "/api/v1/nodes/extra")["spec"].get("podCIDR"), what="pod CIDR")
+        with component(args, tmp_path / "node.log"):
+            node = eventually(
+                lambda: (
+                    client.get("/api/v1/nodes/extra").json()
+                    if client.get("/api/v1/nodes/extra").status_code == 200
+                    else None
+                ),
+                what="node extra",
+            )
+            ready = eventually(
+                lambda: condition(get(client, "/api/v1/nodes/extra"), "Ready").get("status") == "True",
+                what="extra ready",
+            )
+            assert ready and node["metadata"]["name"] == "extra"
+            assert eventually(lambda: get(client, "/api/v1/nodes/extra")["spec"].get("podCIDR"), what="pod CIDR")
     finally:
-        agent.send_signal(signal.SIGINT)
-        agent.wait(30)
         client.delete("/api/v1/nodes/extra")
 
 
@@ -267,17 +279,9 @@ def test_standalone_controllers_cut_node_cidrs_from_their_cluster_cidr(tmp_path:
     flags = ("--nodes", "0", "--controllers", "*,-nodeipam")
     with running_cluster(tmp_path / "pieces", *flags) as running, running.http() as http:
         assert http.post("/api/v1/nodes", json={"metadata": {"name": "n1"}}).status_code == 201
-        command = [sys.executable, "-m", "tinykube.cli", "controllers", "--kubeconfig", str(running.kubeconfig)]
-        with (tmp_path / "controllers.log").open("wb") as log:
-            controllers = subprocess.Popen(
-                # A piece of the control plane beside `up`'s controllers, not a replica of them: no election.
-                [*command, "--controllers", "nodeipam", "--cluster-cidr", "10.251.0.0/16", "--leader-elect=false"],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        try:
-            cidr = eventually(lambda: get(http, "/api/v1/nodes/n1")["spec"].get("podCIDR"), what="pod CIDR")
+        command = ["controllers", "--kubeconfig", str(running.kubeconfig)]
+        # A piece of the control plane beside `up`'s controllers, not a replica of them: no election.
+        flags = ["--controllers", "nodeipam", "--cluster-cidr", "10.251.0.0/16", "--leader-elect=false"]
+        with component([*command, *flags], tmp_path / "controllers.log"):
+            cidr = eventually(lambda: get(http, "/api/v1/nodes/n1")["spec"].get("podCIDR"), 60, "pod CIDR")
             assert cidr == "10.251.0.0/24"
-        finally:
-            controllers.send_signal(signal.SIGINT)
-            controllers.wait(30)
