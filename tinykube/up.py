@@ -575,18 +575,26 @@ async def run_up(opts: UpOptions, etcd: LaunchedEtcd, started: float) -> None:
     nodes, say) stops it there; either way the stop is clean (`up` exits 0)."""
     cluster = Cluster(opts, etcd)
     stop = asyncio.Event()
-    stopper = Stopper(lambda _sig: stop.set())
+    main = asyncio.current_task()
+    starting = True
+
+    def on_stop(_signal: int) -> None:
+        stop.set()
+        if starting and main is not None:
+            main.cancel()  # out of the start, wherever it waits
+
+    stopper = Stopper(on_stop)
     stopper.install(asyncio.get_running_loop())
-    stopping = asyncio.ensure_future(stop.wait())
     try:
-        starting = asyncio.ensure_future(cluster.start())
-        await asyncio.wait((starting, stopping), return_when=asyncio.FIRST_COMPLETED)
-        if not starting.done():
+        try:
+            await cluster.start()
+        except asyncio.CancelledError:
+            if stopper.received is None or main is None:
+                raise
+            main.uncancel()  # the stop's own cancellation, taken: the stop below awaits as usual
             _say("stopping (the cluster had not started yet)")
-            starting.cancel()
-            await asyncio.gather(starting, return_exceptions=True)
             return
-        starting.result()
+        starting = False
         tune_gc_for_caches()
         _say(f"tinykube cluster '{opts.name}' is ready ({time.monotonic() - started:.2f}s)")
         _say(f"  kubeconfig: {cluster.kubeconfig}")
