@@ -532,7 +532,8 @@ def _limits_arguments(up: argparse.ArgumentParser) -> None:
         type=int,
         default=0,
         metavar="N",
-        help="open connections; at the cap the longest-idle is closed (default: 0, open-file limit - 128)",
+        help="open connections, counted from the accept; at the cap the longest-idle is closed "
+        "(default: 0, half the open-file limit - 128)",
     )
     up.add_argument(
         "--idle-timeout",

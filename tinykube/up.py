@@ -41,7 +41,7 @@ from tinykube.apiserver.componentstatus import Health
 from tinykube.apiserver.connect.dialer import SandboxDialer
 from tinykube.apiserver.connect.metricsserver import DEFAULT_RESOLUTION
 from tinykube.apiserver.discovery import KUBE_VERSION
-from tinykube.apiserver.http.limits import Limits, limited_protocol, raise_fd_limit
+from tinykube.apiserver.http.limits import LimitedHttpProtocol, Limits, limited_protocol, raise_fd_limit, tls_accepting
 from tinykube.apiserver.http.peercert import with_peer_certificate
 from tinykube.apiserver.http.upgrade import WebSocketProtocol
 from tinykube.client.informer import SharedInformers
@@ -95,6 +95,21 @@ class _Server(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        """uvicorn's, but TLS done by the protocol (`tls_accepting`): connections count against the cap, and can
+        be shed, from their accept on, and a handshake must end within the read-header timeout."""
+        config = self.config
+        context = config.ssl
+        if context is None or not issubclass(config.http_protocol_class, LimitedHttpProtocol):
+            await super().startup(sockets)
+            return
+        protocol_class = config.http_protocol_class
+        timeout = protocol_class.limits.read_header_timeout
+        # for uvicorn's create_server and each accept from here on: the protocol does the TLS
+        config.ssl = None
+        config.http_protocol_class = tls_accepting(protocol_class, context, timeout)  # type: ignore[assignment]
+        await super().startup(sockets)
 
 
 @dataclass
@@ -603,8 +618,7 @@ async def run_up(opts: UpOptions, etcd: LaunchedEtcd, started: float) -> None:
             _say("  live picture: http://{}:{}/?token={}".format(*cluster.ui.address, cluster.ui.token))
         if cluster.dns is not None:
             _say(host_resolver_hint(*cluster.dns.server.address, cluster.dns.options.cluster_domain))
-        await stopping
+        await stop.wait()
         _say("stopping")
     finally:
-        stopping.cancel()
         await cluster.stop()

@@ -454,6 +454,37 @@ def test_idle_keep_alive_connection_closed(limited: RunningCluster) -> None:
     assert took is not None and took >= IDLE - 0.5
 
 
+def test_connections_without_a_handshake_are_counted_and_shed_first(
+    limited: RunningCluster, client: httpx.Client
+) -> None:
+    """Issue 30: sockets that connect and never begin their TLS handshake count against the cap from their accept,
+    and are the idle ones shed to make room; they were not counted at all (the cap saw a connection only once its
+    handshake was done), so enough of them used up the open-file limit and the apiserver reset every newcomer."""
+    url = urlsplit(limited.server)
+    silent = [socket.create_connection((url.hostname, url.port or 443), timeout=30) for _ in range(MAX_CONNECTIONS)]
+    try:
+        with limited.http() as fresh:  # at the cap: the silent ones, idle longest, make room
+            assert fresh.get(NAMESPACES).status_code == 200
+        assert shed(silent) >= 16
+    finally:
+        for sock in silent:
+            sock.close()
+
+
+def shed(sockets: list[socket.socket]) -> int:
+    """How many of `sockets` the apiserver closed."""
+    closed = 0
+    for sock in sockets:
+        sock.settimeout(0.05)
+        try:
+            closed += sock.recv(1) == b""
+        except TimeoutError:
+            pass
+        except OSError:
+            closed += 1
+    return closed
+
+
 def test_idle_connections_cannot_lock_clients_out(limited: RunningCluster, client: httpx.Client) -> None:
     idle = [connect(limited) for _ in range(MAX_CONNECTIONS + 16)]  # no token needed, nothing sent
     try:

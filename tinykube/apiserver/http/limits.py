@@ -12,8 +12,13 @@
   authentication; long-running requests (watch, log, exec, attach, portforward, proxy) are exempt; more get 429 with
   `Retry-After: 1` and "Too many requests, please try again later." in plain text, as Go's `http.Error` writes it
   (`RequestLimits`).
-- Connections: `--max-connections` (0: the open-file limit less 128, the limit raised to the hard one at start as
-  Go's runtime does): at the cap the longest-idle connection is closed to make room, else the new one.
+- Connections: `--max-connections` (0: half the open-file limit less 128, the limit raised to the hard one at start
+  as Go's runtime does), counted from the moment a connection is accepted, its TLS handshake not yet done
+  (`tls_accepting`): at the cap the connection idle longest is closed to make room, else the new one. A connection
+  is idle while no request is under way, and a connection whose handshake has not finished is idle since it was
+  accepted: so sockets that connect and say nothing (or only a ClientHello) are shed first, before any client
+  that is being served, and cost a file descriptor only until then. The handshake must end within
+  `ReadHeaderTimeout` (as Go's http.Server bounds it), not asyncio's 60 s.
 - Nesting: Go's `encoding/json` stops at 10,000 levels; tinykube at `MAX_DEPTH` (tinykube/api/depth.py).
 - YAML aliases: go-yaml's rule ("document contains excessive aliasing": alias-expanded nodes over decoded nodes at
   most 0.99 up to 400,000 nodes, falling to 0.10 at 4,000,000), checked on the event stream before anything is
@@ -25,8 +30,12 @@
 from __future__ import annotations
 
 import asyncio
+import asyncio.sslproto
 import contextlib
+import functools
 import resource
+import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,7 +78,10 @@ class Limits:
         soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         if soft == resource.RLIM_INFINITY:
             return 65536
-        return max(64, soft - 128)
+        # Half of what is left: `up`'s own components are clients of this apiserver in the same process, and each
+        # of their connections costs two descriptors here. A cap above that is never reached: the accept fails
+        # first, and libuv then accepts and resets every waiting connection, the authenticated client's included.
+        return max(64, (soft - 128) // 2)
 
 
 def raise_fd_limit() -> None:
@@ -311,8 +323,21 @@ class LimitedHttpProtocol(HttpProtocol):
 
     limits: Limits = Limits()
     cap: int = 0
+    # connections accepted whose TLS handshake is not done: protocol -> (raw transport, loop time accepted); one
+    # map per protocol class (`limited_protocol`), shared by its connections as uvicorn's `connections` set is
+    handshaking: dict[LimitedHttpProtocol, tuple[asyncio.BaseTransport, float]] = {}
+
+    def accepted(self, raw: asyncio.BaseTransport) -> None:
+        """A TLS connection is accepted, its handshake not begun (`tls_accepting`): it counts from now."""
+        self.handshaking[self] = (raw, self.loop.time())
+        if len(self.connections) + len(self.handshaking) > self.cap:
+            self._make_room()
+
+    def handshake_ended(self) -> None:
+        self.handshaking.pop(self, None)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        handshaken = self.handshaking.pop(self, None) is not None  # counted when accepted (TLS)
         super().connection_made(transport)
         self._in_headers = True
         self._header_bytes = 0
@@ -321,15 +346,28 @@ class LimitedHttpProtocol(HttpProtocol):
         self._deadline = 0.0  # loop time by which the current phase must end; 0: none
         self._timer: asyncio.TimerHandle | None = None
         self._arm(self.limits.read_header_timeout)
-        if len(self.connections) > self.cap:
+        if not handshaken and len(self.connections) + len(self.handshaking) > self.cap:
             self._make_room()
 
     def _make_room(self) -> None:
-        """At the cap the connection idle longest (no request under way, headers not begun) is closed; if none is
-        idle, the new one is."""
-        idle = [c for c in self.connections if isinstance(c, LimitedHttpProtocol) and c._idle and c is not self]
-        victim = min(idle, key=lambda c: c._idle_since) if idle else self
-        victim.transport.close()
+        """At the cap the connection idle longest is closed: no request under way, headers not begun, or the TLS
+        handshake not finished (idle since it was accepted). If none is idle, the new one is closed."""
+        idle: list[tuple[float, Callable[[], None]]] = [
+            (since, raw.close) for protocol, (raw, since) in self.handshaking.items() if protocol is not self
+        ]
+        # aborted, not closed: a TLS close waits (up to 30 s) for the peer's close_notify, keeping the descriptor
+        # that is to make room, and an idle peer never sends it
+        idle += [
+            (c._idle_since, c.transport.abort)
+            for c in self.connections
+            if isinstance(c, LimitedHttpProtocol) and c is not self and getattr(c, "_idle", False)
+        ]
+        if idle:
+            min(idle, key=lambda found: found[0])[1]()
+        elif self in self.handshaking:
+            self.handshaking[self][0].close()
+        else:
+            self.transport.abort()
 
     # One timer per connection, moved lazily: a request moves the deadline three times, and a loop timer scheduled
     # and cancelled for each was the largest cost of this class in a GET's profile.
@@ -410,4 +448,54 @@ class LimitedHttpProtocol(HttpProtocol):
 
 def limited_protocol(limits: Limits) -> type[LimitedHttpProtocol]:
     """The protocol class for uvicorn's `http=`, carrying these limits."""
-    return type("LimitedHttpProtocol", (LimitedHttpProtocol,), {"limits": limits, "cap": limits.connection_cap()})
+    fields = {"limits": limits, "cap": limits.connection_cap(), "handshaking": {}}
+    return type("LimitedHttpProtocol", (LimitedHttpProtocol,), fields)
+
+
+# ---- TLS: connections counted from their accept ----------------------------------------------------------------
+
+
+def tls_accepting(
+    make_protocol: Callable[..., asyncio.Protocol], context: ssl.SSLContext, handshake_timeout: float
+) -> Callable[..., asyncio.Protocol]:
+    """A protocol factory for a server created without `ssl=` that does the TLS itself, with the event loop's own
+    SSL protocol (uvloop's, or asyncio's): so that a connection is seen, and counted against the cap, when it is
+    accepted rather than once its handshake is done, and one that never finishes it can be shed. (The loop's
+    `create_server(ssl=...)` gives the application protocol nothing before the handshake.)"""
+
+    def make(*args: Any, **kwargs: Any) -> asyncio.Protocol:
+        app = make_protocol(*args, **kwargs)
+        loop = asyncio.get_running_loop()
+        loop_type: Any = type(loop)
+        wrapper = _handshaking_class(loop_type)(
+            loop, app, context, None, server_side=True, ssl_handshake_timeout=handshake_timeout or None
+        )
+        wrapper.app_protocol = app
+        protocol: asyncio.Protocol = wrapper
+        return protocol
+
+    return make
+
+
+@functools.cache
+def _handshaking_class(loop_type: type[Any]) -> type[Any]:
+    base: type[Any] = asyncio.sslproto.SSLProtocol
+    with contextlib.suppress(ImportError):
+        import uvloop
+
+        if issubclass(loop_type, uvloop.Loop):
+            base = getattr(uvloop.loop, "SSLProtocol")  # noqa: B009 - the loop's own (Cython), not in its stubs
+
+    def connection_made(self: Any, transport: asyncio.BaseTransport) -> None:
+        if isinstance(self.app_protocol, LimitedHttpProtocol):
+            self.app_protocol.accepted(transport)
+        base.connection_made(self, transport)
+
+    def connection_lost(self: Any, exc: Exception | None) -> None:
+        if isinstance(self.app_protocol, LimitedHttpProtocol):
+            self.app_protocol.handshake_ended()
+        base.connection_lost(self, exc)
+
+    return type(
+        "HandshakingProtocol", (base,), {"connection_made": connection_made, "connection_lost": connection_lost}
+    )
