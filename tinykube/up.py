@@ -44,6 +44,7 @@ from tinykube.apiserver.discovery import KUBE_VERSION
 from tinykube.apiserver.http.limits import LimitedHttpProtocol, Limits, limited_protocol, raise_fd_limit, tls_accepting
 from tinykube.apiserver.http.peercert import with_peer_certificate
 from tinykube.apiserver.http.upgrade import WebSocketProtocol
+from tinykube.client.asgi import AsgiTransport
 from tinykube.client.informer import SharedInformers
 from tinykube.client.kubeconfig import Credentials, merge_kubeconfig, write_kubeconfig
 from tinykube.client.leaderelection import ElectionConfig
@@ -323,7 +324,8 @@ class Cluster:
         write_kubeconfig(self.kubeconfig, opts.context, creds)
         if opts.update_user_kubeconfig:
             merge_kubeconfig(Path.home() / ".kube" / "config", opts.context, creds)
-        self.client = RestClient(creds)
+        # This process's components call the apiserver's application directly, not over HTTPS (client/asgi.py)
+        self.client = RestClient(creds, AsgiTransport(apiserver.app, creds))
         # One set of watches for every component of this process (controllers, DNS, proxies): each resource is
         # listed, watched and cached once.
         self.informers = SharedInformers(self.client)
