@@ -163,6 +163,26 @@ async def test_closing_the_transport_ends_what_is_still_being_handled() -> None:
     assert not transport.running
 
 
+async def test_requests_at_once_are_bounded_as_the_http_transports_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond the pool's size they wait their turn: a process of many components once ran 250 node agents' writes
+    at once and met the apiserver's in-flight limit (429) instead."""
+    monkeypatch.setattr(asgi, "CONCURRENT_REQUESTS", 4)
+    inside, most = 0, 0
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        nonlocal inside, most
+        inside += 1
+        most = max(most, inside)
+        await asyncio.sleep(0.01)
+        inside -= 1
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    transport = AsgiTransport(app, CREDS)
+    answers = await asyncio.gather(*(transport.call("GET", "/", None, None, "") for _ in range(20)))
+    assert answers == [(200, b"{}")] * 20 and most == 4
+
+
 # ---- held against uvicorn -------------------------------------------------------------------------------------
 
 CREDS = Credentials("https://127.0.0.1:6443", TOKEN, None)

@@ -35,6 +35,9 @@ Send = Callable[[Message], Awaitable[None]]
 App = Callable[[MutableMapping[str, Any], Receive, Send], Awaitable[None]]
 
 READ_TIMEOUT = 30.0
+# Requests under way at once, the HTTP transport's pool (aiohttp's 100 connections): a process of many components
+# stays below the apiserver's in-flight limits (200 writes) as it did over HTTP; streams are not counted.
+CONCURRENT_REQUESTS = 100
 STREAM_CHUNKS = 64  # a stream's chunks written and not yet read, before the handler's next write waits
 _END = b""  # a stream's end in its queue (the application never writes an empty chunk: it is dropped)
 _INTERNAL_ERROR = (500, b"Internal Server Error")
@@ -50,6 +53,7 @@ class AsgiTransport:
         if creds.token:
             self.headers.append((b"authorization", f"Bearer {creds.token}".encode()))
         self.running: set[asyncio.Task[None]] = set()
+        self.slots = asyncio.Semaphore(CONCURRENT_REQUESTS)
 
     async def close(self) -> None:
         """Requests still being handled are cancelled (the server's connections are closed)."""
@@ -86,14 +90,15 @@ class AsgiTransport:
         headers = self.headers
         if content:
             headers = [*headers, (b"content-type", content_type.encode()), (b"content-length", b"%d" % len(content))]
-        exchange = _Exchange(self._scope(method, path, query, headers), content or b"", None)
-        self._start(exchange)
-        try:
-            async with asyncio.timeout(READ_TIMEOUT):
-                return await asyncio.shield(exchange.answered)
-        except TimeoutError:
-            exchange.hang_up()
-            raise aiohttp.ServerTimeoutError(f"no answer to {method} {path} in {READ_TIMEOUT:g} s") from None
+        async with self.slots:
+            exchange = _Exchange(self._scope(method, path, query, headers), content or b"", None)
+            self._start(exchange)
+            try:
+                async with asyncio.timeout(READ_TIMEOUT):
+                    return await asyncio.shield(exchange.answered)
+            except TimeoutError:
+                exchange.hang_up()
+                raise aiohttp.ServerTimeoutError(f"no answer to {method} {path} in {READ_TIMEOUT:g} s") from None
 
     @contextlib.asynccontextmanager
     async def stream(self, path: str, query: dict[str, str]) -> AsyncIterator[tuple[int, AsyncIterator[bytes]]]:
