@@ -24,6 +24,7 @@ import contextlib
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from tinykube.api import errors
@@ -66,16 +67,34 @@ def node_ready(node: Object) -> bool:
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 
 
-def why_not(pod: Object, node: Object) -> str | None:
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    """What filtering reads of a node whatever the pod, worked out once per version of the node rather than for
+    every pod it is checked for (a pod on 250 nodes is checked against 120 of them)."""
+
+    unschedulable: bool
+    ready: bool
+    taints: tuple[Object, ...]  # the NoSchedule and NoExecute ones, in the node's order
+    allocatable: dict[str, int]
+
+    @classmethod
+    def of(cls, node: Object) -> NodeView:
+        spec = node.get("spec") or {}
+        hard = tuple(t for t in spec.get("taints") or [] if t.get("effect") in ("NoSchedule", "NoExecute"))
+        return cls(bool(spec.get("unschedulable")), node_ready(node), hard, allocatable(node))
+
+
+def why_not(pod: Object, node: Object, view: NodeView | None = None) -> str | None:
     """Why `pod` cannot go to `node` whatever pods are removed from it (upstream's UnschedulableAndUnresolvable
-    filters, in their order: NodeUnschedulable, TaintToleration, NodeAffinity), or None."""
-    spec = node.get("spec") or {}
-    if spec.get("unschedulable") and not tolerates(pod, UNSCHEDULABLE_TAINT):
+    filters, in their order: NodeUnschedulable, TaintToleration, NodeAffinity), or None. `view`: the node's, if
+    known."""
+    view = view or NodeView.of(node)
+    if view.unschedulable and not tolerates(pod, UNSCHEDULABLE_TAINT):
         return "node(s) were unschedulable"
-    if not node_ready(node):
+    if not view.ready:
         return "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
-    for taint in spec.get("taints") or []:
-        if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(pod, taint):
+    for taint in view.taints:
+        if not tolerates(pod, taint):
             return f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value', '')}}}"
     if not node_affinity_matches(pod, node):
         return "node(s) didn't match Pod's node affinity/selector"
@@ -170,7 +189,7 @@ class Scheduler:
         self.nominated: dict[str, Footprint] = {}  # pending pod key -> its footprint on the node it preempted on
         self.unschedulable: dict[str, float] = {}  # pod key -> loop time its backoff ends
         self.attempts: Counter[str] = Counter()  # pod key -> failed attempts in a row
-        self._allocatable: dict[str, tuple[str, dict[str, int]]] = {}  # node -> (resourceVersion, allocatable)
+        self._views: dict[str, tuple[str, NodeView]] = {}  # node -> (resourceVersion, its view)
         self._node_names: list[str] | None = None  # sorted, until a node comes or goes
         self._next_start = 0  # where the next pod's search for feasible nodes begins
         # written in the background at kube-scheduler's client rate (its clientConnection qps 50, burst 100)
@@ -245,7 +264,7 @@ class Scheduler:
         self.attempts.pop(key, None)
 
     def _node_gone(self, node: Object) -> None:
-        self._allocatable.pop(node["metadata"]["name"], None)
+        self._views.pop(node["metadata"]["name"], None)
         self._node_names = None
         self._cluster_changed()
 
@@ -280,27 +299,30 @@ class Scheduler:
 
     # One scheduling cycle
 
-    def _alloc(self, node: Object) -> dict[str, int]:
+    def _view(self, node: Object) -> NodeView:
         meta = node["metadata"]
         version = str(meta.get("resourceVersion") or "")
-        cached = self._allocatable.get(meta["name"])
+        cached = self._views.get(meta["name"])
         if cached is None or cached[0] != version or not version:
-            cached = (version, allocatable(node))
-            self._allocatable[meta["name"]] = cached
+            cached = (version, NodeView.of(node))
+            self._views[meta["name"]] = cached
         return cached[1]
 
     def _totals(self, node: str, want: Footprint) -> NodeTotals:
         """What is taken on `node` for `want`: the bound pods, and the pods nominated there that are at least as
         important (upstream's RunFilterPluginsWithNominatedPods)."""
+        if not self.nominated:
+            return self.usage.on(node)
         nominated = [f for f in self.nominated.values() if f.node == node and f.key != want.key]
         return self.usage.on(node).with_pods(f for f in nominated if f.priority >= want.priority)
 
     def _filter(self, pod: Object, want: Footprint, node: Object, claims: list[Object]) -> tuple[list[str], bool]:
         """Why `pod` does not fit on `node` (nothing: it fits), and whether evicting pods could change that."""
-        reason = why_not(pod, node)
+        view = self._view(node)
+        reason = why_not(pod, node, view)
         if reason:
             return [reason], False
-        reasons = fit_reasons(want, self._alloc(node), self._totals(node["metadata"]["name"], want))
+        reasons = fit_reasons(want, view.allocatable, self._totals(node["metadata"]["name"], want))
         if reasons:
             return reasons, True
         reason = self.volumes.why_not(claims, node)
@@ -393,7 +415,8 @@ class Scheduler:
         candidates, reasons = [], {}
         for node in resolvable:
             name = node["metadata"]["name"]
-            victims, why = select_victims(want, self._totals(name, want), self._fits(want, self._alloc(node)))
+            fits = self._fits(want, self._view(node).allocatable)
+            victims, why = select_victims(want, self._totals(name, want), fits)
             if victims:
                 candidates.append(Candidate(name, tuple(victims)))
             else:
