@@ -96,6 +96,7 @@ def _is_zero(value: Any) -> bool:
 # ---- zeros dropped on every write ------------------------------------------------------------------------------
 
 _Fields = dict[str, str]
+_ABSENT: Any = object()
 _FIELDS: dict[str, _Fields] = {}
 
 
@@ -113,27 +114,34 @@ def _fields(message: str) -> _Fields:
     return fields
 
 
-def drop_omitted_zeros(obj: dict[str, Any]) -> None:
+def drop_omitted_zeros(obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
     """Remove, in place, the zero values of `omitempty` fields from a built-in object, as kube-apiserver stores
     it after decoding into its typed struct (a client's `unschedulable: false` or `taints: []` is gone). Unlike
     `round_trip` it keeps unknown fields and the values' forms (validation judges those), and is cheap enough for
-    every write. A kind the schema does not know (a custom resource) is left alone: its zeros are its own."""
+    every write. A kind the schema does not know (a custom resource) is left alone: its zeros are its own.
+
+    `old`: the stored object an update replaces, whose zeros went when it was written: a part of `obj` equal to
+    the same part of `old` has none to drop and is not walked (a status write leaves the spec as it was; comparing
+    is C, walking is Python)."""
     message = KINDS.get((str(obj.get("apiVersion", "")), str(obj.get("kind", ""))))
     if message is None:
         return
     meta = obj.get("metadata")
     # `managedFields: []` is a client's reset of field ownership, which the field manager reads after this
     entries = meta.get("managedFields") if isinstance(meta, dict) else None
-    _walk(obj, message)
+    _walk(obj, message, old)
     if entries is not None and isinstance(meta, dict):
         meta["managedFields"] = entries
 
 
-def _walk(obj: dict[str, Any], message: str) -> None:
+def _walk(obj: dict[str, Any], message: str, old: dict[str, Any] | None = None) -> None:
     fields = _fields(message)
     for name in [n for n in obj if n in fields]:
         kind = fields[name]
         value = obj[name]
+        before = old.get(name, _ABSENT) if old is not None else _ABSENT
+        if before is not _ABSENT and before == value:
+            continue
         keep_zero = kind.endswith("!")
         kind = kind.rstrip("!")
         if kind.startswith("[]"):
@@ -154,6 +162,6 @@ def _walk(obj: dict[str, Any], message: str) -> None:
                             _walk(item, kind[2:])
         elif kind in MESSAGES:
             if isinstance(value, dict):
-                _walk(value, kind)
+                _walk(value, kind, before if isinstance(before, dict) else None)
         elif not keep_zero and kind in _SCALARS and _is_zero(value):
             del obj[name]

@@ -548,7 +548,7 @@ class Registry:
         else:
             strategy.prepare_update(new, old)
             _keep_system_meta(new, old, strategy)
-        drop_omitted_zeros(new)
+        drop_omitted_zeros(new, old)
         if applied:  # a subresource write keeps the stored metadata: the applied entries go on it
             fieldmanager.restore_entries(new, entries)
         else:
