@@ -101,8 +101,8 @@ async def test_an_error_status_is_the_api_error_it_names() -> None:
 
 async def test_a_failing_handler_is_a_500_as_uvicorn_answers_it(caplog: pytest.LogCaptureFixture) -> None:
     transport = AsgiTransport(application(Probe()), CREDS)
-    status, body = await transport.call("GET", "/fail", None, None, "application/json")
-    assert (status, body) == (500, b"Internal Server Error")
+    answer = await transport.call("GET", "/fail", None, None, "application/json")
+    assert (answer.status, answer.body) == (500, b"Internal Server Error")
     assert "a handler's bug" in caplog.text  # logged, as uvicorn logs it
 
 
@@ -180,7 +180,26 @@ async def test_requests_at_once_are_bounded_as_the_http_transports_pool(monkeypa
 
     transport = AsgiTransport(app, CREDS)
     answers = await asyncio.gather(*(transport.call("GET", "/", None, None, "") for _ in range(20)))
-    assert answers == [(200, b"{}")] * 20 and most == 4
+    assert [(a.status, a.body) for a in answers] == [(200, b"{}")] * 20 and most == 4
+
+
+async def test_a_429_with_retry_after_is_sent_again_as_client_go_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    refusals = 3
+    calls = 0
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        nonlocal calls
+        calls += 1
+        status, headers = (429, [(b"retry-after", b"0")]) if calls <= refusals else (200, [])
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    rest = RestClient(CREDS, AsgiTransport(app, CREDS))
+    assert await rest.request("POST", "/x", {}) == {} and calls == 4
+    refusals, calls = 100, 0
+    with pytest.raises(errors.ApiError) as refused:  # client-go gives up after 10
+        await rest.request("POST", "/x", {})
+    assert refused.value.code == 429 and calls == 10
 
 
 # ---- held against uvicorn -------------------------------------------------------------------------------------
@@ -237,8 +256,8 @@ async def test_the_application_sees_what_uvicorn_would_hand_it(
     try:
         answers: list[tuple[int, Any]] = []
         for transport in (over_http, in_process):
-            code, payload = await transport.call(method, path, query, body, "application/json")
-            answers.append((code, orjson.loads(payload)))
+            answer = await transport.call(method, path, query, body, "application/json")
+            answers.append((answer.status, orjson.loads(answer.body)))
     finally:
         await over_http.close()
     assert answers[0] == answers[1]

@@ -25,7 +25,7 @@ from urllib.parse import unquote, urlencode, urlsplit
 import aiohttp
 
 from tinykube.client.kubeconfig import Credentials
-from tinykube.client.rest import USER_AGENT
+from tinykube.client.rest import USER_AGENT, Answer, retry_after
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ class AsgiTransport:
 
     async def call(
         self, method: str, path: str, query: dict[str, str] | None, content: bytes | None, content_type: str
-    ) -> tuple[int, bytes]:
+    ) -> Answer:
         headers = self.headers
         if content:
             headers = [*headers, (b"content-type", content_type.encode()), (b"content-length", b"%d" % len(content))]
@@ -107,7 +107,7 @@ class AsgiTransport:
         try:
             try:
                 async with asyncio.timeout(READ_TIMEOUT):
-                    status, _ = await asyncio.shield(exchange.answered)
+                    status = (await asyncio.shield(exchange.answered)).status
             except TimeoutError:
                 raise aiohttp.ServerTimeoutError(f"no answer to GET {path} in {READ_TIMEOUT:g} s") from None
             yield status, exchange.chunks()
@@ -124,13 +124,14 @@ class _Exchange:
         self.scope = scope
         self.body: bytes | None = body
         self.queue = queue  # a stream's; None: the body is answered whole
-        self.answered: asyncio.Future[tuple[int, bytes]] = asyncio.get_running_loop().create_future()
+        self.answered: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         # retrieved even when its caller has gone (cancelled, or timed out), so no "never retrieved" warning
         self.answered.add_done_callback(lambda future: future.cancelled() or future.exception())
         self.gone = asyncio.Event()  # the client hung up, or has its whole answer: `receive` says disconnected
         self.hung_up = False
         self.ended = False  # a stream's end is queued
         self.status = 0
+        self.retry_after: float | None = None
         self.parts: list[bytes] = []
 
     async def run(self, app: App) -> None:
@@ -160,6 +161,8 @@ class _Exchange:
         kind = message["type"]
         if kind == "http.response.start":
             self.status = message["status"]
+            found = [value for name, value in message.get("headers") or () if name.lower() == b"retry-after"]
+            self.retry_after = retry_after(found[0]) if found else None
             if self.queue is not None:
                 self._answer(self.status, b"")
         elif kind == "http.response.body":
@@ -179,7 +182,7 @@ class _Exchange:
 
     def _answer(self, status: int, body: bytes) -> None:
         if not self.answered.done():
-            self.answered.set_result((status, body))
+            self.answered.set_result(Answer(status, body, self.retry_after))
 
     def _fail(self, err: Exception) -> None:
         if not self.answered.done():
