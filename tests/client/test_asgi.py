@@ -183,6 +183,15 @@ async def test_requests_at_once_are_bounded_as_the_http_transports_pool(monkeypa
     assert [(a.status, a.body) for a in answers] == [(200, b"{}")] * 20 and most == 4
 
 
+async def test_a_stream_whose_handler_is_cancelled_ends_for_its_reader() -> None:
+    """The transport closed under a watch (the cluster stopping): the reader sees the stream end, not a hang."""
+    transport = AsgiTransport(application(Probe()), CREDS)
+    async with asyncio.timeout(5), transport.stream("/api/v1/stream", {"count": "1", "hold": "1"}) as (_, chunks):
+        assert await anext(chunks)
+        await transport.close()
+        assert [chunk async for chunk in chunks] == []
+
+
 async def test_a_429_with_retry_after_is_sent_again_as_client_go_does(monkeypatch: pytest.MonkeyPatch) -> None:
     refusals = 3
     calls = 0

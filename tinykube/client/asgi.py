@@ -129,7 +129,7 @@ class _Exchange:
         self.answered.add_done_callback(lambda future: future.cancelled() or future.exception())
         self.gone = asyncio.Event()  # the client hung up, or has its whole answer: `receive` says disconnected
         self.hung_up = False
-        self.ended = False  # a stream's end is queued
+        self.ended = False  # a stream's handler has ended (its end queued, if there was room)
         self.status = 0
         self.retry_after: float | None = None
         self.parts: list[bytes] = []
@@ -144,9 +144,17 @@ class _Exchange:
             if not self.hung_up:  # a write to a client that has gone fails, as it does on a server: not news
                 log.exception("Exception in ASGI application")
             self._answer(*_INTERNAL_ERROR)
+        finally:
+            self._end()
         self._answer(*_INTERNAL_ERROR)  # an application that returned without answering, as uvicorn answers it
-        if self.queue is not None and not self.ended and not self.hung_up:
-            await self.queue.put(_END)
+
+    def _end(self) -> None:
+        """A stream's end, however the handler ended (cancelled too): its reader stops once it has read the rest."""
+        if self.queue is None or self.ended:
+            return
+        self.ended = True
+        with contextlib.suppress(asyncio.QueueFull):  # full: the reader finds it empty and ended after the rest
+            self.queue.put_nowait(_END)
 
     async def receive(self) -> Message:
         if self.body is not None:
@@ -177,8 +185,7 @@ class _Exchange:
             if chunk:
                 await self.queue.put(chunk)
             if not more:
-                self.ended = True
-                await self.queue.put(_END)
+                self._end()
 
     def _answer(self, status: int, body: bytes) -> None:
         if not self.answered.done():
@@ -194,5 +201,8 @@ class _Exchange:
 
     async def chunks(self) -> AsyncIterator[bytes]:
         assert self.queue is not None
-        while (chunk := await self.queue.get()) != _END:
+        while not (self.ended and self.queue.empty()):
+            chunk = await self.queue.get()
+            if chunk == _END:
+                return
             yield chunk
