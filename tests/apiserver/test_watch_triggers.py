@@ -1,6 +1,7 @@
-"""Indexed watch triggers: a pod's change is offered to the watchers of its node (before and after) and of its
-namespace, and to the watchers without a trigger; never to a kubelet watching another node. Held against the
-plain rule (offer to every watcher, let each one's selector decide) for random pods, moves and watchers."""
+"""Indexed watch triggers: a pod's change is offered to the watchers of its node (before and after), of its name
+and of its namespace, and to the watchers without a trigger; never to a kubelet watching another node. Held
+against the plain rule (offer to every watcher, let each one's selector decide) for random pods, moves and
+watchers, for live events and for the replay of the window to a watcher that subscribes late."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 from tinykube.api.resources import by_path
 from tinykube.apiserver.storage.watchcache import (
+    NAME,
     NAMESPACE,
     NODE_NAME,
     CachedObject,
@@ -23,11 +25,12 @@ from tinykube.apiserver.storage.watchcache import (
 PODS = by_path("", "v1", "pods")
 NODES = ["", "node-1", "node-2", "node-3"]
 NAMESPACES = ["a", "b"]
+POD_NAMES = ["p", "q"]
 
 
-def cached(namespace: str, node: str, revision: int) -> CachedObject:
+def cached(namespace: str, node: str, revision: int, name: str = "p") -> CachedObject:
     spec = {"nodeName": node} if node else {}
-    obj: dict[str, Any] = {"metadata": {"name": "p", "namespace": namespace}, "spec": spec}
+    obj: dict[str, Any] = {"metadata": {"name": name, "namespace": namespace}, "spec": spec}
     return CachedObject(obj, b"", revision)
 
 
@@ -36,13 +39,21 @@ def watcher_for(kind: str, value: str) -> Watcher:
         return Watcher(lambda o: trigger_value(NODE_NAME, o) == value, (NODE_NAME, value))
     if kind == "namespace":
         return Watcher(lambda o: o.namespace == value, (NAMESPACE, value))
+    if kind == "name":
+        return Watcher(lambda o: o.obj["metadata"]["name"] == value, (NAME, value))
     return Watcher(lambda o: True)
+
+
+def untriggered(kind: str, value: str) -> Watcher:
+    """The same selector without its trigger: every event offered, the selector deciding."""
+    return Watcher(watcher_for(kind, value).matches)
 
 
 watchers = st.lists(
     st.one_of(
         st.tuples(st.just("node"), st.sampled_from(NODES)),
         st.tuples(st.just("namespace"), st.sampled_from(NAMESPACES)),
+        st.tuples(st.just("name"), st.sampled_from(POD_NAMES)),
         st.tuples(st.just("all"), st.just("")),
     ),
     max_size=8,
@@ -68,3 +79,45 @@ def test_an_event_reaches_exactly_the_watchers_whose_selector_it_can_match(
     for watcher in made:
         cache.unsubscribe(watcher)
     assert not cache.watchers and not cache.receivers(event)
+
+
+changes = st.lists(
+    st.tuples(st.sampled_from(POD_NAMES), st.sampled_from(NAMESPACES), st.sampled_from(NODES), st.booleans()),
+    max_size=12,
+)
+
+
+@given(watchers, changes, st.integers(0, 12))
+def test_a_late_watcher_is_replayed_what_its_selector_would_take_from_every_event(
+    specs: list[tuple[str, str]], history: list[tuple[str, str, str, bool]], since: int
+) -> None:
+    """The replay reads only what is newer than `since` and offers a triggered watcher only its trigger's events:
+    what reaches each watcher's queue is what the plain watcher (offered everything) takes."""
+    cache = WatchCache(cast(Any, None), PODS)
+    current: dict[tuple[str, str], CachedObject] = {}
+    for revision, (name, namespace, node, deleted) in enumerate(history, start=1):
+        previous = current.get((namespace, name))
+        if deleted and previous is not None:
+            event = CacheEvent("DELETED", revision, cached(namespace, node, revision, name), previous)
+            del current[(namespace, name)]
+        else:
+            now = cached(namespace, node, revision, name)
+            event = CacheEvent("MODIFIED" if previous else "ADDED", revision, now, previous)
+            current[(namespace, name)] = now
+        cache.events.append(event)
+    for kind, value in specs:
+        triggered, plain = watcher_for(kind, value), untriggered(kind, value)
+        cache.subscribe(triggered, since)
+        for event in cache.events:  # the plain rule: every event after `since`, the selector deciding
+            if event.revision > since:
+                plain.offer(event)
+        assert drained(triggered) == drained(plain)
+
+
+def drained(watcher: Watcher) -> list[tuple[str, int]]:
+    found = []
+    while not watcher.queue.empty():
+        event = watcher.queue.get_nowait()
+        assert event is not None
+        found.append((event.type, event.revision))
+    return found

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tinykube.controllers.nodeipam import CidrAllocator
 from tinykube.controllers.scheduler import needs_scheduling, unschedulable_message, why_not
@@ -183,3 +185,28 @@ def test_every_unready_readiness_gate_is_named() -> None:
         'corresponding condition of pod readiness gate "a" does not exist., '
         'the status of pod readiness gate "b" is not "True", but False',
     )
+
+
+@settings(max_examples=200)
+@given(st.lists(st.tuples(st.sampled_from(["allocate", "release", "occupy"]), st.integers(0, 9), st.integers(0, 7))))
+def test_cidr_allocation_is_the_lowest_free_range_as_a_full_scan_finds_it(
+    steps: list[tuple[str, int, int]],
+) -> None:
+    """The allocator (indexes, a resumed search) against the plain rule: every range in order, the first free."""
+    cidrs = CidrAllocator("10.244.0.0/21")  # 8 ranges, 10 nodes: it runs out
+    ranges = [f"10.244.{i}.0/24" for i in range(8)]
+    held: dict[str, str] = {}
+    for action, n, r in steps:
+        node = f"n{n}"
+        if action == "allocate":
+            free = [c for c in ranges if c not in held.values()]
+            expected = held.get(node) or (free[0] if free else None)
+            assert cidrs.allocate(node) == expected
+            if expected is not None:
+                held[node] = expected
+        elif action == "release":
+            cidrs.release(node)
+            held.pop(node, None)
+        elif ranges[r] not in held.values():  # the informer shows a node holding a free range
+            cidrs.occupy(ranges[r], node)
+            held[node] = ranges[r]

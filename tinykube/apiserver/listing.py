@@ -26,7 +26,7 @@ from tinykube.api.selectors import (
 )
 from tinykube.apiserver.registry import Registry
 from tinykube.apiserver.storage import consistency
-from tinykube.apiserver.storage.watchcache import NAMESPACE, TRIGGER_FIELDS, CachedObject, Trigger, decode
+from tinykube.apiserver.storage.watchcache import NAME, NAMESPACE, TRIGGER_FIELDS, CachedObject, Trigger, decode
 from tinykube.store.errors import Compacted
 
 _EXPIRED_LIST = "The resourceVersion for the provided list is too old."
@@ -56,15 +56,19 @@ def object_filter(resource: ResourceInfo, params: Mapping[str, str]) -> Callable
     return lambda o: labels.matches(o.labels) and fields.matches(o.obj)
 
 
-def watch_trigger(resource: ResourceInfo, params: Mapping[str, str], namespace: str) -> Trigger | None:
+def watch_trigger(
+    resource: ResourceInfo, params: Mapping[str, str], namespace: str, name: str = ""
+) -> Trigger | None:
     """The (field, value) every object a watch can match has, for the cache to index it by: the node of a pod
-    watch pinned to one (`fieldSelector=spec.nodeName=node-1`, a kubelet's), else the namespace of a namespaced
+    watch pinned to one (`fieldSelector=spec.nodeName=node-1`, a kubelet's), else the name of a watch of one
+    object (`fieldSelector=metadata.name=node-1`, or the object's own path), else the namespace of a namespaced
     watch."""
+    fields = parse_field_selector(params.get("fieldSelector", ""), _supported_fields(resource))
     field = TRIGGER_FIELDS.get((resource.group, resource.plural))
-    if field is not None and resource.custom is None:
-        fields = parse_field_selector(params.get("fieldSelector", ""), _supported_fields(resource))
-        if (value := fields.requires_exact_match(field)) is not None:
-            return field, value
+    if field is not None and resource.custom is None and (value := fields.requires_exact_match(field)) is not None:
+        return field, value
+    if name or (name := fields.requires_exact_match(NAME) or ""):
+        return NAME, name
     return (NAMESPACE, namespace) if namespace else None
 
 

@@ -84,7 +84,7 @@ async def watch_response(
         scoped = keep
         keep = lambda o: o.namespace == namespace and scoped(o)  # noqa: E731
     cache = registry.cache(resource)
-    watcher = Watcher(keep, watch_trigger(resource, params, namespace))
+    watcher = Watcher(keep, watch_trigger(resource, params, namespace, name))
     wanted = params.get("resourceVersion", "")
     initial: list[CachedObject] = []
     send_initial = params.get("sendInitialEvents") == "true" or wanted in ("", "0")

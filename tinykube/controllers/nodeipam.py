@@ -28,7 +28,9 @@ COMPONENT = "node-ipam-controller"
 
 
 class CidrAllocator:
-    """The /24s of the cluster CIDR, handed out lowest first."""
+    """The /24s of the cluster CIDR, handed out lowest first. Each allocation and release costs the same at 5,000
+    nodes as at 5 (held by CIDR and by node; the search for a free range resumes at the lowest one freed): a scan
+    of every range from the first made starting 5,000 nodes quadratic."""
 
     def __init__(self, cluster_cidr: str, mask: int = NODE_CIDR_MASK) -> None:
         self.network = ipaddress.ip_network(cluster_cidr)
@@ -36,29 +38,52 @@ class CidrAllocator:
             raise ValueError(f"--cluster-cidr {cluster_cidr} is smaller than one node's /{mask}")
         self.mask = mask
         self.used: dict[str, str] = {}  # CIDR -> node
+        self.held: dict[str, str] = {}  # node -> CIDR
+        self.lowest_free = 0  # no range below this index is free
 
     @property
     def capacity(self) -> int:
         """How many nodes get a range."""
         return int(2 ** (self.mask - self.network.prefixlen))
 
+    def _subnet(self, index: int) -> str:
+        step = 1 << (self.network.max_prefixlen - self.mask)
+        return str(ipaddress.ip_network((int(self.network.network_address) + index * step, self.mask)))
+
+    def _index(self, cidr: str) -> int | None:
+        subnet = ipaddress.ip_network(cidr, strict=False)
+        offset = int(subnet.network_address) - int(self.network.network_address)
+        if subnet.version != self.network.version or not 0 <= offset < self.network.num_addresses:
+            return None
+        return offset >> (self.network.max_prefixlen - self.mask)
+
     def occupy(self, cidr: str, node: str) -> None:
+        if self.held.get(node, cidr) != cidr:
+            self.release(node)  # it holds another one no more
         self.used[cidr] = node
+        self.held[node] = cidr
 
     def release(self, node: str) -> None:
-        for cidr in [c for c, holder in self.used.items() if holder == node]:
-            del self.used[cidr]
+        cidr = self.held.pop(node, None)
+        if cidr is None or self.used.get(cidr) != node:
+            return
+        del self.used[cidr]
+        index = self._index(cidr)
+        if index is not None:
+            self.lowest_free = min(self.lowest_free, index)
 
     def allocate(self, node: str) -> str | None:
         """The node's CIDR: the one it holds (a second sync before our patch shows in the cache gets the same),
         else the lowest free one."""
-        for cidr, holder in self.used.items():
-            if holder == node:
+        if node in self.held:
+            return self.held[node]
+        for index in range(self.lowest_free, self.capacity):
+            cidr = self._subnet(index)
+            if cidr not in self.used:
+                self.lowest_free = index + 1
+                self.occupy(cidr, node)
                 return cidr
-        for subnet in self.network.subnets(new_prefix=self.mask):
-            if str(subnet) not in self.used:
-                self.used[str(subnet)] = node
-                return str(subnet)
+        self.lowest_free = self.capacity
         return None
 
 
