@@ -1,6 +1,6 @@
 """A `RestClient` transport to an ASGI application in the same process: `tinykube up`'s own components (controllers,
 scheduler, node agents, DNS, proxies) call the apiserver's application directly, as uvicorn would deliver their
-requests, without TLS, HTTP framing and sockets on either side (a fifth of `up`'s CPU with pods starting).
+requests, without TLS, HTTP framing and sockets on either side (which took half of `up`'s CPU per pod).
 
 Each request is what the server would hand the application: method, path, query, headers (the client's token and
 user agent included, so authentication, authorization, admission, limits, metrics and audit see the same request),
