@@ -201,6 +201,20 @@ class RecordingClient(RestClient):
         return await super().request(method, path, body, **params)
 
 
+def interrupt(proc: subprocess.Popen[Any], timeout: float = 30) -> int | None:
+    """SIGINT (Ctrl-C), then SIGKILL if `proc` is still there `timeout` s later; the status it ended with after
+    SIGINT (or had already), None if it had to be killed."""
+    if proc.poll() is not None:
+        return proc.returncode
+    proc.send_signal(signal.SIGINT)
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return None
+
+
 def readline(proc: subprocess.Popen[str], timeout: float = 30) -> str:
     """One line of `proc`'s output, or fail after `timeout` seconds (read in a thread)."""
     assert proc.stdout is not None

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import RunningCluster
+from tests.conftest import RunningCluster, interrupt
 
 
 def ignoring_sigint() -> None:
@@ -41,13 +41,9 @@ def start(args: list[str], log: Path) -> subprocess.Popen[bytes]:
 def interrupted(proc: subprocess.Popen[bytes], log: Path) -> int:
     """SIGINT; the status it ended with. One that did not end is killed, and the test fails."""
     assert proc.poll() is None, f"ended before SIGINT ({proc.returncode}):\n{log.read_text()[-3000:]}"
-    proc.send_signal(signal.SIGINT)
-    try:
-        return proc.wait(30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        raise AssertionError(f"still running 30 s after SIGINT:\n{log.read_text()[-3000:]}") from None
+    code = interrupt(proc)
+    assert code is not None, f"still running 30 s after SIGINT:\n{log.read_text()[-3000:]}"
+    return code
 
 
 def waited_for(log: Path, text: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import RunningCluster, eventually, fresh_namespace, running_cluster
+from tests.conftest import RunningCluster, eventually, fresh_namespace, interrupt, running_cluster
 
 
 @pytest.fixture(scope="module")
@@ -77,21 +76,8 @@ def component(args: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
     try:
         yield proc
     finally:
-        code = stop(proc)
+        code = interrupt(proc)
     assert code == 130, f"tinykube {args[0]} did not end by SIGINT ({code}):\n{log.read_text()[-3000:]}"
-
-
-def stop(proc: subprocess.Popen[bytes]) -> int | None:
-    """SIGINT, then SIGKILL if it is still there 30 s later; its status after SIGINT, None if it had to be killed."""
-    if proc.poll() is not None:
-        return proc.returncode
-    proc.send_signal(signal.SIGINT)
-    try:
-        return proc.wait(30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        return None
 
 
 def test_nodes_register_ready_with_pod_cidrs(client: httpx.Client) -> None:

@@ -219,11 +219,12 @@ class RestClient:
     ) -> Any:
         content = orjson.dumps(body) if body is not None else None
         query = _query(params)
+        answer = await self.transport.call(method, path, query, content, content_type)
         for _retry in range(MAX_RETRIES):
-            answer = await self.transport.call(method, path, query, content, content_type)
             if answer.status != 429 or answer.retry_after is None:
                 break
             await asyncio.sleep(answer.retry_after)  # refused before any work was done: safe to send again
+            answer = await self.transport.call(method, path, query, content, content_type)
         _raise_for_status(answer.status, answer.body)
         return _loads(answer.body) if answer.body else None
 

@@ -248,10 +248,8 @@ class WatchCache:
         """The watchers that may match `event`: the untriggered ones and those of its object's trigger values."""
         found = list(self._untriggered)
         for field, by_value in self._triggered.items():
-            value = trigger_value(field, event.current)
-            found += by_value.get(value, ())
-            if event.previous is not None and (before := trigger_value(field, event.previous)) != value:
-                found += by_value.get(before, ())
+            for value in _trigger_values(field, event):
+                found += by_value.get(value, ())
         return found
 
     async def wait_for(self, revision: int, timeout: float = 3.0, *, own_write: bool = False) -> bool:
@@ -302,7 +300,7 @@ class WatchCache:
                 break
             newer.append(event)
         for event in reversed(newer):
-            if watcher.trigger is None or _triggered_by(watcher.trigger, event):
+            if watcher.trigger is None or watcher.trigger[1] in _trigger_values(watcher.trigger[0], event):
                 watcher.offer(event)
         self.watchers.add(watcher)
         if watcher.trigger is None:
@@ -326,12 +324,12 @@ class WatchCache:
             self._triggered.pop(field, None)
 
 
-def _triggered_by(trigger: Trigger, event: CacheEvent) -> bool:
-    """Whether the event's object had or has the trigger's value (`receivers`' test, for one watcher)."""
-    field, value = trigger
-    if trigger_value(field, event.current) == value:
-        return True
-    return event.previous is not None and trigger_value(field, event.previous) == value
+def _trigger_values(field: str, event: CacheEvent) -> tuple[str, ...]:
+    """The values of `field` the event's object has and had: its watchers are those of either."""
+    value = trigger_value(field, event.current)
+    if event.previous is None or (before := trigger_value(field, event.previous)) == value:
+        return (value,)
+    return value, before
 
 
 def _wake(waiters: list[tuple[int, int, asyncio.Future[None]]], revision: int) -> None:
