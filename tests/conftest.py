@@ -22,6 +22,7 @@ import httpx
 import pytest
 import yaml
 
+from tinykube.api.inprocess import CHECK_ENV
 from tinykube.client.rest import RestClient
 from tinykube.store.launcher import EtcdProcess, find_etcd
 
@@ -37,6 +38,11 @@ class RunningCluster:
     ca_file: Path
     proc: subprocess.Popen[bytes]
     cache_dir: Path
+
+    @property
+    def shared_changes(self) -> Path:
+        """Where the cluster writes the shared cached objects a component changed (`tinykube.api.inprocess`)."""
+        return shared_changes_file(self.data_dir)
 
     def http(self, **kwargs: Any) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.token}", **kwargs.pop("headers", {})}
@@ -58,8 +64,13 @@ class RunningCluster:
         return json.loads(self.kubectl(*args, "-o", "json").stdout)
 
 
+def shared_changes_file(data_dir: Path) -> Path:
+    return data_dir.parent / f"{data_dir.name}.shared-changes"
+
+
 def start_cluster(data_dir: Path, *extra: str) -> RunningCluster:
-    """Run the real CLI, as a user would, and wait until /readyz is green."""
+    """Run the real CLI, as a user would, and wait until /readyz is green. Its components are held to leaving the
+    objects they share with the apiserver's cache as they got them: `stop_cluster` fails if one did not."""
     kubeconfig = data_dir / "kubeconfig"
     log = open(data_dir.parent / f"{data_dir.name}.log", "wb")  # noqa: SIM115 - kept for the child's lifetime
     proc = subprocess.Popen(
@@ -85,6 +96,7 @@ def start_cluster(data_dir: Path, *extra: str) -> RunningCluster:
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
+        env={**os.environ, CHECK_ENV: str(shared_changes_file(data_dir))},
     )
     deadline = time.monotonic() + 60
     while not (data_dir / "cluster.json").exists():
@@ -116,6 +128,9 @@ def stop_cluster(cluster: RunningCluster) -> None:
         except subprocess.TimeoutExpired:
             cluster.proc.kill()
             cluster.proc.wait()
+    if cluster.shared_changes.exists():
+        changed = cluster.shared_changes.read_text()
+        raise AssertionError(f"a component changed objects it shares with the watch cache:\n{changed}")
 
 
 @contextlib.contextmanager

@@ -21,6 +21,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from tinykube.api import errors
+from tinykube.api.inprocess import EVENTS_MESSAGE, EXTENSION
 from tinykube.api.resources import ResourceInfo
 from tinykube.client import asgi
 from tinykube.client.asgi import AsgiTransport
@@ -38,6 +39,7 @@ class Probe:
         self.disconnected = asyncio.Event()
         self.finished = asyncio.Event()
         self.written = 0
+        self.shared: list[dict[str, Any]] = [{"n": 0}, {"n": 1}]
 
 
 def application(probe: Probe) -> Starlette:
@@ -80,7 +82,19 @@ def application(probe: Probe) -> Starlette:
         probe.finished.set()
         return Response(b'{"kind":"Done"}', media_type="application/json")
 
+    class Shared:  # an ASGI application (a class): a watch as the apiserver answers a client offering the extension
+        async def __call__(self, scope: Any, _receive: Any, send: Any) -> None:
+            await shared(scope, send)
+
+    async def shared(scope: Any, send: Any) -> None:
+        assert EXTENSION in scope["extensions"]
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": EVENTS_MESSAGE, "events": [{"type": "ADDED", "object": o} for o in probe.shared]})
+        await send({"type": "http.response.body", "body": b'{"type":"BOOKMARK","object":{"n":9}}\n', "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
     routes = [Route("/api/v1/stream", stream), Route("/fail", fail), Route("/slow", slow)]
+    routes.append(Route("/api/v1/shared", Shared()))
     routes.append(Route("/{rest:path}", echo, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
     return Starlette(routes=routes)
 
@@ -110,6 +124,14 @@ async def test_watch_events_arrive_as_the_stream_is_written() -> None:
     rest = RestClient(CREDS, AsgiTransport(application(Probe()), CREDS))
     events = [event async for event in rest.watch(NAMED, "", count=5)]
     assert [e["object"]["n"] for e in events] == [0, 1, 2, 3, 4]
+
+
+async def test_a_watch_of_the_shared_objects_hands_the_servers_own_objects_to_the_client() -> None:
+    probe = Probe()
+    rest = RestClient(CREDS, AsgiTransport(application(probe), CREDS))
+    events = [event async for event in rest.watch(SHARED, "")]
+    assert [e["object"] for e in events] == [{"n": 0}, {"n": 1}, {"n": 9}]
+    assert all(e["object"] is o for e, o in zip(events, probe.shared, strict=False))  # not copies: one in memory
 
 
 async def test_a_stream_the_client_leaves_is_seen_gone_by_its_handler() -> None:
@@ -215,6 +237,7 @@ async def test_a_429_with_retry_after_is_sent_again_as_client_go_does(monkeypatc
 
 CREDS = Credentials("https://127.0.0.1:6443", TOKEN, None)
 NAMED = ResourceInfo("", "v1", "Stream", "stream", "stream", False)  # /api/v1/stream
+SHARED = ResourceInfo("", "v1", "Shared", "shared", "shared", False)  # /api/v1/shared
 
 # no segment of dots alone: aiohttp's URLs resolve them away, and no Kubernetes name may be "." or ".."
 SEGMENT = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-.", min_size=1, max_size=12).filter(

@@ -254,12 +254,12 @@ class ResourceHandler:
         await consistency.reach(self.registry.cache(target.resource), self.registry.revisions, wanted)
         cached = self.registry.get(target.registry_request())
         if view.table:
-            return json_response(table(target.resource, [cached.obj], include_object=view.include_object))
+            return json_response(table(target.resource, [cached.full()], include_object=view.include_object))
         if view.metadata_only:
-            return json_response(partial_metadata(cached.obj))
+            return json_response(partial_metadata(cached.full()))
         converted = target.converted
         return json_response(
-            target.out(cached.obj) if converted and not converted.unchanged(cached.obj) else cached.raw
+            target.out(cached.full()) if converted and not converted.unchanged(cached.obj) else cached.raw
         )
 
     async def _list(self, request: Request, target: Target, view: Rendering) -> Response:
@@ -268,7 +268,7 @@ class ResourceHandler:
             return json_response(
                 table(
                     target.resource,
-                    [o.obj for o in page.items],
+                    [o.full() for o in page.items],
                     include_object=view.include_object,
                     resource_version=str(page.revision),
                     continue_token=page.continue_token,
@@ -280,12 +280,12 @@ class ResourceHandler:
                 "PartialObjectMetadataList",
                 "meta.k8s.io/v1",
                 page,
-                [orjson.dumps(partial_metadata(o.obj)) for o in page.items],
+                [orjson.dumps(partial_metadata(o.full())) for o in page.items],
             )
             return json_response(body)
         converted = target.converted
         items = [
-            orjson.dumps(converted.out(o.obj)) if converted and not converted.unchanged(o.obj) else o.raw
+            orjson.dumps(converted.out(o.full())) if converted and not converted.unchanged(o.obj) else o.raw
             for o in page.items
         ]
         items = listing.list_items(target.resource, items)

@@ -2,7 +2,8 @@
 
 Resume semantics as upstream: no resourceVersion → synthetic ADDED for every current object, then changes;
 `resourceVersion=N` → every change after N (410 Expired when N is older than the cache's window);
-bookmarks when asked; the stream ends after `timeoutSeconds`.
+bookmarks when asked; the stream ends after `timeoutSeconds`. A client in this process that offers the
+`tinykube.api.inprocess` extension gets the events as the cache's decoded objects, not as JSON lines.
 """
 
 from __future__ import annotations
@@ -11,14 +12,16 @@ import asyncio
 import random
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
+from starlette.types import Send
 
 from tinykube.api import errors
 from tinykube.api.conversion import Converted
+from tinykube.api.inprocess import EVENTS_MESSAGE, EXTENSION
 from tinykube.api.resources import ResourceInfo
 from tinykube.apiserver.http.negotiation import Rendering, partial_metadata
 from tinykube.apiserver.kinds.printers import table
@@ -41,29 +44,79 @@ def _timeout(request: Request) -> float:
     return random.uniform(1800, 3600)  # upstream: between min-request-timeout and twice that
 
 
+Event = dict[str, Any]
+Chunk = bytes | list[Event]  # JSON lines, or (for an in-process client) decoded events
+
+
 class _Encoder:
+    """Events as JSON lines, the cached bytes themselves where the client reads the stored form."""
+
     def __init__(self, resource: ResourceInfo, view: Rendering, converted: Converted | None) -> None:
         self.resource = resource
         self.view = view
         self.converted = converted
 
-    def event(self, kind: str, obj: CachedObject) -> bytes:
+    def rendered(self, obj: CachedObject) -> Any | None:
+        """What the client reads of `obj` where that is not the stored form itself (None)."""
         if self.view.table:
-            body: Any = table(self.resource, [obj.obj], include_object=self.view.include_object)
-        elif self.view.metadata_only:
-            body = partial_metadata(obj.obj)
-        else:
-            converted = self.converted
-            raw = orjson.dumps(converted.out(obj.obj)) if converted and not converted.unchanged(obj.obj) else obj.raw
-            return b'{"type":"' + kind.encode() + b'","object":' + raw + b"}\n"
+            return table(self.resource, [obj.full()], include_object=self.view.include_object)
+        if self.view.metadata_only:
+            return partial_metadata(obj.full())
+        converted = self.converted
+        if converted and not converted.unchanged(obj.obj):
+            return converted.out(obj.full())
+        return None
+
+    def event(self, kind: str, obj: CachedObject) -> Any:
+        body = self.rendered(obj)
+        if body is None:
+            return b'{"type":"' + kind.encode() + b'","object":' + obj.raw + b"}\n"
         return orjson.dumps({"type": kind, "object": body}) + b"\n"
 
-    def bookmark(self, revision: int, initial_end: bool = False) -> bytes:
+    def bookmark(self, revision: int, initial_end: bool = False) -> Any:
+        return orjson.dumps(self.bookmark_event(revision, initial_end)) + b"\n"
+
+    def bookmark_event(self, revision: int, initial_end: bool) -> Event:
         meta: dict[str, Any] = {"resourceVersion": str(revision)}
         if initial_end:
             meta["annotations"] = {"k8s.io/initial-events-end": "true"}
         obj = {"kind": self.resource.kind, "apiVersion": self.resource.api_version, "metadata": meta}
-        return orjson.dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
+        return {"type": "BOOKMARK", "object": obj}
+
+    def join(self, events: list[Any]) -> Chunk:
+        return b"".join(events)
+
+
+class _SharedEncoder(_Encoder):
+    """Events as dicts holding the cache's own decoded objects (read-only to their receivers)."""
+
+    def event(self, kind: str, obj: CachedObject) -> Any:
+        body = self.rendered(obj)
+        return {"type": kind, "object": obj.obj if body is None else body}
+
+    def bookmark(self, revision: int, initial_end: bool = False) -> Any:
+        return [self.bookmark_event(revision, initial_end)]
+
+    def join(self, events: list[Any]) -> Chunk:
+        return events
+
+
+class _EventsResponse(StreamingResponse):
+    """A watch's response: its chunks of decoded events go out as `EVENTS_MESSAGE`s."""
+
+    def __init__(self, chunks: AsyncIterator[Chunk], media_type: str) -> None:
+        # Starlette types a stream as text or bytes; `stream_response` below sends the other chunks itself
+        super().__init__(cast(AsyncIterator[bytes], chunks), media_type=media_type)
+        self.headers["Transfer-Encoding"] = "chunked"
+
+    async def stream_response(self, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        async for chunk in self.body_iterator:
+            if isinstance(chunk, list):
+                await send({"type": EVENTS_MESSAGE, "events": chunk})
+            else:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 async def watch_response(
@@ -98,14 +151,15 @@ async def watch_response(
         cache.subscribe(watcher, since)
     except Compacted as err:
         raise errors.Expired(f"too old resource version: {since} ({err.compact_revision})") from None
-    encoder = _Encoder(resource, view, converted)
+    shared = EXTENSION in (request.scope.get("extensions") or {})
+    encoder = (_SharedEncoder if shared else _Encoder)(resource, view, converted)
     bookmarks = params.get("allowWatchBookmarks") == "true"
     end_marker = params.get("sendInitialEvents") == "true" and bookmarks
     stream = _stream(
         request, cache.unsubscribe, watcher, encoder, initial, since, _timeout(request), bookmarks, end_marker
     )
     media = "application/json" if not view.table else "application/json;as=Table;v=v1;g=meta.k8s.io"
-    return StreamingResponse(stream, media_type=media, headers={"Transfer-Encoding": "chunked"})
+    return _EventsResponse(stream, media)
 
 
 def _parse_revision(text: str) -> int:
@@ -125,12 +179,12 @@ async def _stream(
     timeout: float,
     bookmarks: bool,
     end_marker: bool,
-) -> AsyncIterator[bytes]:
+) -> AsyncIterator[Chunk]:
     deadline = time.monotonic() + timeout
     last = since
     try:
         if initial:
-            yield b"".join(encoder.event("ADDED", obj) for obj in initial)
+            yield encoder.join([encoder.event("ADDED", obj) for obj in initial])
         if end_marker:
             yield encoder.bookmark(since, initial_end=True)
         # Without bookmarks there is never one due: the wait is only bounded by the disconnect check.
@@ -164,7 +218,7 @@ async def _next(watcher: Watcher, wait: float) -> CacheEvent | None:
         return await watcher.queue.get()
 
 
-def _drain(encoder: _Encoder, watcher: Watcher, first: CacheEvent) -> tuple[bytes, int]:
+def _drain(encoder: _Encoder, watcher: Watcher, first: CacheEvent) -> tuple[Chunk, int]:
     """The event plus whatever else is already queued, in one write, and the last revision written."""
     chunks = [encoder.event(first.type, first.current)]
     last = first.revision
@@ -175,4 +229,4 @@ def _drain(encoder: _Encoder, watcher: Watcher, first: CacheEvent) -> tuple[byte
             break
         chunks.append(encoder.event(event.type, event.current))
         last = event.revision
-    return b"".join(chunks), last
+    return encoder.join(chunks), last

@@ -11,6 +11,9 @@ writes back, as a full socket buffer would.
 
 An application that fails before it answers gives a 500, as uvicorn answers it; one that never answers (etcd gone,
 say) is given up after `READ_TIMEOUT`, the HTTP transport's read timeout, with a `TransportError`.
+
+Watches take the `tinykube.api.inprocess` extension: their events arrive as the watch cache's decoded objects,
+shared with every other in-process informer (read-only), not as JSON lines to parse again.
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from urllib.parse import unquote, urlencode, urlsplit
 
 import aiohttp
 
+from tinykube.api.inprocess import EVENTS_MESSAGE, EXTENSION
 from tinykube.client.kubeconfig import Credentials
-from tinykube.client.rest import USER_AGENT, Answer, retry_after
+from tinykube.client.rest import USER_AGENT, Answer, StreamChunk, retry_after
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +79,7 @@ class AsgiTransport:
             "headers": headers,
             "client": ("127.0.0.1", 0),
             "server": self.server,
-            "extensions": {},
+            "extensions": {EXTENSION: {}},
         }
 
     def _start(self, exchange: _Exchange) -> asyncio.Task[None]:
@@ -101,7 +105,7 @@ class AsgiTransport:
                 raise aiohttp.ServerTimeoutError(f"no answer to {method} {path} in {READ_TIMEOUT:g} s") from None
 
     @contextlib.asynccontextmanager
-    async def stream(self, path: str, query: dict[str, str]) -> AsyncIterator[tuple[int, AsyncIterator[bytes]]]:
+    async def stream(self, path: str, query: dict[str, str]) -> AsyncIterator[tuple[int, AsyncIterator[StreamChunk]]]:
         exchange = _Exchange(self._scope("GET", path, query, self.headers), b"", asyncio.Queue(STREAM_CHUNKS))
         task = self._start(exchange)
         try:
@@ -120,7 +124,7 @@ class _Exchange:
     """One request to the application: its `receive` and `send`, and the answer (status, and the whole body or,
     for a stream, its chunks as they are sent)."""
 
-    def __init__(self, scope: Any, body: bytes, queue: asyncio.Queue[bytes] | None) -> None:
+    def __init__(self, scope: Any, body: bytes, queue: asyncio.Queue[StreamChunk] | None) -> None:
         self.scope = scope
         self.body: bytes | None = body
         self.queue = queue  # a stream's; None: the body is answered whole
@@ -173,6 +177,9 @@ class _Exchange:
             self.retry_after = retry_after(found[0]) if found else None
             if self.queue is not None:
                 self._answer(self.status, b"")
+        elif kind == EVENTS_MESSAGE:  # a stream's, by the extension this transport offers
+            assert self.queue is not None
+            await self.queue.put(message["events"])
         elif kind == "http.response.body":
             chunk = message.get("body", b"")
             more = message.get("more_body", False)
@@ -199,7 +206,7 @@ class _Exchange:
         self.hung_up = True
         self.gone.set()
 
-    async def chunks(self) -> AsyncIterator[bytes]:
+    async def chunks(self) -> AsyncIterator[StreamChunk]:
         assert self.queue is not None
         while not (self.ended and self.queue.empty()):
             chunk = await self.queue.get()

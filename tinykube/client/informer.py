@@ -12,7 +12,9 @@ cache and only the difference reaches handlers — objects deleted while the inf
 `on_delete`, unchanged ones nothing — so handlers always see one consistent sequence of states.
 
 Handlers run one at a time, in event order, inside the informer's task: keep them quick (typically they add a key to
-a `WorkQueue`). They get the cached objects themselves, which must be treated as read-only.
+a `WorkQueue`). They get the cached objects themselves, which must be treated as read-only: in `tinykube up` they
+are the apiserver's own (`tinykube.api.inprocess`). Cached objects carry no `metadata.managedFields`, as upstream's
+controller manager drops them from its informers: no component reads them, and they were half of each object.
 """
 
 from __future__ import annotations
@@ -318,6 +320,7 @@ class Informer:
         """List items come without kind and apiVersion; watch events have them. Make the cache uniform."""
         obj.setdefault("kind", self.resource.kind)
         obj.setdefault("apiVersion", self.resource.api_version)
+        obj["metadata"].pop("managedFields", None)
         return obj
 
     async def _replace(self, fresh: dict[str, Object]) -> None:
@@ -356,6 +359,8 @@ class Informer:
         if kind == "ERROR":
             raise _status_error(obj)
         if kind != "BOOKMARK":
+            if "managedFields" in obj["metadata"]:  # over HTTP; the apiserver's shared objects have none
+                del obj["metadata"]["managedFields"]
             async with self._lock:
                 await self._apply(kind, obj)
         self.resource_version = obj["metadata"]["resourceVersion"]

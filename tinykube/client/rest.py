@@ -183,6 +183,9 @@ class HttpTransport:
             yield response.status, response.content.iter_any()
 
 
+StreamChunk = bytes | list[dict[str, Any]]
+
+
 class Transport(Protocol):
     """How a `RestClient` reaches its apiserver: over HTTP (`HttpTransport`), or in this process
     (`tinykube.client.asgi.AsgiTransport`). Both raise `TransportError` when the apiserver cannot answer."""
@@ -194,9 +197,10 @@ class Transport(Protocol):
         ...
 
     def stream(self, path: str, query: dict[str, str]) -> contextlib.AbstractAsyncContextManager[
-        tuple[int, AsyncIterator[bytes]]
+        tuple[int, AsyncIterator[StreamChunk]]
     ]:
-        """A GET whose body is read as it comes: the status and the body's chunks."""
+        """A GET whose body is read as it comes: the status and the body's chunks (a watch's events already
+        decoded, where the transport is in the apiserver's process: `tinykube.api.inprocess`)."""
         ...
 
     async def close(self) -> None: ...
@@ -278,9 +282,13 @@ class RestClient:
         query = _query({"watch": "true", **params}) or {}
         async with self.transport.stream(path_for(resource, namespace), query) as (status, chunks):
             if status >= 400:
-                _raise_for_status(status, b"".join([chunk async for chunk in chunks]))
+                _raise_for_status(status, b"".join([chunk async for chunk in chunks if isinstance(chunk, bytes)]))
             pending = b""  # the start of an event whose newline has not arrived yet
             async for chunk in chunks:
+                if isinstance(chunk, list):  # the apiserver's own decoded objects: read-only
+                    for event in chunk:
+                        yield event
+                    continue
                 *lines, pending = (pending + chunk).split(b"\n")
                 for line in lines:
                     if line.strip():

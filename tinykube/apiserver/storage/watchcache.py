@@ -13,6 +13,7 @@ import contextlib
 import heapq
 import itertools
 import logging
+import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
@@ -21,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from tinykube.api.inprocess import CHECK_ENV
 from tinykube.api.resources import ResourceInfo
 from tinykube.store.errors import Compacted, StoreError
 from tinykube.store.etcd import EtcdStore, Progress, WatchEvent
@@ -30,17 +32,26 @@ log = logging.getLogger(__name__)
 EVENT_WINDOW = 10_000  # events kept per resource for resuming watches
 PROGRESS_RESEND = 0.25  # seconds after which an unanswered progress request is sent again
 WATCHER_BACKLOG = 10_000  # a watcher further behind than this is closed, as upstream closes slow watchers
+# In-process informers share the decoded objects (tinykube.api.inprocess): the tests' clusters check they leave
+# them as they were, writing the changed ones here.
+SHARED_CHECK_FILE = os.environ.get(CHECK_ENV, "")
 
 
 class CachedObject:
     """One version of an object as the cache holds it: encoded (`raw`, stamped and normalized: what reads and
-    watches send) and decoded (`obj`). A version superseded by a newer one lets its decoded form go (`release`) and
-    decodes it again only if asked for: the window of past events is most of a busy cache's memory (3 of 5 decoded
-    pods at 5,000 pods), and only a watch resuming from the past reads it."""
+    watches send) and decoded without its managedFields (`obj`: what filters, printers and the in-process informers
+    read; upstream's controller manager drops them from its informers too, and they were half of a decoded object).
+    `full()` decodes the whole object for the few answers that carry managedFields from the decoded form.
+
+    A version superseded by a newer one lets its decoded form go (`release`) and decodes it again only if asked for:
+    the window of past events is most of a busy cache's memory (3 of 5 decoded pods at 5,000 pods), and only a
+    watch resuming from the past reads it."""
 
     __slots__ = ("_obj", "raw", "revision")
 
     def __init__(self, obj: dict[str, Any], raw: bytes, revision: int) -> None:
+        """`obj`: the decoded form of `raw`, which is made lean here (it must not be shared yet)."""
+        obj["metadata"].pop("managedFields", None)
         self._obj: dict[str, Any] | None = obj
         self.raw = raw
         self.revision = revision
@@ -49,11 +60,24 @@ class CachedObject:
     def obj(self) -> dict[str, Any]:
         obj = self._obj
         if obj is None:
-            obj = self._obj = orjson.loads(self.raw)
+            obj = self._obj = self.full()
+            obj["metadata"].pop("managedFields", None)
         return obj
 
+    def full(self) -> dict[str, Any]:
+        """The whole object, managedFields too: a fresh decoding, the caller's own."""
+        decoded: dict[str, Any] = orjson.loads(self.raw)
+        return decoded
+
     def release(self) -> None:
+        if SHARED_CHECK_FILE and self._obj is not None and self._changed(self._obj):
+            _report_changed(self._obj)
         self._obj = None
+
+    def _changed(self, obj: dict[str, Any]) -> bool:
+        whole = self.full()
+        whole["metadata"].pop("managedFields", None)
+        return whole != obj
 
     @property
     def namespace(self) -> str:
@@ -63,6 +87,14 @@ class CachedObject:
     def labels(self) -> Mapping[str, str]:
         labels: Mapping[str, str] = self.obj["metadata"].get("labels") or {}
         return labels
+
+
+def _report_changed(obj: dict[str, Any]) -> None:
+    meta = obj.get("metadata") or {}
+    line = f"{obj.get('kind')} {meta.get('namespace', '')}/{meta.get('name')} {meta.get('resourceVersion')}\n"
+    log.error("a shared cached object was changed by its receiver: %s", line.strip())
+    with open(SHARED_CHECK_FILE, "a") as out:
+        out.write(line)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,10 +116,10 @@ def decode(value: bytes, revision: int, normalize: Normalize | None = None) -> C
     return CachedObject(obj, orjson.dumps(obj), revision)
 
 
-def stamped(obj: dict[str, Any], revision: int) -> CachedObject:
-    """A cached object's state at another revision, without touching the (shared) original."""
-    copy = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(revision)}}
-    return CachedObject(copy, orjson.dumps(copy), revision)
+def stamped(full: dict[str, Any], revision: int) -> CachedObject:
+    """An object's whole state (`CachedObject.full`, its own) at another revision."""
+    full["metadata"]["resourceVersion"] = str(revision)
+    return CachedObject(full, orjson.dumps(full), revision)
 
 
 # A watcher's trigger: (field, value) that every object it can match has, so that the cache offers an event only
@@ -228,7 +260,7 @@ class WatchCache:
         if change.type == "DELETE":
             if previous is None and change.prev_value is None:
                 return
-            last = previous.obj if previous else orjson.loads(change.prev_value or b"{}")
+            last = previous.full() if previous else orjson.loads(change.prev_value or b"{}")
             current = stamped(last, change.revision)  # upstream: the last state, at the deletion's revision
             self.objects.pop(name, None)
             event = CacheEvent("DELETED", change.revision, current, previous)
