@@ -56,9 +56,7 @@ def object_filter(resource: ResourceInfo, params: Mapping[str, str]) -> Callable
     return lambda o: labels.matches(o.labels) and fields.matches(o.obj)
 
 
-def watch_trigger(
-    resource: ResourceInfo, params: Mapping[str, str], namespace: str, name: str = ""
-) -> Trigger | None:
+def watch_trigger(resource: ResourceInfo, params: Mapping[str, str], namespace: str, name: str = "") -> Trigger | None:
     """The (field, value) every object a watch can match has, for the cache to index it by: the node of a pod
     watch pinned to one (`fieldSelector=spec.nodeName=node-1`, a kubelet's), else the name of a watch of one
     object (`fieldSelector=metadata.name=node-1`, or the object's own path), else the namespace of a namespaced

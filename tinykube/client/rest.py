@@ -196,9 +196,9 @@ class Transport(Protocol):
         """The status, body and `Retry-After` of one request."""
         ...
 
-    def stream(self, path: str, query: dict[str, str]) -> contextlib.AbstractAsyncContextManager[
-        tuple[int, AsyncIterator[StreamChunk]]
-    ]:
+    def stream(
+        self, path: str, query: dict[str, str]
+    ) -> contextlib.AbstractAsyncContextManager[tuple[int, AsyncIterator[StreamChunk]]]:
         """A GET whose body is read as it comes: the status and the body's chunks (a watch's events already
         decoded, where the transport is in the apiserver's process: `tinykube.api.inprocess`)."""
         ...
