@@ -9,6 +9,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.conftest import eventually
 from tests.controllers.conftest import controllers_cluster
@@ -24,7 +26,16 @@ from tinykube.api.noderesources import (
 )
 from tinykube.api.podresources import pod_requests
 from tinykube.controllers.preemption import Candidate, pick_candidate, select_victims
-from tinykube.controllers.scheduler import backoff, feasible_nodes_to_find, fit_error, node_changed, spec_changed
+from tinykube.controllers.scheduler import (
+    NodeView,
+    backoff,
+    feasible_nodes_to_find,
+    fit_error,
+    node_changed,
+    plain,
+    spec_changed,
+    why_not,
+)
 from tinykube.node.agent import node_resources, status_patch
 
 cluster = controllers_cluster("--nodes", "2")
@@ -131,6 +142,85 @@ def test_the_candidate_with_the_least_important_victims_wins() -> None:
     two = Candidate("node-3", (footprint("d/a", 1), footprint("d/b", 1)))
     assert pick_candidate([two, Candidate("node-4", (footprint("d/c", 1),))]).node == "node-4"  # type: ignore[union-attr]
     assert pick_candidate([]) is None
+
+
+LABELS = st.dictionaries(st.sampled_from(["zone", "disk"]), st.sampled_from(["a", "b"]), max_size=2)
+TAINTS = st.lists(
+    st.fixed_dictionaries(
+        {"key": st.sampled_from(["dedicated", "gpu"]), "effect": st.sampled_from(["NoSchedule", "PreferNoSchedule"])}
+    ),
+    max_size=2,
+)
+AFFINITY = st.one_of(
+    st.none(),
+    st.builds(
+        lambda key, values: {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [{"key": key, "operator": "In", "values": values}]}]
+                }
+            }
+        },
+        st.sampled_from(["zone", "disk"]),
+        st.lists(st.sampled_from(["a", "b"]), min_size=1, max_size=2),
+    ),
+)
+
+
+@given(
+    selector=LABELS,
+    affinity=AFFINITY,
+    cpu=st.sampled_from(["", "0", "100m", "64"]),
+    host_port=st.sampled_from([0, 8080]),
+    labels=LABELS,
+    taints=TAINTS,
+    unschedulable=st.booleans(),
+    ready=st.booleans(),
+    max_pods=st.integers(0, 3),
+    bound=st.integers(0, 3),
+    plain_pod=st.booleans(),
+    open_node=st.booleans(),
+)
+def test_the_plain_pod_shortcut_admits_exactly_where_every_filter_passes(
+    selector: dict[str, str],
+    affinity: Object | None,
+    cpu: str,
+    host_port: int,
+    labels: dict[str, str],
+    taints: list[Object],
+    unschedulable: bool,
+    ready: bool,
+    max_pods: int,
+    bound: int,
+    plain_pod: bool,
+    open_node: bool,
+) -> None:
+    if plain_pod:  # half the pods made plain and half the nodes open, so that the shortcut is held often
+        selector, affinity, cpu, host_port = {}, None, "", 0
+    if open_node:
+        taints, unschedulable, ready = [], False, True
+    one = container(**({"cpu": cpu} if cpu else {}))
+    if host_port:
+        one["ports"] = [{"containerPort": 80, "hostPort": host_port, "protocol": "TCP"}]
+    spec: Object = {"containers": [one], "nodeSelector": selector}
+    if affinity:
+        spec["affinity"] = affinity
+    pod: Object = {"metadata": {"name": "p", "namespace": "d"}, "spec": spec}
+    conditions = [{"type": "Ready", "status": "True" if ready else "False"}]
+    node: Object = {
+        "metadata": {"name": "n", "labels": labels},
+        "spec": {"taints": taints, "unschedulable": unschedulable},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": str(max_pods)}, "conditions": conditions},
+    }
+    want = Footprint.of(pod, "d/p", "")
+    totals = NodeTotals()
+    for i in range(bound):
+        totals.add(Footprint(f"d/q{i}", "n", {}, ((8080, "TCP", "0.0.0.0"),)))
+    view = NodeView.of(node)
+    if plain(pod, want, []) and view.open:
+        room = len(totals.pods) < view.allocatable.get("pods", 0)
+        assert room == (why_not(pod, node, view) is None and fit_reasons(want, view.allocatable, totals) == [])
+    assert not plain_pod or plain(pod, want, [])
 
 
 def test_fit_error_messages_count_sorted_reasons() -> None:
