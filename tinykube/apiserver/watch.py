@@ -31,7 +31,7 @@ from tinykube.apiserver.storage.watchcache import CachedObject, CacheEvent, Watc
 from tinykube.store.errors import Compacted
 
 BOOKMARK_INTERVAL = 10.0  # upstream sends one about every minute; sooner keeps informers' RVs fresh
-DISCONNECT_CHECK = 5.0
+DISCONNECT_CHECK = 5.0  # seconds between checks that an HTTP client is still there while nothing is sent
 
 
 def _timeout(request: Request) -> float:
@@ -156,7 +156,17 @@ async def watch_response(
     bookmarks = params.get("allowWatchBookmarks") == "true"
     end_marker = params.get("sendInitialEvents") == "true" and bookmarks
     stream = _stream(
-        request, cache.unsubscribe, watcher, encoder, initial, since, _timeout(request), bookmarks, end_marker
+        request,
+        cache.unsubscribe,
+        watcher,
+        encoder,
+        initial,
+        since,
+        _timeout(request),
+        bookmarks,
+        end_marker,
+        # an in-process client that leaves cancels the handler itself: nothing to poll (thousands of node agents)
+        float("inf") if shared else DISCONNECT_CHECK,
     )
     media = "application/json" if not view.table else "application/json;as=Table;v=v1;g=meta.k8s.io"
     return _EventsResponse(stream, media)
@@ -179,6 +189,7 @@ async def _stream(
     timeout: float,
     bookmarks: bool,
     end_marker: bool,
+    disconnect_check: float,
 ) -> AsyncIterator[Chunk]:
     deadline = time.monotonic() + timeout
     last = since
@@ -187,10 +198,10 @@ async def _stream(
             yield encoder.join([encoder.event("ADDED", obj) for obj in initial])
         if end_marker:
             yield encoder.bookmark(since, initial_end=True)
-        # Without bookmarks there is never one due: the wait is only bounded by the disconnect check.
+        # Without bookmarks there is never one due: the wait is bounded by the disconnect check, else the deadline.
         next_bookmark = time.monotonic() + BOOKMARK_INTERVAL if bookmarks else float("inf")
         while (left := deadline - time.monotonic()) > 0:
-            wait = min(left, DISCONNECT_CHECK, max(next_bookmark - time.monotonic(), 0.01))
+            wait = min(left, disconnect_check, max(next_bookmark - time.monotonic(), 0.01))
             try:
                 # `asyncio.timeout`, not `wait_for`: no task per wait, and an event is fanned out to every watcher
                 event = await _next(watcher, wait)
