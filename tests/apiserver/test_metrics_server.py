@@ -64,7 +64,11 @@ class Kubelet:
         self.cpu = 0.0
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.readuntil(b"\r\n\r\n")
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+        except asyncio.IncompleteReadError:  # a scrape cancelled before it asked
+            writer.close()
+            return
         self.scrapes += 1
         if self.silent:
             await self.released.wait()
@@ -188,3 +192,27 @@ async def test_a_node_that_does_not_answer_delays_a_request_a_little_at_most(
     assert not round_.done()  # the answer came without waiting for the round
     assert kubelet.scrapes == 1
     round_.cancel()
+
+
+async def test_rounds_pause_while_nothing_reads_and_the_next_read_scrapes_first(
+    setup: tuple[MetricsServer, Registry, Kubelet], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(metricsserver, "IDLE_AFTER", 0.2)
+    metrics, _registry, kubelet = setup
+    metrics.resolution = 0.1
+    await metrics.scrape()  # a node's first sample
+    await asyncio.sleep(0.3)  # nothing read: rounds pause
+    rounds = asyncio.create_task(metrics.run())
+    try:
+        await asyncio.sleep(0.5)
+        assert kubelet.scrapes == 1  # no round while nobody reads
+        node = await metrics.answer(NODES, "", "node-1", {})  # a round first, then the answer
+        assert kubelet.scrapes == 2 and node["usage"]["cpu"] != "0"
+        window = node["window"]  # a Go duration: its rate spans the pause, as it says
+        spanned = int(window[:-2]) >= 800 if window.endswith("ms") else window != "0s"
+        assert spanned, window
+        await asyncio.sleep(0.15)
+        assert kubelet.scrapes >= 3  # read again: rounds go on
+    finally:
+        rounds.cancel()
+        await asyncio.gather(rounds, return_exceptions=True)

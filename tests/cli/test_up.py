@@ -83,8 +83,8 @@ def test_more_nodes_than_the_cluster_cidr_has_ranges_for_is_refused(tmp_path: Pa
     result = tinykube("up", "--nodes", "300", "--data-dir", str(tmp_path / "wide"))
     assert result.returncode == 1 and result.stderr.count("\n") == 1, result
     assert "--nodes 300: --cluster-cidr 10.244.0.0/16 has pod ranges (/24) for 256 nodes" in result.stderr
-    result = tinykube("up", "--nodes", "1001", "--data-dir", str(tmp_path / "many"))
-    assert result.returncode == 1 and "--nodes must be between 0 and 1000, not 1001" in result.stderr
+    result = tinykube("up", "--nodes", "5001", "--data-dir", str(tmp_path / "many"))
+    assert result.returncode == 1 and "--nodes must be between 0 and 5000, not 5001" in result.stderr
 
 
 def test_an_envtest_like_control_plane(tmp_path: Path) -> None:
