@@ -40,7 +40,8 @@ def ready(pod: dict[str, Any]) -> bool:
 
 
 async def run(pods: int, nodes: int) -> int:
-    bench = start("--nodes", str(nodes))
+    wide = ["--cluster-cidr", "10.128.0.0/11"] if nodes > 256 else []  # a /24 of pod IPs for each node
+    bench = start("--nodes", str(nodes), *wide)
     try:
         admin = Connection(bench)
         await admin.request("POST", "/api/v1/namespaces", orjson.dumps({"metadata": {"name": NS}}))
