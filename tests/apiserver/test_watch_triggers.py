@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -21,6 +22,7 @@ from tinykube.apiserver.storage.watchcache import (
     Watcher,
     trigger_value,
 )
+from tinykube.store.etcd import WatchEvent
 
 PODS = by_path("", "v1", "pods")
 NODES = ["", "node-1", "node-2", "node-3"]
@@ -121,3 +123,27 @@ def drained(watcher: Watcher) -> list[tuple[str, int]]:
         assert event is not None
         found.append((event.type, event.revision))
     return found
+
+
+@given(changes)
+def test_a_list_of_one_nodes_pods_reads_the_index_and_finds_what_a_scan_finds(
+    history: list[tuple[str, str, str, bool]],
+) -> None:
+    """The cache's index of pods by node, kept through creates, moves and deletes, gives each node's pods (per
+    namespace too) in key order, exactly as filtering every pod would."""
+    cache = WatchCache(cast(Any, None), PODS)  # fed its changes directly: never started, no store used
+    for revision, (name, namespace, node, deleted) in enumerate(history, start=1):
+        key = f"{PODS.storage_segment}/{namespace}/{name}"
+        if deleted:
+            cache._apply([WatchEvent("DELETE", key, b"", revision, None)])
+        else:
+            spec = {"nodeName": node} if node else {}
+            body = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+            cache._apply([WatchEvent("PUT", key, orjson.dumps(body), revision, None)])
+    for node in NODES:
+        for namespace in ["", *NAMESPACES]:
+            found = cache.indexed_items(NODE_NAME, node, namespace)
+            assert found is not None
+            scanned = [k for k, o in cache.items(namespace) if trigger_value(NODE_NAME, o) == node]
+            assert [k for k, _ in found] == scanned
+    assert cache.indexed_items(NAMESPACE, "a") is None  # only the node is indexed

@@ -127,7 +127,9 @@ async def list_objects(registry: Registry, resource: ResourceInfo, namespace: st
         await consistency.check_not_future(registry.revisions, revision, cache)
         return await _from_store(registry, resource, namespace, keep, counted, limit, revision, "")
     await consistency.reach(cache, registry.revisions, wanted)
-    items = (obj for key, obj in cache.items(namespace) if keep(obj))
+    trigger = watch_trigger(resource, params, namespace)
+    found = cache.indexed_items(*trigger, namespace) if trigger else None  # a kubelet's pods: not every pod read
+    items = (obj for key, obj in (cache.items(namespace) if found is None else found) if keep(obj))
     return _page(items, cache.revision, limit, counted)
 
 

@@ -173,6 +173,10 @@ class WatchCache:
         self.normalize = normalize  # applied to each object read from etcd (custom resources: defaults, pruning)
         self.prefix = resource.storage_segment + "/"
         self.objects: dict[str, CachedObject] = {}
+        # the keys by the value of the resource's indexed field (pods: by node), for a list pinned to one value
+        # (each kubelet's), which would otherwise read every object: upstream's cacher indexes it too
+        self.index_field = TRIGGER_FIELDS.get((resource.group, resource.plural)) if resource.custom is None else None
+        self._indexed: dict[str, set[str]] = {}
         self.revision = 0  # reached by events or by etcd's progress reports: what readers may rely on
         # Reached by the events themselves (or a list). etcd before 3.4.25/3.5.8 may send a progress report ahead
         # of events it has yet to deliver (etcd#15220), so a writer waits for its own event, and the watch resumes
@@ -208,6 +212,10 @@ class WatchCache:
         self.objects = {
             kv.key[len(self.prefix) :]: decode(kv.value, kv.mod_revision, self.normalize) for kv in listed.items
         }
+        self._indexed = {}
+        if self.index_field is not None:
+            for key, cached in self.objects.items():
+                self._indexed.setdefault(trigger_value(self.index_field, cached), set()).add(key)
         self.events.clear()
         self.revision = self.applied = self.oldest = listed.revision
         self._progressed(listed.revision, applied=True)
@@ -268,6 +276,8 @@ class WatchCache:
             current = decode(change.value, change.revision, self.normalize)
             self.objects[name] = current
             event = CacheEvent("MODIFIED" if previous else "ADDED", change.revision, current, previous)
+        if self.index_field is not None:
+            self._reindex(name, previous, None if event.type == "DELETED" else current)
         if len(self.events) == self.events.maxlen:
             self.oldest = self.events[0].revision
         self.events.append(event)
@@ -311,6 +321,27 @@ class WatchCache:
 
     def get(self, key: str) -> CachedObject | None:
         return self.objects.get(key)
+
+    def _reindex(self, key: str, before: CachedObject | None, after: CachedObject | None) -> None:
+        assert self.index_field is not None
+        if before is not None:
+            value = trigger_value(self.index_field, before)
+            keys = self._indexed.get(value)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._indexed[value]
+        if after is not None:
+            self._indexed.setdefault(trigger_value(self.index_field, after), set()).add(key)
+
+    def indexed_items(self, field: str, value: str, namespace: str = "") -> Iterator[tuple[str, CachedObject]] | None:
+        """(key, object) in key order of the objects whose `field` is `value` (only `namespace` when given); None
+        if the cache does not index `field`."""
+        if field != self.index_field:
+            return None
+        keys = sorted(self._indexed.get(value, ()))
+        start = namespace + "/" if namespace else ""
+        return ((key, self.objects[key]) for key in keys if key.startswith(start))
 
     def items(self, namespace: str = "") -> Iterator[tuple[str, CachedObject]]:
         """(key, object) in key order, only `namespace` when given."""
