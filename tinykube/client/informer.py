@@ -51,6 +51,12 @@ def object_key(obj: Object) -> str:
     return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
 
 
+def _trimmed(obj: Object) -> Object:
+    """`obj` without its managedFields (an object shared with the apiserver's cache has none: left unchanged)."""
+    obj["metadata"].pop("managedFields", None)
+    return obj
+
+
 def namespace_index(obj: Object) -> list[str]:
     return [obj["metadata"].get("namespace", "")]
 
@@ -320,8 +326,7 @@ class Informer:
         """List items come without kind and apiVersion; watch events have them. Make the cache uniform."""
         obj.setdefault("kind", self.resource.kind)
         obj.setdefault("apiVersion", self.resource.api_version)
-        obj["metadata"].pop("managedFields", None)
-        return obj
+        return _trimmed(obj)
 
     async def _replace(self, fresh: dict[str, Object]) -> None:
         """Make the store equal `fresh`, telling handlers only what changed."""
@@ -359,10 +364,8 @@ class Informer:
         if kind == "ERROR":
             raise _status_error(obj)
         if kind != "BOOKMARK":
-            if "managedFields" in obj["metadata"]:  # over HTTP; the apiserver's shared objects have none
-                del obj["metadata"]["managedFields"]
             async with self._lock:
-                await self._apply(kind, obj)
+                await self._apply(kind, _trimmed(obj))
         self.resource_version = obj["metadata"]["resourceVersion"]
 
     async def _apply(self, kind: str, obj: Object) -> None:

@@ -374,14 +374,13 @@ class Scheduler:
         start = self._next_start % len(nodes)
         checked = 0
         quick = plain(pod, want, claims)
+        found: list[str]
         for node in nodes[start:] + nodes[:start]:  # upstream's round robin: each pod starts where the last stopped
             checked += 1
             if quick and self._has_room(node, want):
-                fit.append(node["metadata"]["name"])
-                if len(fit) >= enough:
-                    break
-                continue
-            found, can_preempt = self._filter(pod, want, node, claims)
+                found, can_preempt = [], True  # what the filters would find
+            else:
+                found, can_preempt = self._filter(pod, want, node, claims)
             if not found:
                 fit.append(node["metadata"]["name"])
                 if len(fit) >= enough:
