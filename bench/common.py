@@ -65,10 +65,11 @@ def start(*extra: str, data_dir: Path | None = None) -> Bench:
     the wall time from exec to green. The process is ended if it does not come up."""
     data_dir = data_dir or Path(tempfile.mkdtemp(prefix="tinykube-bench-")) / "c"
     began = time.perf_counter()
+    log = os.environ.get("BENCH_UP_LOG")  # a file for `up`'s log, to see what a slow run was doing
     proc = subprocess.Popen(
         [*UP, "--data-dir", str(data_dir), *extra],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=open(log, "ab") if log else subprocess.DEVNULL,  # noqa: SIM115 (the child holds it)
     )
     try:
         state = data_dir / "cluster.json"  # written atomically by `tinykube up`

@@ -271,6 +271,7 @@ def _with_client(args: argparse.Namespace, what: str, serve: Callable[[RestClien
 
 def _controllers(args: argparse.Namespace) -> int:
     from tinykube.client.leaderelection import LeadershipLost
+    from tinykube.client.rest import RestClient
     from tinykube.controllers.context import ControllerSettings
     from tinykube.controllers.leader import new_identity, run_elected_controllers
     from tinykube.controllers.manager import run_controllers
@@ -295,10 +296,15 @@ def _controllers(args: argparse.Namespace) -> int:
         if election is None:
             await run_controllers(client, names, settings=settings)
             return
+        election_client = RestClient.from_kubeconfig(args.kubeconfig, args.context)  # its own connections
         try:
-            await run_elected_controllers(client, names, election, step_down=False, settings=settings)
+            await run_elected_controllers(
+                client, names, election, step_down=False, settings=settings, election_client=election_client
+            )
         except LeadershipLost as err:  # as kube-controller-manager: its supervisor starts a fresh one
             raise SystemExit(f"tinykube: leaderelection lost ({err})") from None
+        finally:
+            await election_client.close()
 
     return _with_client(args, "controllers", serve)
 

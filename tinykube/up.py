@@ -203,6 +203,11 @@ class Cluster:
         self.server: uvicorn.Server | None = None
         self.tasks: list[asyncio.Task[None]] = []
         self.client: RestClient | None = None
+        # Each with its own in-process request slots, as upstream's components each hold their own connections:
+        # the Lease of the controllers' leader election, and the node agents' writes (5,000 simulated kubelets
+        # renewing leases must not hold up the scheduler's bindings, nor it theirs).
+        self.election_client: RestClient | None = None
+        self.nodes_client: RestClient | None = None
         self.informers: SharedInformers | None = None
         self.dns: DnsService | None = None
         self.dataplane: NetnsDataplane | None = None
@@ -326,6 +331,8 @@ class Cluster:
             merge_kubeconfig(Path.home() / ".kube" / "config", opts.context, creds)
         # This process's components call the apiserver's application directly, not over HTTPS (client/asgi.py)
         self.client = RestClient(creds, AsgiTransport(apiserver.app, creds))
+        self.election_client = RestClient(creds, AsgiTransport(apiserver.app, creds))
+        self.nodes_client = RestClient(creds, AsgiTransport(apiserver.app, creds))
         # One set of watches for every component of this process (controllers, DNS, proxies): each resource is
         # listed, watched and cached once.
         self.informers = SharedInformers(self.client)
@@ -389,6 +396,7 @@ class Cluster:
             step_down=True,  # exiting, as kube-controller-manager does, would stop the whole cluster
             settings=settings,
             informers=self.informers,
+            election_client=self.election_client,
         )
 
     async def _start_sandbox(self) -> None:
@@ -456,12 +464,12 @@ class Cluster:
 
     async def _start_nodes(self, count: int) -> None:
         """Node agents; with the simulated runtime their addresses are the sandbox LAN's, but nothing is sent there."""
-        assert self.client is not None
+        assert self.nodes_client is not None
         agents = []
         for i in range(1, count + 1):
             name, ip = f"node-{i}", node_address(i)
             runtime = self.dataplane.runtime_for(name, ip) if self.dataplane else _simulated
-            agents.append(NodeAgent(self.client, NodeConfig(name, ip), runtime, self._static_pods(i)))
+            agents.append(NodeAgent(self.nodes_client, NodeConfig(name, ip), runtime, self._static_pods(i)))
         self.agents = agents
         self.tasks += [asyncio.create_task(agent.run(), name=f"node {agent.config.name}") for agent in agents]
         # Ready means `kubectl get nodes` shows them Ready, unless the node IPAM controller is switched off.
@@ -573,8 +581,9 @@ class Cluster:
             await self.dataplane.destroy()
         if self.informers is not None:
             await self.informers.stop()
-        if self.client is not None:
-            await self.client.close()
+        for client in (self.client, self.election_client, self.nodes_client):
+            if client is not None:
+                await client.close()
         if self.server is not None:
             self.server.should_exit = True
         await asyncio.gather(*self.tasks[:1], return_exceptions=True)

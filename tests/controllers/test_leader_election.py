@@ -334,3 +334,44 @@ def test_up_s_controllers_step_down_and_campaign_again(bare: RunningCluster, api
         assert released is not None and released["spec"]["holderIdentity"] == ""  # cancelled: released
 
     asyncio.run(scenario())
+
+
+def test_the_lease_goes_through_the_election_client(bare: RunningCluster, api: httpx.Client, ns: str) -> None:
+    """With an `election_client`, the Lease is held through it alone: the controllers' client cut off (as one
+    whose every connection is taken by a busy cluster's requests) costs no term, and the controllers keep acting
+    once it is back, in the same term."""
+    creds = load_credentials(bare.kubeconfig)
+    name = f"kcm-{secrets.token_hex(3)}"
+    config = ElectionConfig(
+        identity=f"test_{name}", name=name, lease_duration=3, renew_deadline=2, retry_period=RETRY_PERIOD
+    )
+
+    async def scenario() -> None:
+        client, elector, watcher = Partitionable(creds), RestClient(creds), RestClient(creds)
+        informers = SharedInformers(watcher)
+        services = informers.informer(builtin("", "v1", "services"))
+        elected = run_elected_controllers(
+            client, ["endpoints"], config, step_down=True, informers=informers, election_client=elector
+        )
+        task = asyncio.create_task(elected)
+        try:
+            await asyncio.to_thread(eventually, lambda: len(services._handlers) == 1, 30, "the first term")
+            first = lease(api, name)
+            assert first is not None and first["spec"]["holderIdentity"] == config.identity
+            client.cut = True
+            await asyncio.sleep(config.lease_duration + 2 * config.renew_deadline)  # a term lost would be over
+            renewed = lease(api, name)
+            assert renewed is not None and renewed["spec"]["renewTime"] != first["spec"]["renewTime"]
+            assert renewed["spec"]["leaseTransitions"] == first["spec"]["leaseTransitions"]
+            assert len(services._handlers) == 1  # the same term's controller, never stopped
+            client.cut = False
+            service(api, ns, "after")
+            await asyncio.to_thread(eventually, lambda: has_endpoints(api, ns, "after"), 30, "Endpoints")
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await informers.stop()
+            for each in (client, elector, watcher):
+                await each.close()
+
+    asyncio.run(scenario())

@@ -50,10 +50,16 @@ async def run_elected_controllers(
     step_down: bool,
     settings: ControllerSettings | None = None,
     informers: SharedInformers | None = None,
+    election_client: RestClient | None = None,
 ) -> None:
     """Run the named controllers whenever this process holds the Lease, until cancelled (the Lease is then
-    released). On a lost Lease: campaign again if `step_down`, else raise LeadershipLost."""
-    elector = LeaderElector(client, election)
+    released). On a lost Lease: campaign again if `step_down`, else raise LeadershipLost.
+
+    `election_client` reads and writes the Lease (default: `client`). Give it its own connections, as
+    kube-controller-manager makes a client of its own for leader election: renewals that wait behind the
+    controllers' (and a node agent's) requests for a free connection miss the renew deadline when the cluster is
+    busy, and every lost term restarts the controllers, which relist everything and make it busier still."""
+    elector = LeaderElector(election_client or client, election)
 
     async def term() -> None:
         log.info("%s leads: starting controllers %s", election.identity, ", ".join(names))
