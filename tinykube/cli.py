@@ -418,7 +418,7 @@ def _proxy(args: argparse.Namespace) -> int:
 def _node(args: argparse.Namespace) -> int:
     import ipaddress
 
-    from tinykube.node.agent import NodeAgent, NodeConfig
+    from tinykube.node.agent import KubeletClients, NodeAgent, NodeConfig
     from tinykube.node.simulated import SimulatedRuntime
 
     _logging(args.verbose)
@@ -428,7 +428,9 @@ def _node(args: argparse.Namespace) -> int:
         return _fail(f"cannot run node: {err}")
     config = NodeConfig(args.name, args.node_ip)
     return _with_client(
-        args, "node", lambda client: NodeAgent(client, config, lambda _cidr, host: SimulatedRuntime(host)).run()
+        args,
+        "node",
+        lambda client: NodeAgent(KubeletClients.one(client), config, lambda _cidr, host: SimulatedRuntime(host)).run(),
     )
 
 

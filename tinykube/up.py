@@ -56,7 +56,7 @@ from tinykube.controllers.manager import known_controllers, run_controllers
 from tinykube.dns.options import DnsOptions, host_resolver_hint
 from tinykube.dns.run import DnsService
 from tinykube.gcpause import tune_gc_for_caches
-from tinykube.node.agent import NodeAgent, NodeConfig
+from tinykube.node.agent import KubeletClients, NodeAgent, NodeConfig
 from tinykube.node.runtime import Runtime, RuntimeHost
 from tinykube.node.simulated import SimulatedRuntime
 from tinykube.node.staticpods import StaticPod, control_plane_pods, proxy_pod
@@ -75,6 +75,11 @@ log = logging.getLogger(__name__)
 ENDPOINTS = builtin("", "v1", "endpoints")
 ENDPOINT_SLICES = builtin("discovery.k8s.io", "v1", "endpointslices")
 MIRROR_WAIT = 5.0  # seconds start-up waits for the mirror pods (and kube-dns's endpoints), as for the nodes
+# Event writes of all the simulated kubelets at once. Events are best effort and written in the background (each
+# kubelet's queue holds 1,000); on one core, the three a container's start brings would take as much as the pods'
+# own writes when thousands start at once, and pods reached Ready in 2x the time. Few writes at once leave the core
+# to the pods; the events follow as soon as the burst is over.
+SIMULATED_KUBELET_EVENT_WRITES = 2
 # The loggers of each component a mirror pod shows (and those of another component's inside them).
 COMPONENT_LOGGERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "kube-apiserver": (("tinykube.apiserver", "tinykube.apiextensions", "tinykube.store"), ()),
@@ -204,10 +209,10 @@ class Cluster:
         self.tasks: list[asyncio.Task[None]] = []
         self.client: RestClient | None = None
         # Each with its own in-process request slots, as upstream's components each hold their own connections:
-        # the Lease of the controllers' leader election, and the node agents' writes (5,000 simulated kubelets
+        # the Lease of the controllers' leader election, and the node agents' clients (5,000 simulated kubelets
         # renewing leases must not hold up the scheduler's bindings, nor it theirs).
         self.election_client: RestClient | None = None
-        self.nodes_client: RestClient | None = None
+        self.kubelet_clients: KubeletClients | None = None
         self.informers: SharedInformers | None = None
         self.dns: DnsService | None = None
         self.dataplane: NetnsDataplane | None = None
@@ -332,7 +337,11 @@ class Cluster:
         # This process's components call the apiserver's application directly, not over HTTPS (client/asgi.py)
         self.client = RestClient(creds, AsgiTransport(apiserver.app, creds))
         self.election_client = RestClient(creds, AsgiTransport(apiserver.app, creds))
-        self.nodes_client = RestClient(creds, AsgiTransport(apiserver.app, creds))
+        self.kubelet_clients = KubeletClients(
+            kube=RestClient(creds, AsgiTransport(apiserver.app, creds)),
+            heartbeat=RestClient(creds, AsgiTransport(apiserver.app, creds)),
+            events=RestClient(creds, AsgiTransport(apiserver.app, creds, concurrent=SIMULATED_KUBELET_EVENT_WRITES)),
+        )
         # One set of watches for every component of this process (controllers, DNS, proxies): each resource is
         # listed, watched and cached once.
         self.informers = SharedInformers(self.client)
@@ -464,12 +473,12 @@ class Cluster:
 
     async def _start_nodes(self, count: int) -> None:
         """Node agents; with the simulated runtime their addresses are the sandbox LAN's, but nothing is sent there."""
-        assert self.nodes_client is not None
+        assert self.kubelet_clients is not None
         agents = []
         for i in range(1, count + 1):
             name, ip = f"node-{i}", node_address(i)
             runtime = self.dataplane.runtime_for(name, ip) if self.dataplane else _simulated
-            agents.append(NodeAgent(self.nodes_client, NodeConfig(name, ip), runtime, self._static_pods(i)))
+            agents.append(NodeAgent(self.kubelet_clients, NodeConfig(name, ip), runtime, self._static_pods(i)))
         self.agents = agents
         self.tasks += [asyncio.create_task(agent.run(), name=f"node {agent.config.name}") for agent in agents]
         # Ready means `kubectl get nodes` shows them Ready, unless the node IPAM controller is switched off.
@@ -581,7 +590,8 @@ class Cluster:
             await self.dataplane.destroy()
         if self.informers is not None:
             await self.informers.stop()
-        for client in (self.client, self.election_client, self.nodes_client):
+        kubelets = self.kubelet_clients.distinct() if self.kubelet_clients else []
+        for client in (self.client, self.election_client, *kubelets):
             if client is not None:
                 await client.close()
         if self.server is not None:

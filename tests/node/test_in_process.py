@@ -16,7 +16,7 @@ from tinykube.client.kubeconfig import load_credentials
 from tinykube.client.rest import RestClient
 from tinykube.controllers.context import ControllerContext
 from tinykube.controllers.scheduler import Scheduler
-from tinykube.node.agent import NodeAgent, NodeConfig
+from tinykube.node.agent import KubeletClients, NodeAgent, NodeConfig
 from tinykube.node.runtime import Runtime, RuntimeHost
 from tinykube.node.simulated import SimulatedRuntime
 
@@ -44,7 +44,7 @@ def test_heartbeats_renew_the_ready_condition(cluster: RunningCluster, api: http
         client = RestClient(load_credentials(cluster.kubeconfig))
         # Reported at every heartbeat (not only on a change, as by default), so the heartbeat time moves.
         config = NodeConfig(name, "172.20.0.98", heartbeat=0.3, status_report_frequency=0.3)
-        agent = NodeAgent(client, config, simulated)
+        agent = NodeAgent(KubeletClients.one(client), config, simulated)
         task = asyncio.create_task(agent.run())
         try:
             await asyncio.wait_for(agent.registered.wait(), 30)  # the control plane gave it a pod CIDR
@@ -78,7 +78,7 @@ def test_the_runtime_is_made_with_its_agent_as_host(cluster: RunningCluster, api
 
     async def scenario() -> None:
         client = RestClient(load_credentials(cluster.kubeconfig))
-        agent = NodeAgent(client, NodeConfig(name, "172.20.0.97"), factory)
+        agent = NodeAgent(KubeletClients.one(client), NodeConfig(name, "172.20.0.97"), factory)
         task = asyncio.create_task(agent.run())
         try:
             await asyncio.wait_for(agent.registered.wait(), 30)

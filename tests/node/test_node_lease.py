@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import RecordingClient, RunningCluster, eventually, running_cluster
 from tinykube.client.kubeconfig import load_credentials
-from tinykube.node.agent import NodeAgent, NodeConfig, node_status_changed
+from tinykube.node.agent import KubeletClients, NodeAgent, NodeConfig, node_status_changed
 from tinykube.node.runtime import Runtime, RuntimeHost
 from tinykube.node.simulated import SimulatedRuntime
 
@@ -54,7 +54,7 @@ def run_agent(node_cluster: RunningCluster, config: NodeConfig, scenario: Any) -
     client = RecordingClient(load_credentials(node_cluster.kubeconfig))
 
     async def main() -> None:
-        agent = NodeAgent(client, config, simulated)
+        agent = NodeAgent(KubeletClients.one(client), config, simulated)
         task = asyncio.create_task(agent.run())
         try:
             await asyncio.wait_for(agent.registered.wait(), 30)

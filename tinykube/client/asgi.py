@@ -48,7 +48,8 @@ _INTERNAL_ERROR = (500, b"Internal Server Error")
 
 
 class AsgiTransport:
-    def __init__(self, app: App, creds: Credentials) -> None:
+    def __init__(self, app: App, creds: Credentials, concurrent: int = CONCURRENT_REQUESTS) -> None:
+        """`concurrent`: requests under way at once, as the connections of an HTTP client's pool."""
         self.app = app
         url = urlsplit(creds.server)
         self.scheme = url.scheme or "https"
@@ -57,7 +58,7 @@ class AsgiTransport:
         if creds.token:
             self.headers.append((b"authorization", f"Bearer {creds.token}".encode()))
         self.running: set[asyncio.Task[None]] = set()
-        self.slots = asyncio.Semaphore(CONCURRENT_REQUESTS)
+        self.slots = asyncio.Semaphore(concurrent)
 
     async def close(self) -> None:
         """Requests still being handled are cancelled (the server's connections are closed)."""

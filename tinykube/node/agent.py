@@ -168,19 +168,39 @@ def _reported(pod: Object, status: Object) -> bool:
     return all(current.get(key) == value for key, value in status.items())
 
 
+@dataclass(frozen=True)
+class KubeletClients:
+    """The kubelet's three clients, as upstream's kubelet makes them: `kube` for pods and the rest, `heartbeat` for
+    its Lease and Node status, `events` for its events. Given their own connections, a node's heartbeat does not
+    wait behind the pods' writes (the node would be marked unreachable), nor the pods' writes behind events."""
+
+    kube: RestClient
+    heartbeat: RestClient
+    events: RestClient
+
+    @classmethod
+    def one(cls, client: RestClient) -> KubeletClients:
+        return cls(client, client, client)
+
+    def distinct(self) -> list[RestClient]:
+        """Each client once (to close them)."""
+        return list({id(c): c for c in (self.kube, self.heartbeat, self.events)}.values())
+
+
 class NodeAgent:
     """The agent is its runtime's `RuntimeHost`: it hands itself to the runtime factory."""
 
     def __init__(
         self,
-        client: RestClient,
+        clients: KubeletClients,
         config: NodeConfig,
         make_runtime: RuntimeFactory,
         static_pods: Sequence[StaticPod] = (),
     ) -> None:
         """`make_runtime(pod CIDR, host)` makes the runtime once the node has its pod CIDR; `static_pods` are the
         components of this process the node shows as mirror pods (`staticpods.py`)."""
-        self.client = client
+        client = self.client = clients.kube
+        self.heartbeat = clients.heartbeat
         self.static = {f"kube-system/{s.pod_name(config.name)}": s for s in static_pods}
         self.mirrored = asyncio.Event()  # every static pod's mirror pod is there and reported Running
         self._mirrors_reported: set[str] = set()
@@ -207,9 +227,9 @@ class NodeAgent:
         # manager remembers what it sent: a sync that reads the pod before its own write reached the cache, or
         # reads the write back as the apiserver stored it (nulls and zeros dropped), sends nothing again.
         self.written: dict[str, tuple[str, int, Object]] = {}
-        self.events = EventRecorder(client, "kubelet", host=config.name)  # the kubelet's event rate and queue
+        self.events = EventRecorder(clients.events, "kubelet", host=config.name)  # the kubelet's event rate and queue
         self.registered = asyncio.Event()  # the Node exists with its pod CIDR
-        self.lease = NodeLease(client, config.name, duration=config.lease_duration)
+        self.lease = NodeLease(clients.heartbeat, config.name, duration=config.lease_duration)
         self._reported_at = 0.0  # loop time of the last status write
         self._read_config = api_reader(client)
         self._request_token = token_requester(client)
@@ -268,14 +288,14 @@ class NodeAgent:
         """The kubelet's tryUpdateNodeStatus: the status computed against the Node (`node`, else as the apiserver's
         cache has it), written if it changed or a report is due; conditions keep their `lastTransitionTime`."""
         if node is None:
-            node = await self.client.get(NODES, "", self.config.name, resourceVersion="0")
+            node = await self.heartbeat.get(NODES, "", self.config.name, resourceVersion="0")
         found = node.get("status") or {}
         status = node_status(self.config, self.kubelet.port, found.get("conditions") or [], found)
         clock = asyncio.get_running_loop().time()
         due = force or clock - self._reported_at >= self.config.status_report_frequency
         self.node = node
         if due or node_status_changed(found, status):
-            self.node = await self.client.patch(
+            self.node = await self.heartbeat.patch(
                 NODES, "", self.config.name, {"status": status_patch(found, status)}, subresource="status"
             )
             self._reported_at = clock
