@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,15 +137,23 @@ class NodeUsage:
     def __init__(self) -> None:
         self._pods: dict[str, Footprint] = {}
         self._nodes: dict[str, NodeTotals] = {}
+        self._changed: set[str] = set()  # nodes whose totals changed since `take_changed`
 
     def set(self, footprint: Footprint) -> None:
         self.clear(footprint.key)
         self._pods[footprint.key] = footprint
         self._nodes.setdefault(footprint.node, NodeTotals()).add(footprint)
+        self._changed.add(footprint.node)
+
+    def take_changed(self) -> AbstractSet[str]:
+        """The nodes whose totals changed since the last call (for an index kept beside these totals)."""
+        changed, self._changed = self._changed, set()
+        return changed
 
     def clear(self, key: str) -> Footprint | None:
         old = self._pods.pop(key, None)
         if old is not None:
+            self._changed.add(old.node)
             totals = self._nodes[old.node]
             totals.remove(old)
             if not totals.pods:

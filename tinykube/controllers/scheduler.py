@@ -45,6 +45,7 @@ from tinykube.controllers.preemption import (
     pick_candidate,
     select_victims,
 )
+from tinykube.controllers.roundrobin import RoundRobinIndex
 from tinykube.controllers.volumebinding import VolumeBinding, claims_of
 
 log = logging.getLogger(__name__)
@@ -212,6 +213,12 @@ class Scheduler:
         self._views: dict[str, tuple[str, NodeView]] = {}  # node -> (resourceVersion, its view)
         self._node_names: list[str] | None = None  # sorted, until a node comes or goes
         self._next_start = 0  # where the next pod's search for feasible nodes begins
+        # For plain pods: which nodes have room, over `_node_names` (None: to be built), the nodes not open (while
+        # there are any, the index is not used), and the nodes changed since the index last looked at them.
+        self._rooms: RoundRobinIndex | None = None
+        self._position: dict[str, int] = {}
+        self._closed: set[str] = set()
+        self._stale: set[str] = set()
         # written in the background at kube-scheduler's client rate (its clientConnection qps 50, burst 100)
         self.events = EventRecorder(ctx.client, SCHEDULER_NAME, qps=SCHEDULER_QPS, burst=SCHEDULER_BURST)
 
@@ -219,7 +226,7 @@ class Scheduler:
         self.pods.add_handler(on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_gone)
         self.nodes.add_handler(
             on_add=self._node_added,
-            on_update=lambda old, new: self._cluster_changed(new) if node_changed(old, new) else None,
+            on_update=self._node_updated,
             on_delete=self._node_gone,
         )
         self.volumes.claims_informer.add_handler(
@@ -292,11 +299,20 @@ class Scheduler:
         self._node_names = None
         self._cluster_changed(node)
 
-    def _nodes_in_order(self) -> list[Object]:
-        """The cached Nodes by name; the order is kept until a node comes or goes (not sorted again per pod)."""
+    def _node_updated(self, old: Object, new: Object) -> None:
+        self._stale.add(new["metadata"]["name"])
+        if node_changed(old, new):
+            self._cluster_changed(new)
+
+    def _sorted_names(self) -> list[str]:
+        """The cached Nodes' names in order, kept until a node comes or goes (not sorted again per pod)."""
         if self._node_names is None:
             self._node_names = sorted(self.nodes.store.keys())
-        found = [self.nodes.store.get(name) for name in self._node_names]
+            self._rooms = None
+        return self._node_names
+
+    def _nodes_in_order(self) -> list[Object]:
+        found = [self.nodes.store.get(name) for name in self._sorted_names()]
         return [node for node in found if node is not None]
 
     def _claim_changed(self, claim: Object) -> None:
@@ -353,16 +369,60 @@ class Scheduler:
         reason = self.volumes.why_not(claims, node)
         return ([reason], False) if reason else ([], True)
 
+    def _room_index(self) -> RoundRobinIndex:
+        """The index of which nodes have room for a plain pod, brought up to date with the nodes and their usage."""
+        names = self._sorted_names()
+        changed = self._stale | self.usage.take_changed()
+        self._stale = set()
+        if self._rooms is None:
+            self._rooms = RoundRobinIndex(len(names))
+            self._position = {name: i for i, name in enumerate(names)}
+            self._closed = set()
+            changed = set(names)
+        for name in changed:
+            i = self._position.get(name)
+            if i is None:
+                continue  # pods bound to a node that is not (or no longer) there
+            node = self.nodes.store.get(name)
+            view = self._view(node) if node is not None else None
+            if view is None or not view.open:
+                self._closed.add(name)
+                self._rooms.set(i, False, 0)
+                continue
+            self._closed.discard(name)
+            pods = len(self.usage.on(name).pods)
+            self._rooms.set(i, pods < view.allocatable.get("pods", 0), pods)
+        return self._rooms
+
+    async def _schedule_quickly(self, pod: Object, want: Footprint, claims: list[Object]) -> bool:
+        """A plain pod with every node open and no pod nominated anywhere: the search's answer read off the index
+        (the same node and the same next start as the loop of `schedule`); False when that cannot be done or no node
+        has room (the loop then finds the reasons)."""
+        if self.nominated:
+            return False
+        rooms = self._room_index()
+        if self._closed or not rooms.fitting():
+            return False
+        names = self._sorted_names()
+        start = self._next_start % len(names)
+        pick = rooms.pick(start, feasible_nodes_to_find(len(names)))
+        self._next_start = (start + pick.checked) % len(names)
+        await self._place(pod, want, names[pick.chosen], claims)
+        return True
+
     async def schedule(self, key: str) -> None:
         pod = self.pods.store.get(key)
         if pod is None or not needs_scheduling(pod) or key in self.assumed:
+            return
+        want = Footprint.of(pod, key, "")
+        claims, problem = self.volumes.claims(pod)
+        quick = not problem and plain(pod, want, claims)
+        if quick and await self._schedule_quickly(pod, want, claims):
             return
         nodes = self._nodes_in_order()
         if not nodes:
             await self._failed(pod, NO_NODES)
             return
-        want = Footprint.of(pod, key, "")
-        claims, problem = self.volumes.claims(pod)
         if problem:  # a PreFilter's verdict: the same for every node, so named once
             post, _, nominate = self._preemption(pod, want, nodes, [])
             await self._failed(pod, f"0/{len(nodes)} nodes are available: {problem}. {post}", nominate=nominate)
@@ -373,7 +433,6 @@ class Scheduler:
         enough = feasible_nodes_to_find(len(nodes))
         start = self._next_start % len(nodes)
         checked = 0
-        quick = plain(pod, want, claims)
         found: list[str]
         for node in nodes[start:] + nodes[:start]:  # upstream's round robin: each pod starts where the last stopped
             checked += 1
