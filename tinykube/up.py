@@ -73,6 +73,7 @@ if TYPE_CHECKING:  # the netns dataplane and the loopback proxy are imported whe
 log = logging.getLogger(__name__)
 
 ENDPOINTS = builtin("", "v1", "endpoints")
+NODES = builtin("", "v1", "nodes")
 ENDPOINT_SLICES = builtin("discovery.k8s.io", "v1", "endpointslices")
 MIRROR_WAIT = 5.0  # seconds start-up waits for the mirror pods (and kube-dns's endpoints), as for the nodes
 # Event writes of all the simulated kubelets at once. Events are best effort and written in the background (each
@@ -473,12 +474,15 @@ class Cluster:
 
     async def _start_nodes(self, count: int) -> None:
         """Node agents; with the simulated runtime their addresses are the sandbox LAN's, but nothing is sent there."""
-        assert self.kubelet_clients is not None
+        assert self.kubelet_clients is not None and self.informers is not None
+        nodes = self.informers.informer(NODES)  # the controllers' own (node lifecycle, IPAM, scheduler)
+        self.informers.start()
         agents = []
         for i in range(1, count + 1):
             name, ip = f"node-{i}", node_address(i)
             runtime = self.dataplane.runtime_for(name, ip) if self.dataplane else _simulated
-            agents.append(NodeAgent(self.kubelet_clients, NodeConfig(name, ip), runtime, self._static_pods(i)))
+            config = NodeConfig(name, ip)
+            agents.append(NodeAgent(self.kubelet_clients, config, runtime, self._static_pods(i), nodes=nodes))
         self.agents = agents
         self.tasks += [asyncio.create_task(agent.run(), name=f"node {agent.config.name}") for agent in agents]
         # Ready means `kubectl get nodes` shows them Ready, unless the node IPAM controller is switched off.

@@ -196,9 +196,14 @@ class NodeAgent:
         config: NodeConfig,
         make_runtime: RuntimeFactory,
         static_pods: Sequence[StaticPod] = (),
+        nodes: Informer | None = None,
     ) -> None:
         """`make_runtime(pod CIDR, host)` makes the runtime once the node has its pod CIDR; `static_pods` are the
-        components of this process the node shows as mirror pods (`staticpods.py`)."""
+        components of this process the node shows as mirror pods (`staticpods.py`); `nodes`: an informer of the
+        Nodes this process shares (`tinykube up`), where each heartbeat reads its Node rather than asking the
+        apiserver's cache for it (the kubelet's GET with resourceVersion=0: the same answer, and 500 requests a
+        second fewer at rest with 5,000 simulated nodes)."""
+        self.nodes = nodes
         client = self.client = clients.kube
         self.heartbeat = clients.heartbeat
         self.static = {f"kube-system/{s.pod_name(config.name)}": s for s in static_pods}
@@ -288,7 +293,7 @@ class NodeAgent:
         """The kubelet's tryUpdateNodeStatus: the status computed against the Node (`node`, else as the apiserver's
         cache has it), written if it changed or a report is due; conditions keep their `lastTransitionTime`."""
         if node is None:
-            node = await self.heartbeat.get(NODES, "", self.config.name, resourceVersion="0")
+            node = self._shared_node() or await self.heartbeat.get(NODES, "", self.config.name, resourceVersion="0")
         found = node.get("status") or {}
         status = node_status(self.config, self.kubelet.port, found.get("conditions") or [], found)
         clock = asyncio.get_running_loop().time()
@@ -299,6 +304,12 @@ class NodeAgent:
                 NODES, "", self.config.name, {"status": status_patch(found, status)}, subresource="status"
             )
             self._reported_at = clock
+
+    def _shared_node(self) -> Object | None:
+        """Our Node as the shared informer has it (read only: its objects are shared), if there is one."""
+        if self.nodes is None or not self.nodes.synced.is_set():
+            return None
+        return self.nodes.store.get(self.config.name)
 
     async def _status_updates(self) -> None:
         while True:
@@ -353,6 +364,7 @@ class NodeAgent:
             ip
             and not stopped
             and key not in self.started_at
+            and key not in self.terminating  # being stopped here: its address is let go, not taken again
             and self.addresses is not None
             and _within(ip, self.addresses)
         ):
