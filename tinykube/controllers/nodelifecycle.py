@@ -373,19 +373,20 @@ class NodeLifecycleController:
             await asyncio.sleep(self.monitor_period)
 
     async def monitor(self) -> None:
-        """Upstream's monitorNodeHealth: every node's health (with bounded concurrency), then the zones'."""
+        """Upstream's monitorNodeHealth: every node's health (NODE_WORKERS at a time: upstream's ParallelizeUntil,
+        a few workers taking the nodes in turn, not a task per node every 5 s), then the zones'."""
         nodes = self.nodes.store.list()
         await self._classify(nodes)
         by_zone: dict[str, list[Object | None]] = {}
-        limit = asyncio.Semaphore(NODE_WORKERS)
+        pending = iter(nodes)
 
-        async def one(node: Object) -> None:
-            async with limit:
+        async def worker() -> None:
+            for node in pending:
                 checked, ready = await self._monitor_node(node)
-            if checked and EXCLUDE_DISRUPTION not in (node["metadata"].get("labels") or {}):
-                by_zone.setdefault(zone_key(node), []).append(ready)
+                if checked and EXCLUDE_DISRUPTION not in (node["metadata"].get("labels") or {}):
+                    by_zone.setdefault(zone_key(node), []).append(ready)
 
-        await asyncio.gather(*(one(node) for node in nodes))
+        await asyncio.gather(*(worker() for _ in range(min(NODE_WORKERS, len(nodes)))))
         await self._handle_disruption(by_zone, nodes)
 
     async def _classify(self, nodes: list[Object]) -> None:

@@ -168,6 +168,9 @@ def _reported(pod: Object, status: Object) -> bool:
     return all(current.get(key) == value for key, value in status.items())
 
 
+SHARED_NODE_POLL = 0.2  # seconds between looks at the shared informer for the pod CIDR (a dict lookup each)
+
+
 @dataclass(frozen=True)
 class KubeletClients:
     """The kubelet's three clients, as upstream's kubelet makes them: `kube` for pods and the rest, `heartbeat` for
@@ -269,7 +272,14 @@ class NodeAgent:
         return found
 
     async def pod_cidr(self) -> str:
-        """Wait for the node IPAM controller to give the Node its pod CIDR: watch our Node from what we read."""
+        """Wait for the node IPAM controller to give the Node its pod CIDR: in the shared informer if there is
+        one (5,000 watches of one Node each, started at once, each replayed the Nodes' recent changes), else by
+        watching our Node from what we read."""
+        while self.nodes is not None:
+            cidr = ((self._shared_node() or {}).get("spec") or {}).get("podCIDR")
+            if cidr:
+                return str(cidr)
+            await asyncio.sleep(SHARED_NODE_POLL)
         while True:
             node = await self.client.get(NODES, "", self.config.name)
             selector = f"metadata.name={self.config.name}"
