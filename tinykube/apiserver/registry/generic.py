@@ -45,14 +45,12 @@ DELETE_DEPENDENTS, ORPHAN_DEPENDENTS, GC_UNSUPPORTED = "DeleteDependents", "Orph
 ORPHAN_FINALIZER, FOREGROUND_FINALIZER = "orphan", "foregroundDeletion"
 _FINALIZER_POLICIES = {ORPHAN_FINALIZER: "Orphan", FOREGROUND_FINALIZER: "Foreground"}
 _UPDATE_ATTEMPTS = 16
+MAX_TXN_OPS = 128  # etcd's default --max-txn-ops: operations in each branch of one transaction
 
 
 class MaybeStale(Exception):
     """A write started from the watch cache's copy changes nothing of it: whether it changes the stored object is
     known only from the stored object (upstream's GuaranteedUpdate reads it then too)."""
-
-
-MAX_TXN_OPS = 128  # etcd's default --max-txn-ops: operations in each branch of one transaction
 
 
 def _nothing(*_args: Any) -> None:
