@@ -475,7 +475,7 @@ class Cluster:
     async def _start_nodes(self, count: int) -> None:
         """Node agents; with the simulated runtime their addresses are the sandbox LAN's, but nothing is sent there."""
         assert self.kubelet_clients is not None and self.informers is not None
-        nodes = self.informers.informer(NODES)  # the controllers' own (node lifecycle, IPAM, scheduler)
+        nodes = self.informers.informer(NODES)  # shared with the controllers (node lifecycle, IPAM, scheduler)
         self.informers.start()
         agents = []
         for i in range(1, count + 1):

@@ -37,10 +37,6 @@ async def behind_the_back(registry: Registry, req: RegistryRequest, change: Call
     return cached is not None and cached.revision < written
 
 
-async def stored(registry: Registry, req: RegistryRequest) -> Object:
-    return await registry.latest(req)
-
-
 def with_apiserver(etcd: str, scenario: Callable[[Registry], Awaitable[None]]) -> None:
     async def run() -> None:
         server = ApiServer(ApiServerConfig([etcd], token="t", prefix=f"/suggest-{secrets.token_hex(4)}/"))
@@ -62,7 +58,7 @@ def test_a_patch_from_a_cache_behind_etcd_keeps_what_was_written_in_between(etcd
 
             behind += await behind_the_back(registry, req, add)
             await registry.patch(req, orjson.dumps({"data": {f"patched-{i}": "y"}}), MERGE)
-        data = (await stored(registry, req))["data"]
+        data = (await registry.latest(req))["data"]
         assert data == {**{f"direct-{i}": "x" for i in range(TRIES)}, **{f"patched-{i}": "y" for i in range(TRIES)}}
         assert behind > 0  # the case under test happened
 
@@ -78,7 +74,7 @@ def test_a_patch_that_changes_nothing_of_a_stale_copy_is_still_written(etcd: str
             behind += await behind_the_back(registry, req, lambda obj: obj["data"].update(v="2"))
             answered = await registry.patch(req, orjson.dumps({"data": {"v": "1"}}), MERGE)  # as the cache has it
             assert answered["data"] == {"v": "1"}
-            assert (await stored(registry, req))["data"] == {"v": "1"}
+            assert (await registry.latest(req))["data"] == {"v": "1"}
         assert behind > 0
 
     with_apiserver(etcd, scenario)
@@ -132,7 +128,7 @@ def test_a_binding_from_a_cache_behind_etcd_is_judged_on_the_stored_pod(etcd: st
             with pytest.raises(errors.ApiError) as refused:
                 await registry.guaranteed_update(req, bind)
             assert refused.value.code == 409
-            assert (await stored(registry, req))["spec"]["nodeName"] == "first"
+            assert (await registry.latest(req))["spec"]["nodeName"] == "first"
         assert behind > 0
 
     with_apiserver(etcd, scenario)
