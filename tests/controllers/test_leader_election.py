@@ -21,7 +21,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import httpx
 import pytest
 
@@ -30,7 +29,7 @@ from tinykube.api.resources import builtin
 from tinykube.client.informer import SharedInformers
 from tinykube.client.kubeconfig import load_credentials
 from tinykube.client.leaderelection import JITTER, ElectionConfig, LeaderElector
-from tinykube.client.rest import RestClient
+from tinykube.client.rest import RestClient, TransportError
 from tinykube.controllers.leader import run_elected_controllers
 
 Object = dict[str, Any]
@@ -289,7 +288,7 @@ class Partitionable(RestClient):
 
     async def request(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
         if self.cut:
-            raise aiohttp.ClientConnectionError("network partition (test)")
+            raise TransportError("network partition (test)")
         return await super().request(method, path, body, **params)
 
 

@@ -25,11 +25,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import unquote, urlencode, urlsplit
 
-import aiohttp
-
 from tinykube.api.inprocess import EVENTS_MESSAGE, EXTENSION
 from tinykube.client.kubeconfig import Credentials
-from tinykube.client.rest import USER_AGENT, Answer, StreamChunk, retry_after
+from tinykube.client.rest import READ_TIMEOUT, USER_AGENT, Answer, StreamChunk, TransportError, retry_after
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +36,6 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[MutableMapping[str, Any], Receive, Send], Awaitable[None]]
 
-READ_TIMEOUT = 30.0
 # Requests under way at once, the HTTP transport's pool (aiohttp's 100 connections): a process of many components
 # stays below the apiserver's in-flight limits (200 writes) as it did over HTTP; streams are not counted.
 CONCURRENT_REQUESTS = 100
@@ -106,7 +103,7 @@ class AsgiTransport:
                     return await asyncio.shield(exchange.answered)
             except TimeoutError:
                 exchange.hang_up()
-                raise aiohttp.ServerTimeoutError(f"no answer to {method} {path} in {READ_TIMEOUT:g} s") from None
+                raise TransportError(f"no answer to {method} {path} in {READ_TIMEOUT:g} s") from None
 
     @contextlib.asynccontextmanager
     async def stream(self, path: str, query: dict[str, str]) -> AsyncIterator[tuple[int, AsyncIterator[StreamChunk]]]:
@@ -117,7 +114,7 @@ class AsgiTransport:
                 async with asyncio.timeout(READ_TIMEOUT):
                     status = (await asyncio.shield(exchange.answered)).status
             except TimeoutError:
-                raise aiohttp.ServerTimeoutError(f"no answer to GET {path} in {READ_TIMEOUT:g} s") from None
+                raise TransportError(f"no answer to GET {path} in {READ_TIMEOUT:g} s") from None
             yield status, exchange.chunks()
         finally:
             exchange.hang_up()
@@ -146,7 +143,7 @@ class _Exchange:
         try:
             await app(self.scope, self.receive, self.send)
         except asyncio.CancelledError:
-            self._fail(aiohttp.ServerDisconnectedError())  # the server's connection closed under the request
+            self._fail(TransportError("Server disconnected"))  # the server's connection closed under the request
             raise
         except Exception:
             if not self.hung_up:  # a write to a client that has gone fails, as it does on a server: not news

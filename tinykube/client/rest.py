@@ -17,9 +17,8 @@ import ssl
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-import aiohttp
 import orjson
 
 from tinykube import __version__
@@ -28,14 +27,19 @@ from tinykube.api.resources import ResourceInfo
 from tinykube.client.kubeconfig import Credentials, load_credentials
 from tinykube.gcpause import gc_paused
 
+if TYPE_CHECKING:
+    import aiohttp
+
 # client-go's: a 429 with a Retry-After (the apiserver's in-flight limits) is sent again after that many seconds,
 # up to 10 times, before its error is returned
 MAX_RETRIES = 10
-TransportError = aiohttp.ClientError  # its timeouts included (there is no total deadline to raise a bare one)
-
 # No total deadline: a limit on connecting (pool wait included) and on each wait for data, as httpx's 30 s had.
-_TIMEOUT = aiohttp.ClientTimeout(total=None, connect=30.0, sock_read=30.0)
-_WATCH_TIMEOUT = aiohttp.ClientTimeout(total=None, connect=30.0, sock_read=None)
+CONNECT_TIMEOUT = READ_TIMEOUT = 30.0
+
+
+class TransportError(Exception):
+    """The apiserver could not be reached or did not answer: refused, broken or closed connections, timeouts."""
+
 
 _BY_CODE: dict[int, type[errors.ApiError]] = {
     cls.code: cls
@@ -134,7 +138,9 @@ def retry_after(value: str | bytes | None) -> float | None:
 
 
 class HttpTransport:
-    """Requests over HTTP(S) with aiohttp: the way to any apiserver."""
+    """Requests over HTTP(S) with aiohttp: the way to any apiserver. aiohttp is imported when the first session is
+    made, not with this module: `up`'s components call their apiserver in process and never need it, and it is
+    ~10 MB of an idle `up`."""
 
     def __init__(self, creds: Credentials) -> None:
         self._server = creds.server.rstrip("/")
@@ -158,8 +164,11 @@ class HttpTransport:
         return self._watch_session
 
     def _new_session(self, limit: int) -> aiohttp.ClientSession:
+        import aiohttp
+
         connector = aiohttp.TCPConnector(ssl=self._ssl, limit=limit)
-        return aiohttp.ClientSession(headers=self._headers, connector=connector, timeout=_TIMEOUT)
+        timeout = aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT)
+        return aiohttp.ClientSession(headers=self._headers, connector=connector, timeout=timeout)
 
     async def close(self) -> None:
         for session in (self._session, self._watch_session):
@@ -170,17 +179,44 @@ class HttpTransport:
     async def call(
         self, method: str, path: str, query: dict[str, str] | None, content: bytes | None, content_type: str
     ) -> Answer:
+        import aiohttp
+
         headers = {"Content-Type": content_type} if content else None
-        async with self._http().request(
-            method, self._server + path, data=content, params=query, headers=headers
-        ) as response:
-            return Answer(response.status, await response.read(), retry_after(response.headers.get("Retry-After")))
+        try:
+            async with self._http().request(
+                method, self._server + path, data=content, params=query, headers=headers
+            ) as response:
+                body = await response.read()
+                return Answer(response.status, body, retry_after(response.headers.get("Retry-After")))
+        except aiohttp.ClientError as err:
+            raise TransportError(_describe(err)) from err
 
     @contextlib.asynccontextmanager
     async def stream(self, path: str, query: dict[str, str]) -> AsyncIterator[tuple[int, AsyncIterator[bytes]]]:
+        import aiohttp
+
         url = self._server + path
-        async with self._watch_http().get(url, params=query, timeout=_WATCH_TIMEOUT) as response:
-            yield response.status, response.content.iter_any()
+        timeout = aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT, sock_read=None)  # a watch waits
+        try:
+            async with self._watch_http().get(url, params=query, timeout=timeout) as response:
+                yield response.status, _chunks(response.content.iter_any())
+        except aiohttp.ClientError as err:
+            raise TransportError(_describe(err)) from err
+
+
+def _describe(err: Exception) -> str:
+    return str(err) or type(err).__name__
+
+
+async def _chunks(body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """A response body's chunks, its failures while reading raised as `TransportError`."""
+    import aiohttp
+
+    try:
+        async for chunk in body:
+            yield chunk
+    except aiohttp.ClientError as err:
+        raise TransportError(_describe(err)) from err
 
 
 StreamChunk = bytes | list[dict[str, Any]]

@@ -1,7 +1,7 @@
 """An asyncio etcd v3 store over gRPC.
 
-Requests are built directly from etcd's protobuf messages (the generated modules come with `aetcd`) because the
-apiserver needs what a convenience layer hides: the header revision of every write (it becomes the object's
+Requests are built directly from etcd's protobuf messages (`tinykube.store.etcdpb`) because the apiserver needs
+what a convenience layer hides: the header revision of every write (it becomes the object's
 resourceVersion), compare-and-swap on mod revisions, and compaction notices on watches. They travel over
 `tinykube.store.grpc`, a lean HTTP/2 client, rather than grpcio: see that module for why.
 
@@ -19,17 +19,13 @@ Watches resume on another member from the revision after the last one delivered,
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-# The message modules import grpcio (unused here); the netns runtime forks, and gRPC's fork handlers only log.
-os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
-
-from aetcd.rpc import kv_pb2, rpc_pb2
-
+import tinykube.store.etcdpb.kv_pb2 as kv_pb2
+import tinykube.store.etcdpb.rpc_pb2 as rpc_pb2
 from tinykube.store.errors import (
     Compacted,
     KeyExists,

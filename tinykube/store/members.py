@@ -37,8 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
-from aetcd.rpc import rpc_pb2
-
+import tinykube.store.etcdpb.rpc_pb2 as rpc_pb2
 from tinykube.store.errors import StoreUnavailable
 from tinykube.store.grpc import Call, Channel, GrpcError, UnaryCall
 

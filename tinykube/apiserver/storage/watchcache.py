@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 from tinykube.api.inprocess import CHECK_ENV
+from tinykube.api.keptjson import dumps_kept
 from tinykube.api.resources import ResourceInfo
 from tinykube.store.errors import Compacted, StoreError
 from tinykube.store.etcd import EtcdStore, Progress, WatchEvent
@@ -113,13 +114,13 @@ def decode(value: bytes, revision: int, normalize: Normalize | None = None) -> C
     obj["metadata"]["resourceVersion"] = str(revision)
     if normalize is not None:
         normalize(obj)
-    return CachedObject(obj, orjson.dumps(obj), revision)
+    return CachedObject(obj, dumps_kept(obj), revision)
 
 
 def stamped(full: dict[str, Any], revision: int) -> CachedObject:
     """An object's whole state (`CachedObject.full`, its own) at another revision."""
     full["metadata"]["resourceVersion"] = str(revision)
-    return CachedObject(full, orjson.dumps(full), revision)
+    return CachedObject(full, dumps_kept(full), revision)
 
 
 # A watcher's trigger: (field, value) that every object it can match has, so that the cache offers an event only
