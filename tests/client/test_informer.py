@@ -10,11 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.conftest import RunningCluster, start_cluster, stop_cluster
 from tinykube.api import errors
 from tinykube.api.resources import ResourceInfo, by_path
-from tinykube.client.informer import HandlerScope, Informer, Object, SharedInformers, object_key
+from tinykube.client.informer import HandlerScope, Informer, Object, SharedInformers, Store, object_key
 from tinykube.client.rest import RestClient
 
 pytestmark = pytest.mark.anyio
@@ -364,3 +366,29 @@ async def test_reconnects_when_the_apiserver_comes_back(restartable: Restartable
     finally:
         informer.stop()
         await asyncio.wait_for(task, 15)
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from("abcde"), st.none() | st.lists(st.sampled_from("xyz"), max_size=3)),
+        max_size=40,
+    )
+)
+def test_store_indexes_answer_as_a_set_per_value_would(ops: list[tuple[str, list[str] | None]]) -> None:
+    """The index keeps a lone key as itself and a set only for values of two or more: held to the plain model of a
+    set per value, through puts, replacements and deletes, with duplicate values from one object too."""
+    store = Store()
+    store.add_index("tags", lambda obj: obj["tags"])
+    model: dict[str, list[str]] = {}  # key -> tags
+    for name, tags in ops:
+        key = f"ns/{name}"
+        if tags is None:
+            store.delete(key)
+            model.pop(key, None)
+        else:
+            store.put({"metadata": {"namespace": "ns", "name": name}, "tags": tags})
+            model[key] = tags
+        for value in "xyz":
+            expected = sorted(key for key, tags in model.items() if value in tags)
+            assert [object_key(obj) for obj in store.by_index("tags", value)] == expected
+            assert store.count("tags", value) == len(expected)

@@ -61,13 +61,24 @@ def namespace_index(obj: Object) -> list[str]:
     return [obj["metadata"].get("namespace", "")]
 
 
+# An index's keys for one value: the key itself while it is the only one, else a set. Most values index one object
+# (an owner's UID, a Service's selector, the Service of a slice): a set per value was ~650 bytes per Service.
+Keys = str | set[str]
+
+
+def _keys(held: Keys | None) -> tuple[str, ...] | set[str]:
+    if held is None:
+        return ()
+    return (held,) if isinstance(held, str) else held
+
+
 class Store:
     """Objects by key, plus secondary indexes: index name → indexed value → keys."""
 
     def __init__(self) -> None:
         self._objects: dict[str, Object] = {}
         self._index_funcs: dict[str, IndexFunc] = {}
-        self._indexes: dict[str, dict[str, set[str]]] = {}
+        self._indexes: dict[str, dict[str, Keys]] = {}
         self.add_index("namespace", namespace_index)
 
     def __len__(self) -> int:
@@ -93,11 +104,11 @@ class Store:
 
     def by_index(self, name: str, value: str) -> list[Object]:
         """Objects whose index function returned `value`, in key order. KeyError for an unknown index."""
-        return [self._objects[key] for key in sorted(self._indexes[name].get(value, ()))]
+        return [self._objects[key] for key in sorted(_keys(self._indexes[name].get(value)))]
 
     def count(self, name: str, value: str) -> int:
         """How many objects `by_index(name, value)` would return, without building the list."""
-        return len(self._indexes[name].get(value, ()))
+        return len(_keys(self._indexes[name].get(value)))
 
     def put(self, obj: Object) -> Object | None:
         """Store `obj`, returning the object it replaced."""
@@ -114,14 +125,26 @@ class Store:
             for name, fn in self._index_funcs.items():
                 index = self._indexes[name]
                 for value in fn(old):
-                    index[value].discard(key)
-                    if not index[value]:
+                    held = index.get(value)
+                    if held == key:
                         del index[value]
+                    elif isinstance(held, set):
+                        held.discard(key)
+                        if len(held) == 1:
+                            index[value] = held.pop()
         return old
 
     def _index(self, name: str, key: str, obj: Object) -> None:
+        index = self._indexes[name]
         for value in self._index_funcs[name](obj):
-            self._indexes[name].setdefault(value, set()).add(key)
+            held = index.get(value)
+            if held is None:
+                index[value] = key
+            elif isinstance(held, str):
+                if held != key:
+                    index[value] = {held, key}
+            else:
+                held.add(key)
 
     def list(self) -> list[Object]:  # last: a method named `list` shadows the builtin in annotations below it
         return list(self._objects.values())
