@@ -197,26 +197,15 @@ class HttpTransport:
 
         url = self._server + path
         timeout = aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT, sock_read=None)  # a watch waits
-        try:
+        try:  # the body's failures too: they surface in the caller's `async with` and pass through this `yield`
             async with self._watch_http().get(url, params=query, timeout=timeout) as response:
-                yield response.status, _chunks(response.content.iter_any())
+                yield response.status, response.content.iter_any()
         except aiohttp.ClientError as err:
             raise TransportError(_describe(err)) from err
 
 
 def _describe(err: Exception) -> str:
     return str(err) or type(err).__name__
-
-
-async def _chunks(body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    """A response body's chunks, its failures while reading raised as `TransportError`."""
-    import aiohttp
-
-    try:
-        async for chunk in body:
-            yield chunk
-    except aiohttp.ClientError as err:
-        raise TransportError(_describe(err)) from err
 
 
 StreamChunk = bytes | list[dict[str, Any]]
