@@ -25,6 +25,7 @@ import orjson
 from tinykube.api.inprocess import CHECK_ENV
 from tinykube.api.keptjson import dumps_kept
 from tinykube.api.resources import ResourceInfo
+from tinykube.api.sharedstrings import StringPool
 from tinykube.store.errors import Compacted, StoreError
 from tinykube.store.etcd import EtcdStore, Progress, WatchEvent
 
@@ -36,6 +37,7 @@ WATCHER_BACKLOG = 10_000  # a watcher further behind than this is closed, as ups
 # In-process informers share the decoded objects (tinykube.api.inprocess): the tests' clusters check they leave
 # them as they were, writing the changed ones here.
 SHARED_CHECK_FILE = os.environ.get(CHECK_ENV, "")
+STRINGS = StringPool()  # the decoded objects' repeated values, one string each across every cache of the process
 
 
 class CachedObject:
@@ -53,6 +55,7 @@ class CachedObject:
     def __init__(self, obj: dict[str, Any], raw: bytes, revision: int) -> None:
         """`obj`: the decoded form of `raw`, which is made lean here (it must not be shared yet)."""
         obj["metadata"].pop("managedFields", None)
+        STRINGS.share(obj)
         self._obj: dict[str, Any] | None = obj
         self.raw = raw
         self.revision = revision
@@ -61,8 +64,10 @@ class CachedObject:
     def obj(self) -> dict[str, Any]:
         obj = self._obj
         if obj is None:
-            obj = self._obj = self.full()
+            obj = self.full()
             obj["metadata"].pop("managedFields", None)
+            STRINGS.share(obj)
+            self._obj = obj
         return obj
 
     def full(self) -> dict[str, Any]:
