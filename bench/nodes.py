@@ -4,10 +4,14 @@
 one watch on pods from the list's resourceVersion, then N pods created by 32 connections. Time from the first create
 being sent to the watch event that shows the last pod Running with `Ready=True`; also when the last create returned.
 
+Before the first create, the bench waits for every node to be Ready and reports how long after `up` was started
+that was (kwok's CI asks 5,000 nodes Ready within 60 s; issue 30 asks 30 s), and the RSS then.
+
 `python nodes.py [pods, default 1000] [nodes, default 10: 110 pods each, as the kubelet's max-pods]
 [REFERENCE_TREE [ROUNDS, default 2]]`. With REFERENCE_TREE (`git worktree add /tmp/old <commit>`), this tree and the
 reference (on PYTHONPATH) alternate, ROUNDS times each: the reference measured in the same run.
-Exits 1 if the target (all Ready within 10 s) is missed.
+Exits 1 if a target is missed: all pods Ready within 10 s (up to 1,000 pods) or 30 s (more), and with 1,000 nodes
+or more, all nodes Ready within 30 s of `up`.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from common import Bench, Connection, start
 
 NS = "bench"
 HERE = Path(__file__).resolve().parent.parent
-TARGET_SECONDS = 10.0
+NODES_TARGET_SECONDS = 30.0  # from `up` to every node Ready, for 1,000 nodes or more
 CONCURRENCY = 32
 
 
@@ -66,10 +70,52 @@ async def kubelet_events_written(bench: Bench, pods: int, last_ready: float) -> 
     return None
 
 
+def node_ready(node: dict[str, Any]) -> bool:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+async def all_nodes_ready(bench: Bench, count: int) -> None:
+    """Return once `count` nodes are Ready: one list, then a watch from its resourceVersion."""
+    admin = Connection(bench)
+    listing = await admin.request("GET", "/api/v1/nodes")
+    await admin.close()
+    ready = {n["metadata"]["name"] for n in listing["items"] if node_ready(n)}
+    if len(ready) >= count:
+        return
+    done = asyncio.Event()
+
+    def on_event(event: dict[str, Any], _at: float) -> None:
+        node = event["object"]
+        if event["type"] in ("ADDED", "MODIFIED") and node_ready(node):
+            ready.add(node["metadata"]["name"])
+        elif event["type"] == "DELETED" or event["type"] == "MODIFIED":
+            ready.discard(node["metadata"]["name"])
+        if len(ready) >= count:
+            done.set()
+
+    watcher = Connection(bench)
+    version = listing["metadata"]["resourceVersion"]
+    watch = asyncio.create_task(watcher.watch(f"/api/v1/nodes?watch=true&resourceVersion={version}", on_event))
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(done.wait(), 180)
+    watch.cancel()
+    await asyncio.gather(watch, return_exceptions=True)
+    await watcher.close()
+    if len(ready) < count:
+        raise RuntimeError(f"only {len(ready)} of {count} nodes Ready 180 s after /readyz")
+
+
 async def run(pods: int, nodes: int) -> int:
     wide = ["--cluster-cidr", "10.128.0.0/11"] if nodes > 256 else []  # a /24 of pod IPs for each node
+    launched = time.monotonic()
     bench = start("--nodes", str(nodes), *wide)
     try:
+        await all_nodes_ready(bench, nodes)
+        nodes_after = time.monotonic() - launched
+        nodes_met = nodes < 1000 or nodes_after <= NODES_TARGET_SECONDS
+        print(f"{nodes} nodes Ready {nodes_after:.2f} s after `up` was started", end=" ")
+        print(f"(/readyz after {bench.startup:.2f} s), RSS then (tinykube + etcd) {bench.rss_mb():.0f} MB")
         admin = Connection(bench)
         await admin.request("POST", "/api/v1/namespaces", orjson.dumps({"metadata": {"name": NS}}))
         served = {r["name"] for r in (await admin.request("GET", "/api/v1"))["resources"]}
@@ -124,9 +170,14 @@ async def run(pods: int, nodes: int) -> int:
         if len(times) == pods >= 2000:  # flat: the last thousand take no longer each than the first thousand
             first, last = times[999] - times[0], times[-1] - times[-1000]
             print(f"first 1,000 Ready in {first:.2f} s, last 1,000 in {last:.2f} s ({last / first:.2f}x)")
-        met = done <= TARGET_SECONDS
-        print(f"target: all Ready within {TARGET_SECONDS:.0f} s — {'met' if met else 'NOT met'}")
-        return 0 if met else 1
+        target = 10.0 if pods <= 1000 else 30.0
+        met = done <= target
+        print(f"target: all pods Ready within {target:.0f} s — {'met' if met else 'NOT met'}", end="")
+        if nodes >= 1000:
+            verdict = "met" if nodes_met else "NOT met"
+            print(f"; all nodes Ready within {NODES_TARGET_SECONDS:.0f} s — {verdict}", end="")
+        print()
+        return 0 if met and nodes_met else 1
     finally:
         bench.stop()
 

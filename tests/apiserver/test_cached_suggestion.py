@@ -1,7 +1,7 @@
 """Writes that start from the watch cache's copy (upstream's cached suggestion to GuaranteedUpdate), against a real
 etcd: when the cache is behind — a write made behind the apiserver's back that its watch has not delivered yet —
-a patch, a patch that changes nothing of the cached copy, and a binding all end on the stored object, as if they
-had read it from etcd: nothing written in between is lost, and no write is skipped."""
+a patch, a patch that changes nothing of the cached copy, an update (PUT) and a binding all end on the stored
+object, as if they had read it from etcd: nothing written in between is lost, and no write is skipped."""
 
 from __future__ import annotations
 
@@ -130,5 +130,68 @@ def test_a_binding_from_a_cache_behind_etcd_is_judged_on_the_stored_pod(etcd: st
             assert refused.value.code == 409
             assert (await registry.latest(req))["spec"]["nodeName"] == "first"
         assert behind > 0
+
+    with_apiserver(etcd, scenario)
+
+
+def test_an_update_from_a_cache_behind_etcd_is_judged_on_the_stored_object(etcd: str) -> None:
+    """A PUT with the stored resourceVersion succeeds though the cache has an older one (a Lease renewal right after
+    its last one); a PUT with the cache's resourceVersion, now stale, conflicts; a PUT without one replaces the
+    stored object; a PUT that changes nothing of the stale copy is still written."""
+
+    async def scenario(registry: Registry) -> None:
+        req = RegistryRequest(CONFIGMAPS, "default", "u")
+        await registry.create(req, {"metadata": {"name": "u", "namespace": "default"}, "data": {"n": "0"}})
+        behind = 0
+        for n in range(1, TRIES + 1):
+            behind += await behind_the_back(registry, req, lambda obj, n=n: obj["data"].update(n=f"direct-{n}"))
+            stored = await registry.latest(req)
+            version = stored["metadata"]["resourceVersion"]
+            cached = registry.cache(req.resource).get(registry.cache_key(req.namespace, req.name))
+            assert cached is not None
+            body = {"metadata": {"name": "u", "namespace": "default", "resourceVersion": version}, "data": {"n": "put"}}
+            answered, created = await registry.update(req, body)
+            assert not created and answered["data"] == {"n": "put"}
+            assert body["data"] == {"n": "put"}
+            if str(cached.revision) != version:  # the cache was behind: its version is stale now
+                old = {"metadata": {"name": "u", "namespace": "default", "resourceVersion": str(cached.revision)}}
+                with pytest.raises(errors.ApiError) as refused:
+                    await registry.update(req, {**old, "data": {"n": "lost"}})
+                assert refused.value.code == 409
+            assert (await registry.latest(req))["data"] == {"n": "put"}
+        assert behind > 0
+        for _ in range(TRIES // 4):
+            behind_now = await behind_the_back(registry, req, lambda obj: obj["data"].update(n="direct"))
+            unconditional = {"metadata": {"name": "u", "namespace": "default"}, "data": {"n": "put"}}  # as cached
+            answered, _ = await registry.update(req, unconditional)
+            assert answered["data"] == {"n": "put"}
+            assert (await registry.latest(req))["data"] == {"n": "put"}, behind_now
+
+    with_apiserver(etcd, scenario)
+
+
+def test_an_update_with_the_cached_version_reads_nothing_from_etcd(etcd: str) -> None:
+    async def scenario(registry: Registry) -> None:
+        req = RegistryRequest(CONFIGMAPS, "default", "r")
+        made = await registry.create(req, {"metadata": {"name": "r", "namespace": "default"}, "data": {}})
+        cache = registry.cache(req.resource)
+        while (cached := cache.get(registry.cache_key("default", "r"))) is None or str(cached.revision) != made[
+            "metadata"
+        ]["resourceVersion"]:
+            await asyncio.sleep(0.01)
+        reads = 0
+        real_get = registry.store.get
+
+        async def counted_get(key: str, *args: Any, **kwargs: Any) -> Any:
+            nonlocal reads
+            reads += 1
+            return await real_get(key, *args, **kwargs)
+
+        registry.store.get = counted_get  # type: ignore[method-assign]
+        body = {"metadata": {**made["metadata"]}, "data": {"renewed": "yes"}}
+        answered, _ = await registry.update(req, body)
+        registry.store.get = real_get  # type: ignore[method-assign]
+        assert answered["data"] == {"renewed": "yes"}
+        assert reads == 0
 
     with_apiserver(etcd, scenario)

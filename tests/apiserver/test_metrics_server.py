@@ -150,23 +150,25 @@ async def test_pods_that_do_not_run_yet_or_have_metrics_cause_no_scrape(
     add_pod(registry, kubelet, "pending", phase="Pending", running=False)
     add_pod(registry, kubelet, "starting", running=False)
     assert names(await metrics.answer(PODS, "ns", "", {})) == []
+    assert kubelet.scrapes == 1  # the first read began the rounds
+    await asyncio.sleep(INTERVAL)
     with pytest.raises(errors.NotFound):
         await metrics.answer(PODS, "ns", "starting", {})
-    assert kubelet.scrapes == 0
+    assert kubelet.scrapes == 1
     add_pod(registry, kubelet, "web")
     await metrics.scrape()  # a round
     await asyncio.sleep(INTERVAL)
     assert names(await metrics.answer(PODS, "ns", "", {"labelSelector": "app=web"})) == ["web"]
-    assert kubelet.scrapes == 1  # it has metrics: nothing is refreshed early
+    assert kubelet.scrapes == 2  # it has metrics: nothing is refreshed early
 
 
 async def test_a_node_with_one_sample_gets_its_rate_from_a_scrape_out_of_turn(
     setup: tuple[MetricsServer, Registry, Kubelet],
 ) -> None:
     metrics, _registry, kubelet = setup
-    assert names(await metrics.answer(NODES, "", "", {})) == []  # never scraped: no round has come yet
-    assert kubelet.scrapes == 0
-    await metrics.scrape()  # the first round: one sample, no rate
+    assert kubelet.scrapes == 0  # no read yet: no round
+    assert names(await metrics.answer(NODES, "", "", {})) == []  # the first read's round: one sample, no rate
+    assert kubelet.scrapes == 1
     assert names(await metrics.answer(NODES, "", "", {})) == []  # just scraped
     assert kubelet.scrapes == 1
     await asyncio.sleep(INTERVAL)
@@ -213,6 +215,23 @@ async def test_rounds_pause_while_nothing_reads_and_the_next_read_scrapes_first(
         assert spanned, window
         await asyncio.sleep(0.15)
         assert kubelet.scrapes >= 3  # read again: rounds go on
+    finally:
+        rounds.cancel()
+        await asyncio.gather(rounds, return_exceptions=True)
+
+
+async def test_rounds_begin_with_the_first_read(setup: tuple[MetricsServer, Registry, Kubelet]) -> None:
+    """A cluster of 5,000 simulated nodes nobody reads metrics of opens no connection to their kubelets."""
+    metrics, _registry, kubelet = setup
+    metrics.resolution = 0.05
+    rounds = asyncio.create_task(metrics.run())
+    try:
+        await asyncio.sleep(0.3)
+        assert kubelet.scrapes == 0
+        await metrics.answer(NODES, "", "", {})
+        assert kubelet.scrapes == 1  # the read's own round
+        await asyncio.sleep(0.2)
+        assert kubelet.scrapes >= 3  # and the rounds after it
     finally:
         rounds.cancel()
         await asyncio.gather(rounds, return_exceptions=True)

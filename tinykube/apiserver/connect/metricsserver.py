@@ -11,9 +11,10 @@ would miss something that should have metrics by now (a Running pod whose contai
 sample and no rate yet) has its node scraped there and then, at most once a second per node and for at most two
 seconds, instead of waiting up to `--metric-resolution` for the next round. So `kubectl top pod` and the HPA see a
 new pod as soon as it runs (the official Python client's e2e suite asks 10 s after its pod runs, which
-metrics-server's 15 s resolution often misses); metrics that exist are never refreshed early. And rounds pause
-once nothing has read metrics for `IDLE_AFTER` (a round of 5,000 simulated nodes is a tenth of a core); the next
-read scrapes a round first (waiting `CATCH_UP_TIMEOUT` at most), so its rates span the pause, as their window says.
+metrics-server's 15 s resolution often misses); metrics that exist are never refreshed early. And rounds begin
+with the first read and pause once nothing has read metrics for `IDLE_AFTER` (a round of 5,000 simulated nodes is
+a tenth of a core, a new connection to each kubelet); the first read after a pause scrapes a round first (waiting
+`CATCH_UP_TIMEOUT` at most), so its rates span the pause, as their window says.
 """
 
 from __future__ import annotations
@@ -91,7 +92,8 @@ class MetricsServer:
         self._nodes: dict[str, tuple[Point | None, Usage | None]] = {}
         self._scraped: dict[str, float] = {}  # node -> when (monotonic) its last scrape began
         self._locks: dict[str, asyncio.Lock] = {}  # one scrape of a node at a time, stored in the order taken
-        self._read_at = self._round_at = time.monotonic()  # the last read of metrics; the last round's start
+        self._read_at = -math.inf  # the last read of metrics (none yet: no rounds until one)
+        self._round_at = -math.inf  # the last round's start
 
     async def run(self) -> None:
         while True:
