@@ -244,11 +244,13 @@ class Scheduler:
         self._views: dict[str, tuple[str, NodeView]] = {}  # node -> (resourceVersion, its view)
         self._node_names: list[str] | None = None  # sorted, until a node comes or goes
         self._next_start = 0  # where the next pod's search for feasible nodes begins
-        # For plain pods: which nodes have room, over `_node_names` (None: to be built), the nodes not open that a
-        # pod with the default tolerations might pass (while there are any, the index is not used: the filters
-        # decide), and the nodes changed since the index last looked at them.
+        # For plain pods: which nodes have room, over `_node_names` (None: to be built), the nodes not open (while
+        # there are any, the index is used only for pods they shut out), those of them a pod with the default
+        # tolerations might pass (while there are any, the filters decide), and the nodes changed since the index
+        # last looked at them.
         self._rooms: RoundRobinIndex | None = None
         self._position: dict[str, int] = {}
+        self._closed: set[str] = set()
         self._ajar: set[str] = set()
         self._stale: set[str] = set()
         # written in the background at kube-scheduler's client rate (its clientConnection qps 50, burst 100)
@@ -409,7 +411,7 @@ class Scheduler:
         if self._rooms is None:
             self._rooms = RoundRobinIndex(len(names))
             self._position = {name: i for i, name in enumerate(names)}
-            self._ajar = set()
+            self._closed, self._ajar = set(), set()
             changed = set(names)
         for name in changed:
             i = self._position.get(name)
@@ -418,26 +420,28 @@ class Scheduler:
             node = self.nodes.store.get(name)
             view = self._view(node) if node is not None else None
             if view is None or not view.open:
-                if view is not None and not view.shut:
+                self._closed.add(name)
+                if view is None or not view.shut:  # (a node gone from the cache: the loop, which skips it, decides)
                     self._ajar.add(name)
                 else:
                     self._ajar.discard(name)
                 self._rooms.set(i, False, 0)
                 continue
+            self._closed.discard(name)
             self._ajar.discard(name)
             pods = len(self.usage.on(name).pods)
             self._rooms.set(i, pods < view.allocatable.get("pods", 0), pods)
         return self._rooms
 
     async def _schedule_quickly(self, pod: Object, want: Footprint, claims: list[Object]) -> bool:
-        """A plain pod with no pod nominated anywhere, and each node either open or shut to it (a node not Ready
+        """A plain pod with no pod nominated anywhere, and each node open, or shut to it (a node not Ready
         refuses it as surely as a full one: while 5,000 nodes come up, most are): the search's answer read off the
         index (the same node and the same next start as the loop of `schedule`); False when that cannot be done or
         no node has room (the loop then finds the reasons)."""
-        if self.nominated or not default_tolerations_only(pod):
+        if self.nominated:
             return False
         rooms = self._room_index()
-        if self._ajar or not rooms.fitting():
+        if self._ajar or (self._closed and not default_tolerations_only(pod)) or not rooms.fitting():
             return False
         names = self._sorted_names()
         start = self._next_start % len(names)
