@@ -36,12 +36,13 @@ NODES_TARGET_SECONDS = 30.0  # from `up` to every node Ready, for 1,000 nodes or
 CONCURRENCY = 32
 
 
+def condition_ready(obj: dict[str, Any]) -> bool:
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
 def ready(pod: dict[str, Any]) -> bool:
-    status = pod.get("status") or {}
-    conditions = status.get("conditions") or []
-    return status.get("phase") == "Running" and any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in conditions
-    )
+    return (pod.get("status") or {}).get("phase") == "Running" and condition_ready(pod)
 
 
 async def created_events(bench: Bench) -> int:
@@ -70,26 +71,23 @@ async def kubelet_events_written(bench: Bench, pods: int, last_ready: float) -> 
     return None
 
 
-def node_ready(node: dict[str, Any]) -> bool:
-    conditions = (node.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
 async def all_nodes_ready(bench: Bench, count: int) -> None:
     """Return once `count` nodes are Ready: one list, then a watch from its resourceVersion."""
     admin = Connection(bench)
     listing = await admin.request("GET", "/api/v1/nodes")
     await admin.close()
-    ready = {n["metadata"]["name"] for n in listing["items"] if node_ready(n)}
+    ready = {n["metadata"]["name"] for n in listing["items"] if condition_ready(n)}
     if len(ready) >= count:
         return
     done = asyncio.Event()
 
     def on_event(event: dict[str, Any], _at: float) -> None:
+        if event["type"] not in ("ADDED", "MODIFIED", "DELETED"):
+            return
         node = event["object"]
-        if event["type"] in ("ADDED", "MODIFIED") and node_ready(node):
+        if event["type"] != "DELETED" and condition_ready(node):
             ready.add(node["metadata"]["name"])
-        elif event["type"] == "DELETED" or event["type"] == "MODIFIED":
+        else:
             ready.discard(node["metadata"]["name"])
         if len(ready) >= count:
             done.set()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import orjson
 
@@ -45,6 +45,7 @@ DELETE_DEPENDENTS, ORPHAN_DEPENDENTS, GC_UNSUPPORTED = "DeleteDependents", "Orph
 ORPHAN_FINALIZER, FOREGROUND_FINALIZER = "orphan", "foregroundDeletion"
 _FINALIZER_POLICIES = {ORPHAN_FINALIZER: "Orphan", FOREGROUND_FINALIZER: "Foreground"}
 _UPDATE_ATTEMPTS = 16
+_T = TypeVar("_T")
 MAX_TXN_OPS = 128  # etcd's default --max-txn-ops: operations in each branch of one transaction
 
 
@@ -443,30 +444,22 @@ class Registry:
 
     async def update(self, req: Request, body: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         """PUT: returns (object, created). Started from the watch cache's copy, as a patch is (a node's Lease
-        renewal, 500 a second with 5,000 nodes, reads nothing from etcd); judged again on the stored object when
-        that copy may be behind."""
+        renewal, 500 a second with 5,000 nodes, reads nothing from etcd)."""
         strategy = self.strategies[req.resource.key]
-        current = False
-        for _attempt in range(_UPDATE_ATTEMPTS):
-            try:
-                old, revision, current = await self._start(req, current)
-            except errors.NotFound:
-                if not strategy.allow_create_on_update or req.subresource:
-                    raise
-                return await self.create(req, body), True
-            try:
-                wanted = body["metadata"].get("resourceVersion")
-                if wanted and wanted != old["metadata"]["resourceVersion"]:
-                    raise errors.conflict(req.resource.plural, req.name, req.resource.group)
-                new = body if current else json_copy(body)  # a try on a stale copy must leave the body as sent
-                return await self._write(req, new, old, revision, retry_on_conflict=True, current=current), False
-            except (RevisionConflict, MaybeStale):
-                current = True
-            except errors.ApiError:
-                if current:
-                    raise
-                current = True
-        raise errors.conflict(req.resource.plural, req.name, req.resource.group)
+
+        async def attempt(old: dict[str, Any], revision: int, current: bool) -> tuple[dict[str, Any], bool]:
+            wanted = body["metadata"].get("resourceVersion")
+            if wanted and wanted != old["metadata"]["resourceVersion"]:
+                raise errors.conflict(req.resource.plural, req.name, req.resource.group)
+            new = body if current else json_copy(body)  # a try on a stale copy must leave the body as sent
+            return await self._write(req, new, old, revision, retry_on_conflict=True, current=current), False
+
+        async def create() -> tuple[dict[str, Any], bool]:
+            if not strategy.allow_create_on_update or req.subresource:
+                raise errors.not_found(req.resource.plural, req.name, req.resource.group)
+            return await self.create(req, body), True
+
+        return await self._on_latest(req, attempt, missing=create)
 
     async def patch(
         self,
@@ -479,28 +472,21 @@ class Registry:
     ) -> dict[str, Any]:
         """PATCH: apply to the latest stored object (as the `view` version serves it, when the request is for one);
         retry when someone else wrote in between."""
-        current = False
-        for _attempt in range(_UPDATE_ATTEMPTS):
-            old, revision, current = await self._start(req, current)
-            try:
-                new = apply_patch(view.out(old) if view else old, patch, content_type, kind=req.resource.kind)
-                if not isinstance(new.get("metadata"), dict):
-                    raise errors.BadRequest("metadata must be an object")
-                if check is not None:
-                    await check(new)
-                wanted = new["metadata"].get("resourceVersion")
-                if wanted and wanted != old["metadata"]["resourceVersion"]:
-                    raise errors.conflict(req.resource.plural, req.name, req.resource.group)
-                if view is not None:
-                    new = view.into(new)
-                return await self._write(req, new, old, revision, retry_on_conflict=True, current=current)
-            except (RevisionConflict, MaybeStale):
-                current = True
-            except errors.ApiError:
-                if current:
-                    raise
-                current = True  # judged on what may be an old state: judged again on the stored one
-        raise errors.conflict(req.resource.plural, req.name, req.resource.group)
+
+        async def attempt(old: dict[str, Any], revision: int, current: bool) -> dict[str, Any]:
+            new = apply_patch(view.out(old) if view else old, patch, content_type, kind=req.resource.kind)
+            if not isinstance(new.get("metadata"), dict):
+                raise errors.BadRequest("metadata must be an object")
+            if check is not None:
+                await check(new)
+            wanted = new["metadata"].get("resourceVersion")
+            if wanted and wanted != old["metadata"]["resourceVersion"]:
+                raise errors.conflict(req.resource.plural, req.name, req.resource.group)
+            if view is not None:
+                new = view.into(new)
+            return await self._write(req, new, old, revision, retry_on_conflict=True, current=current)
+
+        return await self._on_latest(req, attempt)
 
     async def apply(
         self,
@@ -656,17 +642,39 @@ class Registry:
         """Upstream's GuaranteedUpdate: `mutate` the latest stored object (it may raise an ApiError) and write it
         back conditionally on its revision, retrying when someone else wrote in between. No strategy runs: this is
         for subresources (pods/binding) that change a few fields the API user may not write directly."""
+
+        async def attempt(old: dict[str, Any], revision: int, _current: bool) -> dict[str, Any]:
+            _check_preconditions(req, old, preconditions or {})
+            new = old  # a fresh decoding (of etcd's value or the cache's), ours to change
+            mutate(new)
+            if req.dry_run:
+                return new
+            return await self._store_update(req, new, revision)
+
+        return await self._on_latest(req, attempt)
+
+    async def _on_latest(
+        self,
+        req: Request,
+        attempt: Callable[[dict[str, Any], int, bool], Awaitable[_T]],
+        *,
+        missing: Callable[[], Awaitable[_T]] | None = None,
+    ) -> _T:
+        """Upstream's GuaranteedUpdate loop with its cached suggestion: `attempt(old, revision, current)` on the
+        watch cache's copy first, again on the stored object when that copy proves old (a revision conflict, a
+        write that changes nothing of it, any error judged on it), and again while someone else writes in between.
+        `missing`: what to do instead when the object is not there (else NotFound)."""
         current = False
         for _attempt in range(_UPDATE_ATTEMPTS):
-            old, revision, current = await self._start(req, current)
             try:
-                _check_preconditions(req, old, preconditions or {})
-                new = old  # a fresh decoding (of etcd's value or the cache's), ours to change
-                mutate(new)
-                if req.dry_run:
-                    return new
-                return await self._store_update(req, new, revision)
-            except RevisionConflict:
+                old, revision, current = await self._start(req, current)
+            except errors.NotFound:
+                if missing is None:
+                    raise
+                return await missing()
+            try:
+                return await attempt(old, revision, current)
+            except (RevisionConflict, MaybeStale):
                 current = True
             except errors.ApiError:
                 if current:
